@@ -1,0 +1,36 @@
+# sparseattn — the entry point. CMake does the building underneath (build/).
+BUILD   ?= build
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+NVCC    := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CMAKE_FLAGS ?=
+ifneq ($(NVCC),)
+CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER=$(NVCC)
+endif
+
+.PHONY: all setup configure build test demo help bench bench-quick plots gpu-check clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+$(BUILD)/CMakeCache.txt:
+	@$(MAKE) --no-print-directory setup
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+configure: $(BUILD)/CMakeCache.txt
+
+build: setup configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	$(BUILD)/sparseattn demo
+
+help:
+	@scripts/help.sh
+
+clean:
+	rm -rf $(BUILD)

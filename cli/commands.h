@@ -1,0 +1,27 @@
+// Registration of every subcommand. Each register_* lives in cli/cmd_<name>.cpp and
+// attaches a CLI11 subcommand whose callback does the work (throwing on bad input).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace sparseattn::cli {
+
+void register_attend(CLI::App& app);  // issue 2
+void register_mask(CLI::App& app);    // issue 2
+void register_check(CLI::App& app);   // issue 2
+void register_info(CLI::App& app);    // issue 2
+
+// Calls every register_* above (main.cpp calls this).
+inline void register_commands(CLI::App& app) {
+  register_attend(app);
+  register_mask(app);
+  register_check(app);
+  register_info(app);
+}
+
+// A command that finishes without throwing but must report failure (e.g. `check` on a
+// failing candidate) sets this; main() returns it.
+int& exit_code_ref();
+inline int exit_code() { return exit_code_ref(); }
+
+}  // namespace sparseattn::cli

@@ -1,0 +1,26 @@
+// build/sparseattn — the command-line oracle. Each subcommand lives in its own cmd_*.cpp
+// and registers itself here; errors become one line on stderr and a non-zero exit.
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"sparseattn: reference and optimized sparse attention (see README.md)"};
+  app.require_subcommand(1);
+  sparseattn::cli::register_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const sparseattn::InvalidArgument& e) {
+    std::cerr << "sparseattn: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "sparseattn: error: " << e.what() << "\n";
+    return 3;
+  }
+  return sparseattn::cli::exit_code();
+}

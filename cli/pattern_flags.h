@@ -1,0 +1,40 @@
+// The pattern flags every subcommand shares (issue 2 §4): the field's names, one
+// definition, so `attend`, `mask`, `check`, `info`, `reach` and `analyze` read a pattern
+// the same way.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "reference/pattern/spec.h"
+
+namespace sparseattn::cli {
+
+// Raw flag values as parsed; files are loaded by to_spec().
+struct PatternFlags {
+  std::string pattern = "dense";
+  int64_t window = 0;
+  int64_t dilation = 1;
+  bool causal = false;
+  std::string global;            // "I,J,..." token positions
+  int64_t num_random = 0;
+  int64_t block_size = 64;
+  int64_t num_random_blocks = 0;
+  int64_t num_global_tokens = 0;
+  std::string random_table;      // .npy path
+  std::string segment_ids;       // .npy path
+  std::string mask;              // .npy path
+  std::string key_padding_mask;  // .npy path
+  uint64_t seed = 0;
+};
+
+// Adds --pattern, --window, --dilation, --causal, --global, --num-random, --block-size,
+// --num-random-blocks, --num-global-tokens, --random-table, --segment-ids, --mask,
+// --key-padding-mask, --seed to `cmd`, each documented with its unit and range.
+void add_pattern_flags(CLI::App* cmd, PatternFlags& flags);
+
+// Builds the PatternSpec, loading the .npy files named by the flags. Throws
+// InvalidArgument naming the flag (e.g. "--global") for malformed values.
+PatternSpec to_spec(const PatternFlags& flags);
+
+}  // namespace sparseattn::cli

@@ -1,0 +1,62 @@
+// The CPU reference ladder (SPEC §2). Serial, float64, no intrinsics, no OpenMP: each
+// step is written to be read. Read them in order: a0 -> a5 (files reference/a*_*.cpp).
+//
+// Common contract of every step:
+//   q: [batch, num_heads, seq_len_q, head_dim]    row-major (rank 2/3 accepted: leading 1s)
+//   k: [batch, num_heads, seq_len_k, head_dim]
+//   v: [batch, num_heads, seq_len_k, head_dim_v]
+//   returns o: [batch, num_heads, seq_len_q, head_dim_v], lse: [batch, num_heads, seq_len_q]
+//   lse is the natural-log logsumexp of the scaled allowed scores; a row with no allowed
+//   key has o = 0 and lse = -inf (SPEC §2), never NaN.
+//   scale: nullptr means 1/sqrt(head_dim).
+// Throws InvalidArgument for shape mismatches, a pattern built for other sizes, a
+// non-finite scale, or a pattern kind the step does not serve.
+#pragma once
+
+#include "core/tensor.h"
+#include "reference/pattern/pattern.h"
+
+namespace sparseattn {
+
+struct AttentionResult {
+  Tensor<double> o;
+  Tensor<double> lse;
+};
+
+// a0 — the definition: softmax(scale · q kᵀ) v with the full score matrix materialized,
+// no mask (Vaswani et al. 2017, eq. 1). Only for dense non-causal patterns.
+AttentionResult a0_dense(const Tensor<double>& q, const Tensor<double>& k,
+                         const Tensor<double>& v, const Pattern& pattern, const double* scale);
+
+// a1 — THE ORACLE: a0 with the pattern's mask applied as -inf scores (SPEC §4). Any pattern.
+AttentionResult a1_dense_masked(const Tensor<double>& q, const Tensor<double>& k,
+                                const Tensor<double>& v, const Pattern& pattern,
+                                const double* scale);
+
+// a2 — sparse rows: loops only over each row's allowed keys (row_keys), O(nnz). Any pattern.
+AttentionResult a2_sparse_rows(const Tensor<double>& q, const Tensor<double>& k,
+                               const Tensor<double>& v, const Pattern& pattern,
+                               const double* scale);
+
+// a3 — band: sliding/dilated window keys computed from band_steps(), no key list.
+// Only pattern kind `window`.
+AttentionResult a3_window_band(const Tensor<double>& q, const Tensor<double>& k,
+                               const Tensor<double>& v, const Pattern& pattern,
+                               const double* scale);
+
+// a4 — BigBird block by block: per query block, gather the key/value blocks its block
+// table lists into contiguous buffers, then one dense block attention (Zaheer et al.
+// 2020, App. D, Fig. 5). Pattern kinds `bigbird` and `bigbird_etc` (any kind whose layout
+// is block-sparse works: partial tiles are masked element-wise).
+AttentionResult a4_bigbird_blocks(const Tensor<double>& q, const Tensor<double>& k,
+                                  const Tensor<double>& v, const Pattern& pattern,
+                                  const double* scale);
+
+// a5 — tiled online softmax (FlashAttention, Dao et al. 2022, Alg. 1): visits the
+// layout's tiles, keeps running max m and sum l per row, never holds a row of scores.
+// Any pattern. The bridge to the optimized CPU and CUDA kernels.
+AttentionResult a5_flash_tiled(const Tensor<double>& q, const Tensor<double>& k,
+                               const Tensor<double>& v, const Pattern& pattern,
+                               const double* scale);
+
+}  // namespace sparseattn

@@ -1,0 +1,77 @@
+// PatternSpec: the user's description of "which key may query i attend" (SPEC §3), in
+// the field's names. It is only a description; materialize() (pattern.h) turns it into
+// the canonical layout that every kernel, the oracle and the graph module consume.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace sparseattn {
+
+enum class PatternKind {
+  dense,         // all keys (j <= p if causal)
+  window,        // sliding window, one-sided `window`, `dilation`, `causal`
+  longformer,    // window + global token positions (Beltagy et al. 2020, §3.1)
+  random,        // longformer + `num_random` random keys per query
+  bigbird,       // BigBird ITC block-sparse (Zaheer et al. 2020, §2 and App. D)
+  bigbird_etc,   // BigBird ETC: `num_global_tokens` extra global tokens first
+  hierarchical,  // two-level HIBERT-style pattern over `segment_ids`
+  explicit_mask, // a boolean mask [n, n] or [num_heads, n, n]
+  per_head,      // one PatternSpec per head
+};
+
+// "dense", "window", ..., "bigbird-etc", "explicit", "per-head" (the CLI's spelling).
+const char* pattern_kind_name(PatternKind kind);
+// Inverse of pattern_kind_name; throws InvalidArgument("pattern") for unknown names.
+PatternKind parse_pattern_kind(const std::string& name);
+
+struct PatternSpec {
+  PatternKind kind = PatternKind::dense;
+
+  // dense, window, longformer, random
+  bool causal = false;
+  int64_t window = 0;            // one-sided half-width in window steps; w = 2 -> 5 keys
+  int64_t dilation = 1;          // tokens between neighbouring window keys
+  std::vector<int64_t> global;   // global token positions (longformer, random)
+  int64_t num_random = 0;        // random keys per query (random)
+
+  // bigbird, bigbird_etc
+  int64_t block_size = 64;       // tokens per block; the last block may be partial
+  int64_t num_random_blocks = 0; // random key blocks per query block
+  int64_t num_global_tokens = 0; // ETC only: global tokens placed first
+  // ITC only, optional: [num_heads, nb - 2, num_random_blocks] key-block indices for query
+  // blocks 1 .. nb-2 (HF's `rand_attn` layout). Replaces the PRNG draw when present.
+  std::optional<Tensor<int64_t>> random_table;
+
+  // random and bigbird kinds: PRNG seed (prng.h), keyed with (head, row).
+  uint64_t seed = 0;
+
+  // hierarchical: one segment id per token, non-decreasing.
+  std::vector<int64_t> segment_ids;
+
+  // explicit_mask: [seq_len_q, seq_len_k] or [num_heads, seq_len_q, seq_len_k];
+  // nonzero = may attend (one polarity everywhere).
+  std::optional<Tensor<uint8_t>> mask;
+
+  // per_head: one spec per head (none of them per_head itself).
+  std::vector<PatternSpec> per_head;
+
+  // Optional, any kind: [batch, seq_len_k], nonzero = real token. Padded keys leave
+  // every A(i); padded query rows are fully masked (SPEC §2).
+  std::optional<Tensor<uint8_t>> key_padding_mask;
+
+  // Side of the square tiles of the canonical layout for token-level patterns. Block
+  // patterns (bigbird, bigbird_etc) always use block_size. The allowed set never depends
+  // on it (a test proves it); kernels' speed does.
+  int64_t tile = 64;
+};
+
+// One line naming the kind and every parameter that matters for it, e.g.
+// "bigbird(block_size=64, num_random_blocks=3, seed=0)". Printed in every result header.
+std::string describe(const PatternSpec& spec);
+
+}  // namespace sparseattn

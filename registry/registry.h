@@ -1,0 +1,63 @@
+// The one list of attention implementations (STYLE: one registry). Tests, benchmarks,
+// `sparseattn impls`, `sparseattn attend --impl` and the docs table iterate it; nothing
+// else keeps its own list. Entries live in registry/kernels.def (an X-macro file).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "reference/pattern/pattern.h"
+
+namespace sparseattn {
+
+enum class Target { reference, cpu, cuda };
+enum class DType { float64, float32, float16, bfloat16 };
+
+const char* target_name(Target t);   // "reference", "cpu", "cuda"
+const char* dtype_name(DType t);     // "float64", "float32", "float16", "bfloat16"
+
+// Inputs of one call, prepared once (conversion is never timed). q/k/v are always
+// float64 (the oracle's inputs); q32/k32/v32 are their float32 roundings, filled by
+// make_problem(). Half-precision kernels round from q32 themselves and state it.
+struct Problem {
+  Tensor<double> q, k, v;
+  Tensor<float> q32, k32, v32;
+  const Pattern* pattern = nullptr;
+  double scale = 0.0;        // resolved (never 0 for a valid problem)
+  AttentionShape shape;
+};
+
+// Validates shapes against the pattern and resolves the scale (nullptr: 1/sqrt(head_dim)).
+// Throws InvalidArgument (shape mismatch, pattern built for other sizes, bad scale).
+Problem make_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
+                     const Pattern& pattern, const double* scale);
+
+// A kernel writes its result in its own dtype: float64 kernels into o/lse,
+// float32 and half-input kernels into o32/lse32 (float32 accumulation).
+struct Output {
+  Tensor<double> o, lse;
+  Tensor<float> o32, lse32;
+};
+
+struct Kernel {
+  const char* name;        // e.g. "a1_dense_masked", "cpu_k03_window"
+  Target target;
+  DType dtype;             // dtype of its inputs (and of its arithmetic for float32/64)
+  bool exact;              // false for approximations (Performer, Nyströmformer)
+  const char* reference;   // the kernel it must match (the oracle for references)
+  double atol, rtol;       // from docs/numerics.md via core/numerics.h
+  const char* patterns;    // human list of pattern kinds served, e.g. "window"
+  const char* summary;     // one sentence: what this step does
+  bool (*serves)(const Pattern& pattern);   // can it run this pattern?
+  void (*run)(const Problem& problem, Output& out);
+};
+
+// Every kernel compiled into this build, in ladder order.
+const std::vector<Kernel>& kernels();
+
+// Looks a kernel up by name; throws InvalidArgument("impl") listing the known names.
+const Kernel& find_kernel(const std::string& name);
+
+}  // namespace sparseattn
