@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/numerics.h"
+#include "reference/validate.h"
 
 namespace sparseattn {
 
@@ -71,16 +72,7 @@ Problem make_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
   q.shape = as_rank4(q.shape, "q");
   k.shape = as_rank4(k.shape, "k");
   v.shape = as_rank4(v.shape, "v");
-  p.shape = attention_shape(q.shape, k.shape, v.shape);
-  const PatternSizes& s = pattern.sizes;
-  require(s.num_heads == p.shape.num_heads, "q num_heads", p.shape.num_heads,
-          "must equal the pattern's num_heads (" + std::to_string(s.num_heads) + ")");
-  require(s.seq_len_q == p.shape.seq_len_q, "q seq_len", p.shape.seq_len_q,
-          "must equal the pattern's seq_len_q (" + std::to_string(s.seq_len_q) + ")");
-  require(s.seq_len_k == p.shape.seq_len_k, "k seq_len", p.shape.seq_len_k,
-          "must equal the pattern's seq_len_k (" + std::to_string(s.seq_len_k) + ")");
-  require(!pattern.has_key_padding() || s.batch == p.shape.batch, "q batch", p.shape.batch,
-          "must equal key_padding_mask batch (" + std::to_string(s.batch) + ")");
+  p.shape = validate_attention(q.shape, k.shape, v.shape, pattern);
   p.scale = resolve_scale(scale, p.shape.head_dim);
   p.q32 = tensor_cast<float>(q);
   p.k32 = tensor_cast<float>(k);
