@@ -1,0 +1,97 @@
+// Plumbing shared by the k0* kernels: per-head panels, key padding, the OpenMP loop over
+// work items and the output rows. Nothing here knows a pattern; the kernels do.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "optimized/cpu/flash_tile.h"
+#include "optimized/cpu/kernels.h"
+#include "optimized/cpu/panel.h"
+
+namespace sparseattn::cpu {
+
+// Throws the error every kernel gives for a pattern it does not serve.
+inline void require_served(bool served, const Pattern& pattern, const char* kernel,
+                           const char* serves) {
+  if (!served)
+    throw InvalidArgument("pattern", describe(pattern.spec),
+                          std::string(kernel) + " serves " + serves);
+}
+
+// Pointers to the (batch b, head h) slices of the inputs and outputs.
+struct HeadView {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* o;
+  float* lse;
+};
+inline HeadView head_view(const Inputs& in, const Outputs& out, int64_t b, int64_t h) {
+  const AttentionShape& s = in.shape;
+  const int64_t bh = b * s.num_heads + h;
+  return {in.q + bh * s.seq_len_q * s.head_dim, in.k + bh * s.seq_len_k * s.head_dim,
+          in.v + bh * s.seq_len_k * s.head_dim_v, out.o + bh * s.seq_len_q * s.head_dim_v,
+          out.lse + bh * s.seq_len_q};
+}
+
+// Row b of the key padding mask [batch, seq_len_k] (nonzero = real token), or nullptr.
+inline const uint8_t* key_padding_row(const Pattern& pattern, int64_t b) {
+  if (!pattern.has_key_padding()) return nullptr;
+  return pattern.spec.key_padding_mask->data.data() + b * pattern.sizes.seq_len_k;
+}
+
+// One panel per (batch, head) holding every key in order: [batch * num_heads].
+inline std::vector<KeyPanel> pack_all_keys(const Inputs& in) {
+  const AttentionShape& s = in.shape;
+  std::vector<KeyPanel> panels(static_cast<size_t>(s.batch * s.num_heads));
+  const int64_t n = static_cast<int64_t>(panels.size());
+#pragma omp parallel for schedule(static)
+  for (int64_t bh = 0; bh < n; ++bh) {
+    pack_keys(in.k + bh * s.seq_len_k * s.head_dim, in.v + bh * s.seq_len_k * s.head_dim_v,
+              s.head_dim, s.head_dim_v, s.seq_len_k, [](int64_t u) { return u; }, panels[bh]);
+  }
+  return panels;
+}
+
+// Runs work(item, tile) for item in [0, num_items) on the OpenMP team, one FlashTile per
+// thread. Items are independent (each owns its output rows), so the schedule only moves
+// work between threads, never changes a row's arithmetic.
+template <class Work>
+void parallel_tiles(const Inputs& in, int64_t num_items, Work&& work) {
+#pragma omp parallel
+  {
+    FlashTile tile(in.shape.head_dim, in.shape.head_dim_v);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t item = 0; item < num_items; ++item) work(item, tile);
+  }
+}
+
+// Writes one finished row (o: head_dim_v floats) unless the query is padding, in which
+// case the row is fully masked (SPEC §2): o = 0, lse = -inf.
+inline void write_row(const HeadView& hv, const Pattern& pattern, int64_t b, int64_t i,
+                      int64_t head_dim_v, const float* o_row, float lse) {
+  float* o = hv.o + i * head_dim_v;
+  if (pattern.has_key_padding() && !pattern.query_valid(b, i)) {
+    std::fill(o, o + head_dim_v, 0.0f);
+    hv.lse[i] = kNegInf;
+    return;
+  }
+  std::copy(o_row, o_row + head_dim_v, o);
+  hv.lse[i] = lse;
+}
+
+// s[c] = -inf for the padded keys of a chunk: key_of(c) is the key index of column c.
+template <class KeyOf>
+inline void mask_padded_keys(const uint8_t* key_valid, float* s, int64_t nc, KeyOf key_of) {
+  if (key_valid == nullptr) return;
+  for (int64_t c = 0; c < nc; ++c)
+    if (!key_valid[key_of(c)]) s[c] = kNegInf;
+}
+
+}  // namespace sparseattn::cpu

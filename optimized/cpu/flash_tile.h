@@ -1,0 +1,225 @@
+// FlashTile: the online-softmax engine every optimized CPU kernel (k01 … k06) drives.
+//
+// One FlashTile holds up to kBr query rows of one (batch, head) and consumes key chunks of
+// up to kBc keys from a KeyPanel (panel.h), in the order the kernel chooses. Per chunk it
+// computes S = (scale·Q) Kᵀ, lets the kernel mask S (set a disallowed score to -inf), then
+// applies the FlashAttention update (Dao et al. 2022, Alg. 1, lines 9–12), per row r:
+//     m_new = max(m, max_c S[r,c])        P = exp(S - m_new)
+//     l     = exp(m - m_new)·l + Σ_c P    O = exp(m - m_new)·O + P V
+// and finish() writes o = O / l and lse = m + log l. The n×n score matrix never exists:
+// the engine holds kBr×kBc scores, kBr×head_dim_v accumulators and two floats per row.
+//
+// Fully masked rows (SPEC §2): while every score seen is -inf, m stays -inf, P is set to 0
+// (never exp(-inf - -inf) = NaN), l stays 0, and finish() writes o = 0, lse = -inf.
+//
+// Determinism: a row's arithmetic depends only on the chunks the kernel feeds and their
+// order, never on the thread or on the other rows of the tile; kernels feed a fixed order,
+// so outputs are bit-identical for any OpenMP thread count.
+//
+// Micro-kernels: 4 query rows × 16 keys (S) and 4 query rows × 16 value columns (P V), so
+// 8 ymm accumulators stay in registers while one q (or p) scalar is broadcast against two
+// vectors per step: 8 FMAs per 2 vector loads + 4 broadcasts.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "optimized/cpu/panel.h"
+#include "optimized/cpu/simd.h"
+
+namespace sparseattn::cpu {
+
+inline constexpr int64_t kBr = 64;  // query rows per tile (the paper's B_r)
+inline constexpr int64_t kBc = 64;  // keys per chunk (B_c); the S scratch is kBr × kBc
+inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// The mask of a chunk with nothing to mask (interior tiles of dense, full layout tiles).
+struct NoMask {
+  void operator()(int64_t /*r*/, float* /*s*/) const {}
+};
+
+namespace detail {
+
+// s[r][c] = Σ_d q[r][d] · kt[d][c] for R rows, c in [0, width), width a multiple of 16.
+template <int R>
+inline void qk_rows(const float* q, int64_t head_dim, const float* kt, int64_t ldk,
+                    int64_t width, float* s) {
+  for (int64_t c0 = 0; c0 < width; c0 += 16) {
+    v8f acc[R][2] = {};
+    for (int64_t d = 0; d < head_dim; ++d) {
+      const v8f k0 = load8(kt + d * ldk + c0);
+      const v8f k1 = load8(kt + d * ldk + c0 + 8);
+      for (int r = 0; r < R; ++r) {
+        const float qv = q[r * head_dim + d];
+        acc[r][0] += qv * k0;
+        acc[r][1] += qv * k1;
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      store8(s + r * kBc + c0, acc[r][0]);
+      store8(s + r * kBc + c0 + 8, acc[r][1]);
+    }
+  }
+}
+
+// o[r][:] += Σ_{c < nc} p[r][c] · v[c][:] for R rows; ldv a multiple of 16. The sum runs
+// over c in increasing order for every row (fixed reduction order).
+template <int R>
+inline void pv_rows(const float* p, int64_t nc, const float* v, int64_t ldv, float* o) {
+  for (int64_t d0 = 0; d0 < ldv; d0 += 16) {
+    v8f acc[R][2];
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = load8(o + r * ldv + d0);
+      acc[r][1] = load8(o + r * ldv + d0 + 8);
+    }
+    for (int64_t c = 0; c < nc; ++c) {
+      const v8f v0 = load8(v + c * ldv + d0);
+      const v8f v1 = load8(v + c * ldv + d0 + 8);
+      for (int r = 0; r < R; ++r) {
+        const float pr = p[r * kBc + c];
+        acc[r][0] += pr * v0;
+        acc[r][1] += pr * v1;
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      store8(o + r * ldv + d0, acc[r][0]);
+      store8(o + r * ldv + d0 + 8, acc[r][1]);
+    }
+  }
+}
+
+}  // namespace detail
+
+class FlashTile {
+ public:
+  FlashTile(int64_t head_dim, int64_t head_dim_v)
+      : head_dim_(head_dim),
+        head_dim_v_(head_dim_v),
+        ldv_(round_up(head_dim_v, kPad)),
+        q_(static_cast<size_t>(kBr * head_dim)),
+        s_(static_cast<size_t>(kBr * kBc)),
+        o_(static_cast<size_t>(kBr * ldv_)),
+        m_(kBr),
+        l_(kBr) {}
+
+  int64_t rows() const { return rows_; }
+
+  // Starts a tile of `rows` (1..kBr) queries; row(r) points at query r's head_dim floats.
+  // scale is folded into the copy of q, so S comes out already scaled.
+  template <class RowPtr>
+  void begin(int64_t rows, RowPtr row, float scale) {
+    rows_ = rows;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* qr = row(r);
+      for (int64_t d = 0; d < head_dim_; ++d) q_[r * head_dim_ + d] = qr[d] * scale;
+      m_[r] = kNegInf;
+      l_[r] = 0.0f;
+    }
+    std::fill(o_.begin(), o_.begin() + rows * ldv_, 0.0f);
+  }
+
+  // Consumes panel keys [u0, u0 + nc), 1 <= nc <= kBc. mask(r, s) may set s[c] = -inf for
+  // any c < nc that row r must not attend; s is row r of the scaled scores.
+  template <class Mask>
+  void step(const KeyPanel& panel, int64_t u0, int64_t nc, Mask&& mask) {
+    const int64_t width = round_up(nc, kPad);
+    const float* kt = panel.kt.data() + u0;
+    for_row_groups([&](auto group, int64_t r0) {
+      constexpr int R = decltype(group)::value;
+      detail::qk_rows<R>(q_.data() + r0 * head_dim_, head_dim_, kt, panel.ldk, width,
+                         s_.data() + r0 * kBc);
+    });
+    for (int64_t r = 0; r < rows_; ++r) {
+      float* s = s_.data() + r * kBc;
+      for (int64_t c = nc; c < width; ++c) s[c] = kNegInf;  // panel padding is no key
+      mask(r, s);
+      softmax_update(r, s, width);
+    }
+    const float* v = panel.v.data() + u0 * panel.ldv;
+    for_row_groups([&](auto group, int64_t r0) {
+      constexpr int R = decltype(group)::value;
+      detail::pv_rows<R>(s_.data() + r0 * kBc, nc, v, panel.ldv, o_.data() + r0 * ldv_);
+    });
+  }
+
+  // write(r, o_row, lse): o_row holds head_dim_v floats of query r's output.
+  template <class Write>
+  void finish(Write&& write) {
+    std::vector<float>& row = s_;  // reuse scratch: kBc >= 16 and the tile is done
+    if (static_cast<int64_t>(row.size()) < head_dim_v_) row.resize(head_dim_v_);
+    for (int64_t r = 0; r < rows_; ++r) {
+      const float* o = o_.data() + r * ldv_;
+      if (l_[r] == 0.0f) {
+        std::fill(row.begin(), row.begin() + head_dim_v_, 0.0f);
+        write(r, row.data(), kNegInf);
+        continue;
+      }
+      const float inv_l = 1.0f / l_[r];
+      for (int64_t d = 0; d < head_dim_v_; ++d) row[d] = o[d] * inv_l;
+      write(r, row.data(), m_[r] + std::log(l_[r]));
+    }
+  }
+
+ private:
+  template <int R>
+  struct Rows {
+    static constexpr int value = R;
+  };
+
+  // Calls f(Rows<R>, r0) over the tile in groups of 4 rows, then one group of 1..3.
+  template <class F>
+  void for_row_groups(F&& f) {
+    int64_t r0 = 0;
+    for (; r0 + 4 <= rows_; r0 += 4) f(Rows<4>{}, r0);
+    switch (rows_ - r0) {
+      case 3: f(Rows<3>{}, r0); break;
+      case 2: f(Rows<2>{}, r0); break;
+      case 1: f(Rows<1>{}, r0); break;
+      default: break;
+    }
+  }
+
+  // The online-softmax update of row r; on return s holds P (0 where masked).
+  void softmax_update(int64_t r, float* s, int64_t width) {
+    v8f vmax = splat8(kNegInf);
+    for (int64_t c = 0; c < width; c += kLanes) {
+      const v8f x = load8(s + c);
+      vmax = x > vmax ? x : vmax;
+    }
+    const float m_old = m_[r];
+    const float m_chunk = hmax8(vmax);
+    const float m_new = m_chunk > m_old ? m_chunk : m_old;
+    if (m_new == kNegInf) {  // nothing allowed yet: P = 0, state unchanged
+      std::fill(s, s + width, 0.0f);
+      return;
+    }
+    const v8f shift = splat8(m_new);
+    v8f vsum = splat8(0.0f);
+    for (int64_t c = 0; c < width; c += kLanes) {
+      const v8f p = exp8(load8(s + c) - shift);
+      store8(s + c, p);
+      vsum += p;
+    }
+    if (m_new != m_old) {
+      const float alpha = m_old == kNegInf ? 0.0f : std::exp(m_old - m_new);
+      l_[r] *= alpha;
+      float* o = o_.data() + r * ldv_;
+      for (int64_t d = 0; d < ldv_; ++d) o[d] *= alpha;
+    }
+    l_[r] += hsum8(vsum);
+    m_[r] = m_new;
+  }
+
+  int64_t head_dim_, head_dim_v_, ldv_;
+  int64_t rows_ = 0;
+  std::vector<float> q_;  // [kBr][head_dim], scaled
+  std::vector<float> s_;  // [kBr][kBc] scores, then P
+  std::vector<float> o_;  // [kBr][ldv] unnormalized output
+  std::vector<float> m_;  // [kBr] running max
+  std::vector<float> l_;  // [kBr] running sum
+};
+
+}  // namespace sparseattn::cpu

@@ -1,0 +1,68 @@
+// k01 — dense FlashAttention on the CPU (Dao et al. 2022, Alg. 1), float32.
+//
+// Contract: matches a1_dense_masked (the float64 oracle) within kTolFloat32
+// (atol 2e-5, rtol 2e-4, core/numerics.h) on every element of o and lse; serves pattern
+// kind `dense`, causal or not, any seq_len_q/seq_len_k (bottom-right aligned causal mask),
+// key padding. Bit-identical for any OpenMP thread count.
+//
+// What changed since the reference (a5_flash_tiled, the float64 bridge): float32; the
+// scores of a 64×64 tile are computed by register-blocked micro-kernels over a transposed
+// key panel (flash_tile.h); exp is an 8-lane polynomial; OpenMP over
+// (batch, head, query tile). The n×n matrix never exists: memory is O(n · head_dim).
+// Why: dense is the baseline every sparse kernel is measured against, and the engine it
+// introduces is the one the whole ladder reuses.
+// Measured effect (docs/benchmarks.md, 2 threads, AVX2): see the table there; the
+// exp/max/sum work per score (~15 vector ops against 2·head_dim/8 = 16 FMAs at
+// head_dim 64) is why it sits below the 60%-of-peak target.
+#include "optimized/cpu/common.h"
+
+namespace sparseattn::cpu {
+
+bool k01_serves(const Pattern& pattern) { return pattern.spec.kind == PatternKind::dense; }
+
+void k01_dense_flash(const Inputs& in, const Outputs& out) {
+  const Pattern& pattern = *in.pattern;
+  require_served(k01_serves(pattern), pattern, "cpu_k01_dense_flash", "dense");
+  const AttentionShape& s = in.shape;
+  const std::vector<KeyPanel> panels = pack_all_keys(in);
+  const bool causal = pattern.spec.causal;
+  // Query i sits at key position i + offset (SPEC §3, bottom-right alignment).
+  const int64_t offset = s.seq_len_k - s.seq_len_q;
+  const int64_t num_q_tiles = (s.seq_len_q + kBr - 1) / kBr;
+
+  parallel_tiles(in, s.batch * s.num_heads * num_q_tiles, [&](int64_t item, FlashTile& t) {
+    const int64_t bh = item / num_q_tiles, b = bh / s.num_heads, h = bh % s.num_heads;
+    const int64_t i0 = (item % num_q_tiles) * kBr;
+    const int64_t rows = std::min(kBr, s.seq_len_q - i0);
+    const HeadView hv = head_view(in, out, b, h);
+    const KeyPanel& panel = panels[bh];
+    const uint8_t* key_valid = key_padding_row(pattern, b);
+
+    t.begin(rows, [&](int64_t r) { return hv.q + (i0 + r) * s.head_dim; }, in.scale);
+    // Causal: the last row of the tile sees keys up to its position; later keys are
+    // masked for every row of the tile, so they are not visited at all.
+    const int64_t key_end =
+        causal ? std::clamp<int64_t>(i0 + rows - 1 + offset + 1, 0, s.seq_len_k) : s.seq_len_k;
+    for (int64_t j0 = 0; j0 < key_end; j0 += kBc) {
+      const int64_t nc = std::min(kBc, key_end - j0);
+      // Only chunks crossing the first row's diagonal need the causal mask.
+      const bool diagonal = causal && j0 + nc - 1 > i0 + offset;
+      if (!diagonal && key_valid == nullptr) {
+        t.step(panel, j0, nc, NoMask{});
+        continue;
+      }
+      t.step(panel, j0, nc, [&](int64_t r, float* sc) {
+        if (diagonal) {
+          const int64_t last = i0 + r + offset - j0;  // last allowed column of row r
+          for (int64_t c = std::max<int64_t>(last + 1, 0); c < nc; ++c) sc[c] = kNegInf;
+        }
+        mask_padded_keys(key_valid, sc, nc, [&](int64_t c) { return j0 + c; });
+      });
+    }
+    t.finish([&](int64_t r, const float* o_row, float lse) {
+      write_row(hv, pattern, b, i0 + r, s.head_dim_v, o_row, lse);
+    });
+  });
+}
+
+}  // namespace sparseattn::cpu

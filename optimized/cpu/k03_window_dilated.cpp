@@ -1,0 +1,106 @@
+// k03 — dilated sliding window by residue classes, float32 (Beltagy et al. 2020, §3.1
+// "dilated sliding window").
+//
+// Contract: matches a1_dense_masked within kTolFloat32 (atol 2e-5, rtol 2e-4,
+// core/numerics.h); serves pattern kind `window`, any dilation d >= 1 (causal or not, any
+// seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
+//
+// What changed since k02: with dilation d, query i (at key position p) attends
+// j = p + d·t — only keys with j ≡ p (mod d). k02's contiguous span would compute d times
+// the allowed scores and mask all but one in d. Instead the keys are split into d residue
+// classes c (keys c, c+d, c+2d, …, packed into one panel per class) and so are the queries
+// (those with p ≡ c); inside a class, query m attends class keys [m + t_lo, m + t_hi] —
+// an undilated band again, run exactly as in k02. t_lo/t_hi come from band_steps(), so
+// the clipping at both ends is the shared band.h arithmetic.
+// Why: the dilated window is as cheap as the undilated one of the same width.
+// Measured effect: see docs/benchmarks.md (k03 at d = 2 runs at k02's GFLOP/s on
+// computed FLOPs, where a masked span would waste half of them). At d = 1 it is k02 with
+// one extra gather of the query rows.
+#include "optimized/cpu/common.h"
+
+namespace sparseattn::cpu {
+
+bool k03_serves(const Pattern& pattern) { return pattern.spec.kind == PatternKind::window; }
+
+void k03_window_dilated(const Inputs& in, const Outputs& out) {
+  const Pattern& pattern = *in.pattern;
+  require_served(k03_serves(pattern), pattern, "cpu_k03_window_dilated", "window");
+  const AttentionShape& s = in.shape;
+  const BandParams band = pattern.band();
+  const int64_t d = band.dilation;
+  const int64_t offset = s.seq_len_k - s.seq_len_q;  // query i sits at key position i + offset
+
+  // Class c holds keys c + d·u, u in [0, num_keys(c)), and the queries whose position is
+  // ≡ c (mod d): i = first_query(c) + d·m.
+  auto num_keys = [&](int64_t c) { return c < s.seq_len_k ? (s.seq_len_k - c + d - 1) / d : 0; };
+  auto first_query = [&](int64_t c) { return (((c - offset) % d) + d) % d; };
+  auto num_queries = [&](int64_t c) {
+    const int64_t i = first_query(c);
+    return i < s.seq_len_q ? (s.seq_len_q - i + d - 1) / d : 0;
+  };
+
+  const int64_t num_bh = s.batch * s.num_heads;
+  std::vector<KeyPanel> panels(static_cast<size_t>(num_bh * d));
+#pragma omp parallel for schedule(static)
+  for (int64_t p = 0; p < num_bh * d; ++p) {
+    const int64_t bh = p / d, c = p % d;
+    pack_keys(in.k + bh * s.seq_len_k * s.head_dim, in.v + bh * s.seq_len_k * s.head_dim_v,
+              s.head_dim, s.head_dim_v, num_keys(c), [&](int64_t u) { return c + d * u; },
+              panels[p]);
+  }
+
+  // Work items: (batch, head, class, tile of kBr class queries).
+  std::vector<int64_t> item_start(static_cast<size_t>(d + 1), 0);
+  for (int64_t c = 0; c < d; ++c)
+    item_start[c + 1] = item_start[c] + (num_queries(c) + kBr - 1) / kBr;
+  const int64_t items_per_bh = item_start[d];
+
+  parallel_tiles(in, num_bh * items_per_bh, [&](int64_t item, FlashTile& t) {
+    const int64_t bh = item / items_per_bh, b = bh / s.num_heads, h = bh % s.num_heads;
+    const int64_t local = item % items_per_bh;
+    const int64_t c =
+        std::upper_bound(item_start.begin(), item_start.end(), local) - item_start.begin() - 1;
+    const int64_t m0 = (local - item_start[c]) * kBr;
+    const int64_t rows = std::min(kBr, num_queries(c) - m0);
+    const int64_t i_first = first_query(c);
+    auto query = [&](int64_t r) { return i_first + d * (m0 + r); };
+    const HeadView hv = head_view(in, out, b, h);
+    const KeyPanel& panel = panels[bh * d + c];
+    const uint8_t* key_valid = key_padding_row(pattern, b);
+
+    // Row r attends class keys [first[r], last[r]]: position p = c + d·u_p, t in band.
+    int64_t first[kBr], last[kBr];
+    int64_t lo = panel.num_keys, hi = -1;                       // union of the rows' ranges
+    int64_t common_first = 0, common_last = panel.num_keys - 1;  // their intersection
+    for (int64_t r = 0; r < rows; ++r) {
+      const BandSteps st = band_steps(band, query(r));
+      const int64_t u_p = (st.position - c) / d;  // exact: position ≡ c (mod d)
+      first[r] = u_p + st.t_lo;
+      last[r] = u_p + st.t_hi;
+      if (first[r] <= last[r]) {
+        lo = std::min(lo, first[r]);
+        hi = std::max(hi, last[r]);
+      }
+      common_first = std::max(common_first, first[r]);
+      common_last = std::min(common_last, last[r]);
+    }
+    t.begin(rows, [&](int64_t r) { return hv.q + query(r) * s.head_dim; }, in.scale);
+    for (int64_t u0 = lo; u0 <= hi; u0 += kBc) {
+      const int64_t nc = std::min(kBc, hi + 1 - u0);
+      if (u0 >= common_first && u0 + nc - 1 <= common_last && key_valid == nullptr) {
+        t.step(panel, u0, nc, NoMask{});
+        continue;
+      }
+      t.step(panel, u0, nc, [&](int64_t r, float* sc) {
+        for (int64_t k = 0; k < nc; ++k)
+          if (u0 + k < first[r] || u0 + k > last[r]) sc[k] = kNegInf;
+        mask_padded_keys(key_valid, sc, nc, [&](int64_t k) { return c + d * (u0 + k); });
+      });
+    }
+    t.finish([&](int64_t r, const float* o_row, float lse) {
+      write_row(hv, pattern, b, query(r), s.head_dim_v, o_row, lse);
+    });
+  });
+}
+
+}  // namespace sparseattn::cpu

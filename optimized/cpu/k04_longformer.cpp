@@ -1,0 +1,132 @@
+// k04 — Longformer: sliding window plus global tokens, float32 (Beltagy et al. 2020, §3.1
+// "global attention").
+//
+// Contract: matches a1_dense_masked within kTolFloat32 (atol 2e-5, rtol 2e-4,
+// core/numerics.h); serves pattern kind `longformer` (any dilation, causal or not, any
+// seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
+//
+// What changed since k03: two more key sources. (1) Every query also attends the global
+// positions G: they are packed into one extra panel per head, and a score is masked when
+// the band already allows that key (set semantics, SPEC §2: a global key inside the
+// window counts once) or, if causal, when it lies after the query. (2) A query at a global
+// position attends every key (up to its position if causal): those rows are skipped by the
+// band tiles and computed as full rows, kBr at a time, over the whole key panel.
+// The band part is k02's span walk; a dilation d > 1 is masked element-wise inside the
+// span (computing d times the band's scores) instead of k03's residue classes, because the
+// global panel and global rows would otherwise have to be split per class too.
+// Why: Longformer's pattern is O(n·(w + |G|)) work; the global rows are |G| dense rows.
+// Measured effect: see docs/benchmarks.md (close to k02 plus |G|·n for the global rows).
+#include "optimized/cpu/common.h"
+
+namespace sparseattn::cpu {
+
+bool k04_serves(const Pattern& pattern) { return pattern.spec.kind == PatternKind::longformer; }
+
+void k04_longformer(const Inputs& in, const Outputs& out) {
+  const Pattern& pattern = *in.pattern;
+  require_served(k04_serves(pattern), pattern, "cpu_k04_longformer", "longformer");
+  const AttentionShape& s = in.shape;
+  const BandParams band = pattern.band();
+  const int64_t d = band.dilation;
+  const int64_t offset = s.seq_len_k - s.seq_len_q;  // query i sits at key position i + offset
+  const bool causal = pattern.spec.causal;
+
+  // G: sorted, unique global positions (materialize() checked they are in [0, seq_len_k)).
+  std::vector<int64_t> global = pattern.spec.global;
+  std::sort(global.begin(), global.end());
+  global.erase(std::unique(global.begin(), global.end()), global.end());
+  std::vector<uint8_t> is_global(static_cast<size_t>(s.seq_len_k), 0);
+  for (int64_t g : global) is_global[g] = 1;
+  auto is_global_query = [&](int64_t i) {
+    const int64_t p = i + offset;
+    return p >= 0 && p < s.seq_len_k && is_global[p];
+  };
+  // Keys [0, limit(i)) are the ones query i may ever see (causal: up to its position).
+  auto limit = [&](int64_t i) {
+    return causal ? std::clamp<int64_t>(i + offset + 1, 0, s.seq_len_k) : s.seq_len_k;
+  };
+  std::vector<int64_t> global_queries;
+  for (int64_t i = 0; i < s.seq_len_q; ++i)
+    if (is_global_query(i)) global_queries.push_back(i);
+
+  const int64_t num_bh = s.batch * s.num_heads;
+  const int64_t num_g = static_cast<int64_t>(global.size());
+  const std::vector<KeyPanel> panels = pack_all_keys(in);
+  std::vector<KeyPanel> global_panels(static_cast<size_t>(num_bh));
+#pragma omp parallel for schedule(static)
+  for (int64_t bh = 0; bh < num_bh; ++bh)
+    pack_keys(in.k + bh * s.seq_len_k * s.head_dim, in.v + bh * s.seq_len_k * s.head_dim_v,
+              s.head_dim, s.head_dim_v, num_g, [&](int64_t u) { return global[u]; },
+              global_panels[bh]);
+
+  const int64_t band_items = (s.seq_len_q + kBr - 1) / kBr;
+  const int64_t global_items = (static_cast<int64_t>(global_queries.size()) + kBr - 1) / kBr;
+  const int64_t items_per_bh = band_items + global_items;
+
+  parallel_tiles(in, num_bh * items_per_bh, [&](int64_t item, FlashTile& t) {
+    const int64_t bh = item / items_per_bh, b = bh / s.num_heads, h = bh % s.num_heads;
+    const int64_t local = item % items_per_bh;
+    const HeadView hv = head_view(in, out, b, h);
+    const uint8_t* key_valid = key_padding_row(pattern, b);
+
+    if (local >= band_items) {  // a group of global query rows: full rows
+      const int64_t g0 = (local - band_items) * kBr;
+      const int64_t rows = std::min<int64_t>(kBr, global_queries.size() - g0);
+      const int64_t* qi = global_queries.data() + g0;
+      int64_t key_end = 0;
+      for (int64_t r = 0; r < rows; ++r) key_end = std::max(key_end, limit(qi[r]));
+      t.begin(rows, [&](int64_t r) { return hv.q + qi[r] * s.head_dim; }, in.scale);
+      for (int64_t j0 = 0; j0 < key_end; j0 += kBc) {
+        const int64_t nc = std::min(kBc, key_end - j0);
+        t.step(panels[bh], j0, nc, [&](int64_t r, float* sc) {
+          for (int64_t c = std::max<int64_t>(limit(qi[r]) - j0, 0); c < nc; ++c) sc[c] = kNegInf;
+          mask_padded_keys(key_valid, sc, nc, [&](int64_t c) { return j0 + c; });
+        });
+      }
+      t.finish([&](int64_t r, const float* o_row, float lse) {
+        write_row(hv, pattern, b, qi[r], s.head_dim_v, o_row, lse);
+      });
+      return;
+    }
+
+    // A tile of queries: band keys, then the global keys the band does not cover.
+    const int64_t i0 = local * kBr;
+    const int64_t rows = std::min(kBr, s.seq_len_q - i0);
+    BandSteps steps[kBr];
+    for (int64_t r = 0; r < rows; ++r) steps[r] = band_steps(band, i0 + r);
+    auto in_band = [&](int64_t r, int64_t j) {
+      const int64_t delta = j - steps[r].position;
+      return delta % d == 0 && delta / d >= steps[r].t_lo && delta / d <= steps[r].t_hi;
+    };
+    t.begin(rows, [&](int64_t r) { return hv.q + (i0 + r) * s.head_dim; }, in.scale);
+    const KeySpan span = band_key_span(band, i0, i0 + rows);
+    for (int64_t j0 = span.lo; j0 <= span.hi; j0 += kBc) {
+      const int64_t nc = std::min(kBc, span.hi + 1 - j0);
+      t.step(panels[bh], j0, nc, [&](int64_t r, float* sc) {
+        if (is_global_query(i0 + r)) {  // computed by a global-row item
+          std::fill(sc, sc + nc, kNegInf);
+          return;
+        }
+        for (int64_t c = 0; c < nc; ++c)
+          if (!in_band(r, j0 + c)) sc[c] = kNegInf;
+        mask_padded_keys(key_valid, sc, nc, [&](int64_t c) { return j0 + c; });
+      });
+    }
+    for (int64_t u0 = 0; u0 < num_g; u0 += kBc) {
+      const int64_t nc = std::min(kBc, num_g - u0);
+      t.step(global_panels[bh], u0, nc, [&](int64_t r, float* sc) {
+        const int64_t i = i0 + r;
+        for (int64_t c = 0; c < nc; ++c) {
+          const int64_t g = global[u0 + c];
+          if (is_global_query(i) || g >= limit(i) || in_band(r, g)) sc[c] = kNegInf;
+        }
+        mask_padded_keys(key_valid, sc, nc, [&](int64_t c) { return global[u0 + c]; });
+      });
+    }
+    t.finish([&](int64_t r, const float* o_row, float lse) {
+      if (!is_global_query(i0 + r)) write_row(hv, pattern, b, i0 + r, s.head_dim_v, o_row, lse);
+    });
+  });
+}
+
+}  // namespace sparseattn::cpu

@@ -1,0 +1,33 @@
+// k05 — BigBird block-sparse attention over the block table, float32 (Zaheer et al. 2020,
+// §2 and App. D: global, window and random key blocks per query block).
+//
+// Contract: matches a1_dense_masked within kTolFloat32 (atol 2e-5, rtol 2e-4,
+// core/numerics.h); serves pattern kinds `bigbird` (ITC) and `bigbird-etc`, any
+// block_size, seq_len not a multiple of it, zero random blocks, per-head random tables,
+// key padding. Bit-identical for any OpenMP thread count.
+//
+// What changed since k04: the keys are no longer computed from a formula (band, global
+// list) but read from the materialized layout — for BigBird the tile is the block, so a
+// query block's row of the layout *is* its block table: blocks 0 and nb-1, q-1..q+1 and
+// the r random blocks, ascending, each once (set semantics: a random block that is also a
+// window block is listed once because the layout is a set). Each listed block is a dense
+// b×b tile fed to the engine unmasked; only partial tiles (ETC's global tokens when g is
+// not a multiple of b) use their bitmask. The random draws were made once, by
+// materialize() from the counter-based PRNG — the kernel never draws.
+// Why: block-sparse work is O(n · (3 + 2 + r) · b) and every chunk is a full 64-key tile.
+// Measured effect: see docs/benchmarks.md.
+#include "optimized/cpu/layout_walk.h"
+
+namespace sparseattn::cpu {
+
+bool k05_serves(const Pattern& pattern) {
+  return pattern.spec.kind == PatternKind::bigbird || pattern.spec.kind == PatternKind::bigbird_etc;
+}
+
+void k05_bigbird_blocks(const Inputs& in, const Outputs& out) {
+  require_served(k05_serves(*in.pattern), *in.pattern, "cpu_k05_bigbird_blocks",
+                 "bigbird, bigbird-etc");
+  run_layout_kernel(in, out, /*coalesce=*/false);
+}
+
+}  // namespace sparseattn::cpu

@@ -1,0 +1,28 @@
+// k06 — generic sparse attention over the canonical layout, float32 (FlexAttention's
+// BlockMask idea; FlashAttention's tiling, Dao et al. 2022, Alg. 1).
+//
+// Contract: matches a1_dense_masked within kTolFloat32 (atol 2e-5, rtol 2e-4,
+// core/numerics.h); serves every pattern kind (dense, window, longformer, random,
+// bigbird, bigbird-etc, hierarchical, explicit, per-head), key padding.
+// Bit-identical for any OpenMP thread count.
+//
+// What changed since k05: the same layout walk, opened to any pattern — per-head layouts,
+// partial tiles everywhere (token-level patterns), any tile size — and consecutive tiles
+// with adjacent keys are coalesced into chunks of up to 64 keys, so a layout built with
+// small tiles still feeds the micro-kernels full chunks.
+// Why: one kernel that runs whatever the pattern module can materialize; the specialized
+// kernels k01–k05 are checked against the oracle, and k06 is their fallback.
+// Measured effect: see docs/benchmarks.md. On window patterns it is slower than k02
+// because every partial tile of the band reads its bitmask per score; on BigBird it
+// equals k05 at block 64.
+#include "optimized/cpu/layout_walk.h"
+
+namespace sparseattn::cpu {
+
+bool k06_serves(const Pattern&) { return true; }
+
+void k06_generic_tiles(const Inputs& in, const Outputs& out) {
+  run_layout_kernel(in, out, /*coalesce=*/true);
+}
+
+}  // namespace sparseattn::cpu

@@ -1,0 +1,51 @@
+// Packed key/value panels: the layout the micro-kernels of flash_tile.h read.
+//
+// For one (batch, head) — or, for the dilated window, one residue class of it — the keys
+// a kernel visits are copied once into
+//   kt: [head_dim][ldk]   K transposed: a row per head-dimension element, a column per key,
+//   v:  [num_keys][ldv]   V rows, head_dim_v padded to a multiple of 16,
+// zero padded on the right. Transposing K lets S = Q Kᵀ broadcast one q element against
+// 16 consecutive keys (two vectors) instead of reducing a dot product across lanes; the
+// padding lets every micro-kernel run whole vectors without a scalar tail. Cost: one
+// O(num_keys · head_dim) copy per panel, against O(nnz · head_dim) attention work.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace sparseattn::cpu {
+
+inline constexpr int64_t kPad = 16;  // columns of one micro-kernel step (two v8f)
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+struct KeyPanel {
+  std::vector<float> kt;  // [head_dim][ldk]
+  std::vector<float> v;   // [num_keys][ldv]
+  int64_t num_keys = 0, ldk = 0, ldv = 0, head_dim = 0, head_dim_v = 0;
+};
+
+// Packs keys key_at(u), u in [0, count): k rows of `head_dim` floats, v rows of
+// `head_dim_v` floats, both contiguous per token (a [seq_len, dim] slice of a
+// [batch, heads, seq_len, dim] tensor). ldk leaves kPad spare columns so a micro-kernel
+// may read one full step past the last key of any chunk.
+template <class KeyAt>
+void pack_keys(const float* k, const float* v, int64_t head_dim, int64_t head_dim_v,
+               int64_t count, KeyAt key_at, KeyPanel& p) {
+  p.num_keys = count;
+  p.head_dim = head_dim;
+  p.head_dim_v = head_dim_v;
+  p.ldk = round_up(count, kPad) + kPad;
+  p.ldv = round_up(head_dim_v, kPad);
+  p.kt.assign(static_cast<size_t>(head_dim * p.ldk), 0.0f);
+  p.v.assign(static_cast<size_t>(count * p.ldv), 0.0f);
+  for (int64_t u = 0; u < count; ++u) {
+    const int64_t j = key_at(u);
+    const float* kj = k + j * head_dim;
+    for (int64_t d = 0; d < head_dim; ++d) p.kt[d * p.ldk + u] = kj[d];
+    const float* vj = v + j * head_dim_v;
+    for (int64_t d = 0; d < head_dim_v; ++d) p.v[u * p.ldv + d] = vj[d];
+  }
+}
+
+}  // namespace sparseattn::cpu
