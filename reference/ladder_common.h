@@ -12,6 +12,7 @@
 #include "core/tensor.h"
 #include "reference/attention.h"
 #include "reference/pattern/pattern.h"
+#include "reference/validate.h"
 
 namespace sparseattn {
 namespace ladder {
@@ -24,21 +25,13 @@ struct Call {
 };
 
 // Checks q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv] against each other and against the
-// sizes the pattern was materialized for; resolves the scale (nullptr: 1/sqrt(head_dim)).
-// Throws InvalidArgument naming q/k/v/scale and the offending value.
+// sizes the pattern was materialized for (validate_attention, the one shared check);
+// resolves the scale (nullptr: 1/sqrt(head_dim)). Throws InvalidArgument naming
+// q/k/v/scale and the offending value.
 inline Call prepare(const Tensor<double>& q, const Tensor<double>& k, const Tensor<double>& v,
                     const Pattern& pattern, const double* scale) {
   Call c;
-  c.s = attention_shape(q.shape, k.shape, v.shape);
-  const PatternSizes& p = pattern.sizes;
-  require(c.s.num_heads == p.num_heads, "q num_heads", c.s.num_heads,
-          "must equal the pattern's num_heads (" + std::to_string(p.num_heads) + ")");
-  require(c.s.seq_len_q == p.seq_len_q, "q seq_len", c.s.seq_len_q,
-          "must equal the pattern's seq_len_q (" + std::to_string(p.seq_len_q) + ")");
-  require(c.s.seq_len_k == p.seq_len_k, "k seq_len", c.s.seq_len_k,
-          "must equal the pattern's seq_len_k (" + std::to_string(p.seq_len_k) + ")");
-  require(!pattern.has_key_padding() || c.s.batch == p.batch, "q batch", c.s.batch,
-          "must equal the key_padding_mask batch (" + std::to_string(p.batch) + ")");
+  c.s = validate_attention(q.shape, k.shape, v.shape, pattern);
   c.scale = resolve_scale(scale, c.s.head_dim);
   return c;
 }

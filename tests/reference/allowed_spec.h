@@ -1,0 +1,94 @@
+// allowed_spec(): SPEC §3's table written out again, independently of reference/pattern/,
+// one predicate per row of the table, straight from the text. Tests compare every
+// materialized mask with it, pair by pair. It is deliberately slow and literal: no tiles,
+// no band arithmetic shared with the library (band.h is not included), no PRNG — random
+// parts are read from Pattern::random_draws, the record of what was drawn.
+//
+// The decisions SPEC §3 leaves open are those docs/patterns.md lists; where this file
+// takes one, it says so with "DECISION" and the test that pins it.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+
+#include "reference/pattern/pattern.h"
+
+namespace sparseattn::testing_spec {
+
+// Query i sits at key position p = i + seq_len_k - seq_len_q (bottom-right alignment).
+inline int64_t position_of(const PatternSizes& z, int64_t i) { return i + z.seq_len_k - z.seq_len_q; }
+
+// window: j = p + d*t for an integer t with |t| <= w (t <= 0 if causal).
+inline bool window_spec(const PatternSpec& s, const PatternSizes& z, int64_t i, int64_t j) {
+  const int64_t delta = j - position_of(z, i);
+  if (delta % s.dilation != 0) return false;
+  const int64_t t = delta / s.dilation;
+  return std::llabs(t) <= s.window && (!s.causal || t <= 0);
+}
+
+inline bool is_global(const PatternSpec& s, int64_t position) {
+  return std::find(s.global.begin(), s.global.end(), position) != s.global.end();
+}
+
+// Whether key-block `kb` is among the draws of row `row` of head h in `draws`
+// [num_heads, rows, r] (-1 entries are draws that could not be made).
+inline bool drawn(const Tensor<int64_t>& draws, int64_t h, int64_t row, int64_t value) {
+  if (draws.rank() != 3 || draws.dim(2) == 0) return false;
+  const int64_t r = draws.dim(2);
+  const int64_t* p = draws.ptr() + (h * draws.dim(1) + row) * r;
+  return std::find(p, p + r, value) != p + r;
+}
+
+// SPEC §3 for head h, query i, key j; key padding excluded (tested separately).
+// `draws` is the pattern's random_draws (random and bigbird kinds).
+inline bool allowed_spec(const PatternSpec& s, const PatternSizes& z, const Tensor<int64_t>& draws,
+                         int64_t h, int64_t i, int64_t j) {
+  const int64_t p = position_of(z, i);
+  switch (s.kind) {
+    case PatternKind::dense:
+      return !s.causal || j <= p;
+    case PatternKind::window:
+      return window_spec(s, z, i, j);
+    case PatternKind::longformer:
+    case PatternKind::random: {
+      // DECISION (docs/patterns.md "causal is a hard constraint"): with causal, global
+      // rows and global keys also stop at the query's position.
+      if (s.causal && j > p) return false;
+      const bool base = window_spec(s, z, i, j) || is_global(s, p) || is_global(s, j);
+      if (s.kind == PatternKind::longformer) return base;
+      return base || drawn(draws, h, i, j);
+    }
+    case PatternKind::bigbird: {
+      const int64_t b = s.block_size, nb = (z.seq_len_q + b - 1) / b;
+      const int64_t qb = i / b, kb = j / b;
+      if (qb == 0 || qb == nb - 1) return true;          // global query blocks
+      if (kb == 0 || kb == nb - 1) return true;          // global key blocks
+      if (std::llabs(qb - kb) <= 1) return true;         // window blocks
+      return drawn(draws, h, qb - 1, kb);                // random blocks (rows: qb 1..nb-2)
+    }
+    case PatternKind::bigbird_etc: {
+      const int64_t g = s.num_global_tokens, b = s.block_size;
+      if (i < g || j < g) return true;                   // global tokens: all, and by all
+      const int64_t qb = (i - g) / b, kb = (j - g) / b;  // blocks of the other tokens
+      if (std::llabs(qb - kb) <= 1) return true;
+      return drawn(draws, h, qb, kb);
+    }
+    case PatternKind::hierarchical: {
+      const std::vector<int64_t>& seg = s.segment_ids;
+      const bool j_is_representative =
+          j == static_cast<int64_t>(seg.size()) - 1 || seg[j + 1] != seg[j];
+      return seg[i] == seg[j] || j_is_representative;
+    }
+    case PatternKind::explicit_mask: {
+      const Tensor<uint8_t>& m = *s.mask;
+      const int64_t slice = (m.rank() == 3 && m.dim(0) > 1) ? h : 0;
+      return m.data[(slice * z.seq_len_q + i) * z.seq_len_k + j] != 0;
+    }
+    case PatternKind::per_head:
+      return false;  // tested head by head against each head's own spec
+  }
+  return false;
+}
+
+}  // namespace sparseattn::testing_spec
