@@ -1,0 +1,61 @@
+// SPEC §4: the CPU path gives bit-identical outputs whatever the number of OpenMP threads.
+// Each kernel runs a multi-tile case with 1, 2 and 3 threads (3 > cores: a different
+// schedule again); o and lse must match byte for byte.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cstring>
+
+#include "registry/registry.h"
+#include "tests/reference/grid.h"
+#include "tests/reference/test_inputs.h"
+
+namespace sparseattn {
+namespace {
+
+using testing_grid::bigbird;
+using testing_grid::token;
+
+PatternSpec spec_for(const std::string& kernel) {
+  using K = PatternKind;
+  if (kernel == "cpu_k01_dense_flash") return token(K::dense, 0, 1, true, 64);
+  if (kernel == "cpu_k02_window_band") return token(K::window, 50, 1, false, 64);
+  if (kernel == "cpu_k03_window_dilated") return token(K::window, 20, 3, false, 64);
+  if (kernel == "cpu_k04_longformer") return token(K::longformer, 20, 1, false, 64, {0, 99, 300});
+  if (kernel == "cpu_k05_bigbird_blocks") return bigbird(32, 2, 3);
+  return token(K::random, 8, 1, false, 16, {7}, 5, 2);  // k06 on a token-level pattern
+}
+
+TEST(CpuDeterminism, BitIdenticalWithOneTwoAndThreeThreads) {
+  const int saved = omp_get_max_threads();
+  for (const Kernel& kernel : kernels()) {
+    if (kernel.target != Target::cpu) continue;
+    SCOPED_TRACE(kernel.name);
+    PatternSpec spec = spec_for(kernel.name);
+    spec.key_padding_mask = testing_grid::key_padding(2, 333, 5);
+    const Pattern pattern = materialize(spec, {2, 2, 333, 333});
+    const Problem problem = make_problem(testing_inputs::random_tensor({2, 2, 333, 64}, 11),
+                                         testing_inputs::random_tensor({2, 2, 333, 64}, 12),
+                                         testing_inputs::random_tensor({2, 2, 333, 48}, 13),
+                                         pattern, nullptr);
+    ASSERT_TRUE(kernel.serves(pattern));
+    Output one;
+    omp_set_num_threads(1);
+    kernel.run(problem, one);
+    for (int threads : {2, 3}) {
+      omp_set_num_threads(threads);
+      Output many;
+      kernel.run(problem, many);
+      ASSERT_EQ(one.o32.data.size(), many.o32.data.size());
+      EXPECT_EQ(0, std::memcmp(one.o32.ptr(), many.o32.ptr(), one.o32.data.size() * sizeof(float)))
+          << threads << " threads";
+      EXPECT_EQ(0, std::memcmp(one.lse32.ptr(), many.lse32.ptr(),
+                               one.lse32.data.size() * sizeof(float)))
+          << threads << " threads";
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+}  // namespace
+}  // namespace sparseattn

@@ -1,0 +1,118 @@
+// Every optimized CPU kernel of the registry against the float64 oracle a1_dense_masked,
+// over tests/cpu/cpu_cases.h, at the tolerance the kernel declares (which must be exactly
+// kTolFloat32 — nothing looser). The kernel list comes from the registry, so a kernel
+// added to registry/cpu_kernels.def is tested here without another list.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "core/check.h"
+#include "core/error.h"
+#include "reference/attention.h"
+#include "registry/registry.h"
+#include "tests/cpu/cpu_cases.h"
+#include "tests/reference/test_inputs.h"
+
+namespace sparseattn {
+namespace {
+
+using testing_grid::Case;
+using testing_inputs::random_tensor;
+
+std::vector<const Kernel*> cpu_kernels() {
+  std::vector<const Kernel*> list;
+  for (const Kernel& k : kernels())
+    if (k.target == Target::cpu) list.push_back(&k);
+  return list;
+}
+
+// The kernels that must serve a pattern: k06 always, the specialized ones for their kind.
+std::set<std::string> expected_servers(const PatternSpec& s) {
+  std::set<std::string> names = {"cpu_k06_generic_tiles"};
+  switch (s.kind) {
+    case PatternKind::dense: names.insert("cpu_k01_dense_flash"); break;
+    case PatternKind::window:
+      names.insert("cpu_k03_window_dilated");
+      if (s.dilation == 1) names.insert("cpu_k02_window_band");
+      break;
+    case PatternKind::longformer: names.insert("cpu_k04_longformer"); break;
+    case PatternKind::bigbird:
+    case PatternKind::bigbird_etc: names.insert("cpu_k05_bigbird_blocks"); break;
+    default: break;
+  }
+  return names;
+}
+
+TEST(CpuRegistry, LadderIsRegisteredWithTheFloat32Tolerance) {
+  const std::vector<const Kernel*> list = cpu_kernels();
+  ASSERT_EQ(list.size(), 6u);
+  for (const Kernel* k : list) {
+    SCOPED_TRACE(k->name);
+    EXPECT_EQ(k->dtype, DType::float32);
+    EXPECT_TRUE(k->exact);
+    EXPECT_STREQ(k->reference, "a1_dense_masked");
+    EXPECT_EQ(k->atol, kTolFloat32.atol);
+    EXPECT_EQ(k->rtol, kTolFloat32.rtol);
+  }
+}
+
+class CpuVsOracle : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CpuVsOracle, EveryServingKernelMatchesA1AtKTolFloat32) {
+  const Case& c = GetParam();
+  const Pattern pattern = materialize(c.spec, c.sizes);
+  const uint64_t seed = testing_inputs::seed_of(c.name);
+  const PatternSizes& z = c.sizes;
+  Tensor<double> q = random_tensor({z.batch, z.num_heads, z.seq_len_q, c.head_dim}, seed);
+  Tensor<double> k = random_tensor({z.batch, z.num_heads, z.seq_len_k, c.head_dim}, seed + 1);
+  Tensor<double> v = random_tensor({z.batch, z.num_heads, z.seq_len_k, c.head_dim_v}, seed + 2);
+  const double* scale = std::isnan(c.scale) ? nullptr : &c.scale;
+  const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, scale);
+  const Problem problem = make_problem(q, k, v, pattern, scale);
+
+  std::set<std::string> served;
+  for (const Kernel* kernel : cpu_kernels()) {
+    SCOPED_TRACE(kernel->name);
+    if (!kernel->serves(pattern)) continue;
+    served.insert(kernel->name);
+    Output out;
+    kernel->run(problem, out);
+    const Tolerance tol{kernel->atol, kernel->rtol};
+    const CheckReport o = check_close(out.o32, oracle.o, tol);
+    const CheckReport lse = check_close(out.lse32, oracle.lse, tol);
+    EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
+    EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
+  }
+  EXPECT_EQ(served, expected_servers(c.spec));
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, CpuVsOracle, ::testing::ValuesIn(testing_cpu::cpu_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// A kernel handed a pattern it does not serve refuses by name, instead of computing some
+// other pattern's answer.
+TEST(CpuRefusal, UnservedPatternThrowsInvalidArgumentNamingPattern) {
+  const Case c = testing_grid::make_case(testing_grid::bigbird(4, 1, 0), {1, 1, 16, 16, 4, 4});
+  const Pattern pattern = materialize(c.spec, c.sizes);
+  const Problem problem =
+      make_problem(random_tensor({1, 1, 16, 4}, 1), random_tensor({1, 1, 16, 4}, 2),
+                   random_tensor({1, 1, 16, 4}, 3), pattern, nullptr);
+  for (const char* name : {"cpu_k01_dense_flash", "cpu_k02_window_band",
+                           "cpu_k03_window_dilated", "cpu_k04_longformer"}) {
+    SCOPED_TRACE(name);
+    const Kernel& kernel = find_kernel(name);
+    EXPECT_FALSE(kernel.serves(pattern));
+    Output out;
+    try {
+      kernel.run(problem, out);
+      ADD_FAILURE() << "no exception";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.argument(), "pattern");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sparseattn
