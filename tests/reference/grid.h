@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct Case {
   int64_t head_dim_v = 8;
   double scale = NAN;  // NaN: the default 1/sqrt(head_dim)
 };
+
+// Google Test prints a failing parameter with this: the case's name, not its bytes.
+inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 // Identifier-safe description of the spec's parameters that matter for its kind.
 inline std::string spec_tag(const PatternSpec& s) {

@@ -83,6 +83,8 @@ struct FullCoverage {
   PatternSpec spec;
 };
 
+void PrintTo(const FullCoverage& c, std::ostream* os) { *os << c.name; }
+
 class FullCoverageReproducesA0 : public ::testing::TestWithParam<FullCoverage> {};
 
 TEST_P(FullCoverageReproducesA0, EveryServingStepEqualsDenseDefinition) {

@@ -115,6 +115,8 @@ struct MaskedRowsCase {
   std::vector<std::pair<int64_t, int64_t>> empty_rows;  // (flat b*H + h, i) expected empty
 };
 
+void PrintTo(const MaskedRowsCase& c, std::ostream* os) { *os << c.name; }
+
 std::vector<MaskedRowsCase> masked_rows_cases() {
   using namespace testing_grid;
   std::vector<MaskedRowsCase> m;

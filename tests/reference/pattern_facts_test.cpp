@@ -79,6 +79,10 @@ struct ItcFacts {
   int64_t n, b, r, heads;
 };
 
+void PrintTo(const ItcFacts& f, std::ostream* os) {
+  *os << "n=" << f.n << " b=" << f.b << " r=" << f.r << " heads=" << f.heads;
+}
+
 class BigBirdItc : public ::testing::TestWithParam<ItcFacts> {};
 
 TEST_P(BigBirdItc, GlobalRowsFullNeighboursAndGlobalBlocksSeenRandomBlocksDistinctOutside) {

@@ -21,6 +21,8 @@ struct Invalid {
   std::function<void()> build;
 };
 
+void PrintTo(const Invalid& c, std::ostream* os) { *os << c.name; }
+
 PatternSpec with(PatternSpec s, const std::function<void(PatternSpec&)>& edit) {
   edit(s);
   return s;
