@@ -1,0 +1,218 @@
+// The CPU benchmark suite: every registry kernel that runs on the CPU (the optimized
+// ladder and the serial float64 references) on the patterns the issue names, timed with
+// Google Benchmark after being validated against the oracle (bench/validate.h).
+//
+//   build/bench_cpu [--quick] [--benchmark_out=build/bench/bench_cpu.json ...]
+//   make bench        full sizes: sparse seq_len 512 … 65536, dense 512 … 16384,
+//                     head_dim 64 (and 128 for dense, window, bigbird), references up to 4096
+//   make bench-quick  sparse 512 … 4096, dense 512 … 2048, references at 512, head_dim 64
+//
+// Every benchmark reports, per call (batch 1, 1 head):
+//   flops        computed FLOPs, 4 · nnz · head_dim (pattern_stats / attention_flops)
+//   dense_flops  the same for the dense pattern: 4 · seq_len² · head_dim
+//   density      nnz / seq_len²
+//   GFLOP/s      flops / time;   frac_peak  GFLOP/s over the FMA peak measured in this run
+//   bytes        q, k, v read + o, lse written once, in the kernel's dtype
+//   peak_bytes   extra heap the call needed (alloc_tracker.h), outputs included
+// and a Complexity() fit over seq_len per (kernel, pattern, head_dim) family.
+// A kernel whose output fails validation reports the checker's reason instead of a time.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/alloc_tracker.h"
+#include "bench/peak_probe.h"
+#include "bench/validate.h"
+#include "registry/registry.h"
+#include "tests/reference/test_inputs.h"
+
+namespace sparseattn::bench {
+namespace {
+
+double g_peak_gflops = 0.0;  // measured at startup (main)
+
+// A benchmarked pattern, named as in the plots, built for a given seq_len.
+struct PatternFamily {
+  std::string label;
+  bool dense;  // dense sizes (up to 16384) instead of sparse ones (up to 65536)
+  std::function<PatternSpec(int64_t seq_len)> spec;
+};
+
+std::vector<PatternFamily> families() {
+  auto window = [](int64_t w, int64_t d) {
+    return [w, d](int64_t) {
+      PatternSpec s;
+      s.kind = PatternKind::window;
+      s.window = w;
+      s.dilation = d;
+      return s;
+    };
+  };
+  return {
+      {"dense", true, [](int64_t) { return PatternSpec{}; }},
+      {"window_w256", false, window(256, 1)},
+      {"window_w128_d2", false, window(128, 2)},
+      {"longformer_w256_g2", false,
+       [](int64_t n) {
+         PatternSpec s;
+         s.kind = PatternKind::longformer;
+         s.window = 256;
+         s.global = {0, n / 2};  // a [CLS]-like first token and one in the middle
+         return s;
+       }},
+      {"bigbird_b64_r3", false,
+       [](int64_t) {
+         PatternSpec s;
+         s.kind = PatternKind::bigbird;
+         s.block_size = 64;
+         s.num_random_blocks = 3;
+         s.seed = 0;
+         return s;
+       }},
+  };
+}
+
+// One problem (pattern, inputs, oracle) at a time: benchmarks are registered grouped by
+// problem, so consecutive benchmarks share it and the O(n²) oracle is built once.
+struct ProblemSet {
+  std::string key;
+  std::unique_ptr<Pattern> pattern;
+  Problem problem;
+  PatternStats stats;
+  std::unique_ptr<Oracle> oracle;
+};
+
+ProblemSet& problem_for(const PatternFamily& family, int64_t n, int64_t head_dim) {
+  static ProblemSet current;
+  const std::string key = family.label + "/" + std::to_string(n) + "/" + std::to_string(head_dim);
+  if (current.key == key) return current;
+  current = ProblemSet{};
+  current.pattern = std::make_unique<Pattern>(materialize(family.spec(n), {1, 1, n, n}));
+  const uint64_t seed = testing_inputs::seed_of(key);
+  current.problem = make_problem(testing_inputs::random_tensor({1, 1, n, head_dim}, seed),
+                                 testing_inputs::random_tensor({1, 1, n, head_dim}, seed + 1),
+                                 testing_inputs::random_tensor({1, 1, n, head_dim}, seed + 2),
+                                 *current.pattern, nullptr);
+  current.stats = pattern_stats(*current.pattern);
+  current.key = key;
+  return current;
+}
+
+void run_kernel(benchmark::State& state, const Kernel* kernel, const PatternFamily* family,
+                int64_t head_dim) {
+  const int64_t n = state.range(0);
+  ProblemSet& ps = problem_for(*family, n, head_dim);
+  if (!ps.oracle) ps.oracle = std::make_unique<Oracle>(make_oracle(ps.problem));
+
+  // One validated call, which also measures the call's extra heap.
+  Output out;
+  const int64_t before = heap_in_use();
+  reset_heap_peak();
+  kernel->run(ps.problem, out);
+  const int64_t peak_bytes = heap_peak() - before;
+  const std::string failure = validate(*kernel, ps.problem, *ps.oracle, out);
+  if (!failure.empty()) {
+    state.SkipWithError(("validation failed: " + failure).c_str());
+    return;
+  }
+  for (auto _ : state) {
+    Output o;
+    kernel->run(ps.problem, o);
+    benchmark::DoNotOptimize(o.o32.data.data());
+    benchmark::DoNotOptimize(o.o.data.data());
+  }
+  const double flops = attention_flops(ps.stats, head_dim, head_dim);
+  const double dense_flops = 4.0 * static_cast<double>(n) * n * head_dim;
+  const double elem = kernel->dtype == DType::float64 ? 8.0 : 4.0;
+  using benchmark::Counter;
+  state.counters["flops"] = flops;
+  state.counters["dense_flops"] = dense_flops;
+  state.counters["density"] = ps.stats.density;
+  state.counters["GFLOP/s"] = Counter(flops / 1e9, Counter::kIsIterationInvariantRate);
+  state.counters["frac_peak"] =
+      Counter(flops / 1e9 / g_peak_gflops, Counter::kIsIterationInvariantRate);
+  state.counters["bytes"] = elem * static_cast<double>(n) * (4 * head_dim + 1);
+  state.counters["peak_bytes"] = static_cast<double>(peak_bytes);
+  state.counters["seq_len"] = static_cast<double>(n);
+  state.counters["head_dim"] = static_cast<double>(head_dim);
+  state.counters["threads"] = kernel->target == Target::cpu ? omp_get_max_threads() : 1;
+  state.SetComplexityN(n);
+  state.SetLabel(describe(ps.pattern->spec));
+}
+
+void peak_fma(benchmark::State& state) {
+  const int64_t iterations = 20'000'000;
+  for (auto _ : state) benchmark::DoNotOptimize(fma_probe(iterations));
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(fma_probe_flops(iterations) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = omp_get_max_threads();
+}
+
+std::vector<int64_t> sizes(int64_t lo, int64_t hi) {
+  std::vector<int64_t> v;
+  for (int64_t n = lo; n <= hi; n *= 2) v.push_back(n);
+  return v;
+}
+
+void register_all(bool quick) {
+  benchmark::RegisterBenchmark("peak_fma", peak_fma)->UseRealTime()->Unit(benchmark::kMillisecond);
+  const double min_time = quick ? 0.05 : 0.3;
+  static const std::vector<PatternFamily> fams = families();
+  for (const PatternFamily& family : fams) {
+    const int64_t max_n = quick ? (family.dense ? 2048 : 4096) : (family.dense ? 16384 : 65536);
+    const int64_t max_ref_n = quick ? 512 : 4096;
+    std::vector<int64_t> head_dims = {64};
+    if (!quick && family.label != "window_w128_d2" && family.label != "longformer_w256_g2")
+      head_dims.push_back(128);
+    for (int64_t head_dim : head_dims) {
+      // Serves is a property of the pattern kind, so a small instance decides it.
+      const Pattern probe = materialize(family.spec(512), {1, 1, 512, 512});
+      for (const Kernel& kernel : kernels()) {
+        if (kernel.target == Target::cuda || !kernel.serves(probe)) continue;
+        const bool reference = kernel.target == Target::reference;
+        if (reference && head_dim != 64) continue;
+        const std::string name =
+            std::string(kernel.name) + "/" + family.label + "/D" + std::to_string(head_dim);
+        auto* b = benchmark::RegisterBenchmark(name.c_str(), run_kernel, &kernel, &family, head_dim);
+        for (int64_t n : sizes(512, reference ? max_ref_n : max_n)) b->Arg(n);
+        b->ArgName("seq_len")
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(min_time)
+            ->Complexity(benchmark::oAuto);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sparseattn::bench
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+      continue;
+    }
+    argv[kept++] = argv[i];
+  }
+  argc = kept;
+  sparseattn::bench::g_peak_gflops = sparseattn::bench::measure_peak_gflops();
+  benchmark::AddCustomContext("peak_fma_gflops", std::to_string(sparseattn::bench::g_peak_gflops));
+  benchmark::AddCustomContext("omp_threads", std::to_string(omp_get_max_threads()));
+  benchmark::AddCustomContext("mode", quick ? "quick" : "full");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  sparseattn::bench::register_all(quick);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,19 @@
+// This machine's float32 FMA ceiling, measured (not looked up): every OpenMP thread runs
+// 12 independent chains of 8-lane fused multiply-adds — enough chains to cover the FMA
+// latency (4-5 cycles) on both FMA pipes — so the loop is throughput bound. Benchmarks
+// report every kernel's GFLOP/s as a fraction of this number, measured in the same run.
+#pragma once
+
+#include <cstdint>
+
+namespace sparseattn::bench {
+
+// FLOPs (2 per lane per FMA) done by one call of fma_probe(iterations) on all threads.
+double fma_probe_flops(int64_t iterations);
+// Runs the probe on the OpenMP team; returns a value that depends on every result, so the
+// compiler cannot drop the work.
+float fma_probe(int64_t iterations);
+// Best of `repeats` timed probes, in GFLOP/s.
+double measure_peak_gflops(int repeats = 5);
+
+}  // namespace sparseattn::bench
