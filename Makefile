@@ -29,6 +29,20 @@ test: build
 demo: build
 	$(BUILD)/sparseattn demo
 
+# Benchmarks (bench/bench_cpu.cpp): JSON into $(BUILD)/bench/; `make plots` draws docs/figures/.
+BENCH_JSON ?= $(BUILD)/bench/bench_cpu.json
+
+bench: build
+	@mkdir -p $(BUILD)/bench
+	$(BUILD)/bench_cpu --benchmark_out=$(BENCH_JSON) --benchmark_out_format=json
+
+bench-quick: build
+	@mkdir -p $(BUILD)/bench
+	$(BUILD)/bench_cpu --quick --benchmark_out=$(BUILD)/bench/bench_cpu_quick.json --benchmark_out_format=json
+
+plots: build
+	$(BUILD)/plot_bench $(if $(wildcard $(BENCH_JSON)),$(BENCH_JSON),docs/figures/bench_cpu.json) docs/figures
+
 help:
 	@scripts/help.sh
 
