@@ -11,6 +11,10 @@
 // l = sum exp(s_j - m); lse_i = m + log l; o_i = sum exp(s_j - lse_i) v_j.
 // Key padding removes keys from A(i) and empties padded query rows (o = 0, lse = -inf).
 // Any pattern.
+//
+// Measured (one run, seq_len 4096, 1 head, head_dim 64, 2 shared cores): 3.0x faster than
+// a1 on bigbird b=64 r=3 (density 0.15), 3.6x on window w=256 (0.12). a1 already skips
+// the dot product of a masked pair, so the gap is the O(seq_len²) mask scan, not FLOPs.
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -13,6 +13,10 @@
 //
 // Serves pattern kind `window` only (longformer and random add keys outside the band).
 // Key padding removes keys and empties padded query rows, as in every step.
+//
+// Measured (one run, seq_len 4096, window 256, head_dim 64): about as fast as a2 (1.2x
+// in that run, within noise): the work is the same nnz dot products; what a3 saves is
+// the key list's memory, which matters on a GPU, not here.
 #include <algorithm>
 #include <cmath>
 #include <limits>

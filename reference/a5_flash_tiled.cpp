@@ -23,6 +23,10 @@
 // and so are key padding and keys past seq_len_k. A row whose m stays -inf after the last
 // tile has no allowed key: o = 0, lse = -inf (SPEC §2), never 0/0.
 // Any pattern.
+//
+// Measured (one run, seq_len 4096, head_dim 64): 4.5x faster than a1 on bigbird b=64 r=3
+// and 4.8x on window w=256; differs from a1 by <= 5e-16 in o (0.05 % of kTolFloat64's
+// budget) because the online rescaling changes the rounding, where a2-a4 are bit-identical.
 #include <algorithm>
 #include <cmath>
 #include <limits>
