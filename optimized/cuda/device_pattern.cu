@@ -1,0 +1,37 @@
+#include "optimized/cuda/device_pattern.h"
+
+#include "optimized/cuda/tiling.h"
+
+namespace sparseattn {
+namespace cuda {
+
+DevicePattern upload_pattern(const Pattern& pattern) {
+  DevicePattern d;
+  d.packed = pack_pattern(pattern);
+  const PackedPattern& p = d.packed;
+  d.row_ptr.upload(p.row_ptr);
+  d.col.upload(p.col);
+  d.bits_at.upload(p.bits_at);
+  d.bits.upload(p.bits);
+  d.key_valid.upload(p.key_valid);
+  d.global_sorted.upload(p.global_sorted);
+  d.is_global.upload(p.is_global);
+  std::vector<HeadView> views;
+  for (int64_t h = 0; h < p.num_heads; ++h)
+    views.push_back(head_view(p, h, d.row_ptr.ptr(), d.col.ptr(), d.bits_at.ptr(), d.bits.ptr()));
+  d.heads.upload(views);
+  return d;
+}
+
+void DevicePattern::bind(AttnArgs& args) const {
+  args.key_valid = key_valid.ptr();
+  args.heads = heads.ptr();
+  args.global_sorted = global_sorted.ptr();
+  args.num_global = static_cast<int64_t>(packed.global_sorted.size());
+  args.is_global = is_global.ptr();
+  args.band = packed.has_band ? packed.band
+                              : dense_band(packed.seq_len_q, packed.seq_len_k, packed.causal);
+}
+
+}  // namespace cuda
+}  // namespace sparseattn

@@ -1,0 +1,53 @@
+// A Problem (registry/registry.h) on the device: inputs converted to the kernel's dtype
+// and uploaded once, float32 outputs, and the uploaded pattern. Tests and the CLI go
+// through run_on_device(); benchmarks upload once and time launch() alone, so neither
+// conversion nor copies are ever timed.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "optimized/cuda/device_pattern.h"
+#include "optimized/cuda/device_runtime.h"
+#include "optimized/cuda/kernel_args.h"
+#include "registry/registry.h"
+
+namespace sparseattn {
+namespace cuda {
+
+struct DeviceProblem {
+  AttentionShape shape;
+  DType dtype = DType::float32;        // of q, k, v on the device
+  float scale = 0.f;
+  DeviceBuffer<unsigned char> q, k, v; // elements of `dtype`
+  DeviceBuffer<float> o, lse;          // [B,H,Lq,Dv], [B,H,Lq]
+  DeviceBuffer<float> scratch;         // c01's score matrix, allocated on first use
+  DevicePattern pattern;
+
+  AttnArgs args() const;
+  // Fills o and lse with NaN so a row a kernel forgets to write fails the checker.
+  void poison_outputs() const;
+};
+
+using LaunchFn = void (*)(DeviceProblem& problem, cudaStream_t stream);
+
+// Converts q32/k32/v32 to `dtype` (round to nearest even) and uploads; uploads the pattern.
+// Throws RuntimeError("no CUDA device: ...") without a device.
+DeviceProblem upload_problem(const Problem& problem, DType dtype);
+
+// o32 [B,H,Lq,Dv] and lse32 [B,H,Lq] from the device.
+void download_outputs(const DeviceProblem& problem, Output& out);
+
+// The registry's run_<name> for every CUDA kernel: upload, poison, launch, synchronize,
+// download. Throws RuntimeError("no CUDA device: ...") when there is none.
+void run_on_device(const Problem& problem, Output& out, DType dtype, LaunchFn launch,
+                   const char* name);
+
+// x rounded to `dtype` exactly as upload_problem rounds it (double -> float32 -> dtype),
+// widened back to double: the inputs of the oracle that half-precision kernels are
+// compared with (core/numerics.h, kTolFloat16 / kTolBfloat16). Host only; no device needed.
+Tensor<double> round_like_device(const Tensor<double>& x, DType dtype);
+
+}  // namespace cuda
+}  // namespace sparseattn

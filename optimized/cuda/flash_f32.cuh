@@ -1,0 +1,158 @@
+// The float32 flash block (c03, and the float32 forms of c05..c08): one thread block
+// owns a set of query rows, keeps their running max m, running sum l and unnormalized
+// output o in registers, and is fed key chunks by the kernel that owns it — which
+// chunks, and which (query, key) pairs inside them are allowed, is the kernel's (the
+// pattern's) business; the online softmax is this file's (FlashAttention, Dao et al.
+// 2022, Alg. 1, lines 8-12; Milakov & Gimelshein 2018 for the running max).
+//
+// Work split: 4 warps, Br = 32 rows (8 per warp), Bc = 32 keys per chunk. For a row,
+// lane c scores key c of the chunk (a full dot product over head_dim from shared
+// memory), the warp reduces max and sum with shuffles, then lane c accumulates
+// o[d] for d = c, c+32, ... (head_dim_v <= 256: 8 registers per row).
+// Preconditions: head_dim, head_dim_v in [1, 256] (checked by the launcher).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "optimized/cuda/kernel_args.h"
+#include "optimized/cuda/tiling.h"
+
+namespace sparseattn {
+namespace cuda {
+
+__device__ inline float warp_max(float x) {
+  for (int d = 16; d > 0; d /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, d));
+  return x;
+}
+__device__ inline float warp_sum(float x) {
+  for (int d = 16; d > 0; d /= 2) x += __shfl_xor_sync(0xffffffffu, x, d);
+  return x;
+}
+
+class FlashF32Block {
+ public:
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kBr = 32;
+  static constexpr int kBc = 32;  // one key per lane
+  static constexpr int kRowsPerWarp = kBr / kWarps;
+  static constexpr int kMaxHeadDim = 256;
+  static constexpr int kDvPerLane = kMaxHeadDim / 32;
+
+  // Row stride of the K chunk in shared memory: odd, so lane c reading K[c][d] hits
+  // bank (c * ldk + d) % 32 — 32 different banks.
+  __host__ __device__ static int64_t ldk(int64_t head_dim) { return head_dim | 1; }
+  // Dynamic shared memory: Q [Br][D], K [Bc][ldk], V [Bc][Dv] floats.
+  __host__ __device__ static size_t smem_bytes(int64_t head_dim, int64_t head_dim_v) {
+    return sizeof(float) * static_cast<size_t>(kBr * head_dim + kBc * ldk(head_dim) + kBc * head_dim_v);
+  }
+
+  // Loads the block's query rows (rows.count <= kBr) of head (b, h) into shared memory.
+  __device__ FlashF32Block(const AttnArgs& a, unsigned char* smem, int64_t b, int64_t h, Strided rows)
+      : a_(a), b_(b), h_(h), rows_(rows), D_(a.head_dim), Dv_(a.head_dim_v), ldk_(ldk(a.head_dim)) {
+    Qs_ = reinterpret_cast<float*>(smem);
+    Ks_ = Qs_ + kBr * D_;
+    Vs_ = Ks_ + kBc * ldk_;
+    warp_ = threadIdx.x / 32;
+    lane_ = threadIdx.x % 32;
+    const float* q = static_cast<const float*>(a.q);
+    for (int64_t e = threadIdx.x; e < kBr * D_; e += kThreads) {
+      const int64_t r = e / D_, d = e % D_;
+      Qs_[e] = r < rows_.count ? q[a.offset(b, h, a.seq_len_q, rows_.at(r), D_) + d] : 0.f;
+    }
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+      m_[rr] = -INFINITY;
+      l_[rr] = 0.f;
+#pragma unroll
+      for (int t = 0; t < kDvPerLane; ++t) o_[rr][t] = 0.f;
+    }
+  }
+
+  // One chunk of keys (keys.count <= kBc). allowed(i, j) is the pattern's predicate;
+  // key padding is applied here. Every thread of the block must call visit().
+  template <class Allowed>
+  __device__ void visit(Strided keys, Allowed allowed) {
+    const float* k = static_cast<const float*>(a_.k);
+    const float* v = static_cast<const float*>(a_.v);
+    __syncthreads();  // the previous chunk's K/V are no longer read
+    for (int64_t e = threadIdx.x; e < kBc * D_; e += kThreads) {
+      const int64_t c = e / D_, d = e % D_;
+      Ks_[c * ldk_ + d] = c < keys.count ? k[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), D_) + d] : 0.f;
+    }
+    for (int64_t e = threadIdx.x; e < kBc * Dv_; e += kThreads) {
+      const int64_t c = e / Dv_, d = e % Dv_;
+      Vs_[e] = c < keys.count ? v[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), Dv_) + d] : 0.f;
+    }
+    __syncthreads();  // K/V staged for every warp
+
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+      const int r = warp_ * kRowsPerWarp + rr;
+      if (r >= rows_.count) continue;  // warp-uniform
+      const int64_t i = rows_.at(r);
+      const int64_t j = keys.at(lane_);
+      float s = -INFINITY;
+      if (lane_ < keys.count && allowed(i, j) &&
+          padding_allows(a_.key_valid, a_.seq_len_q, a_.seq_len_k, b_, i, j)) {
+        const float* qrow = Qs_ + r * D_;
+        const float* krow = Ks_ + lane_ * ldk_;
+        float dot = 0.f;
+        for (int64_t d = 0; d < D_; ++d) dot = fmaf(qrow[d], krow[d], dot);
+        s = a_.scale * dot;
+      }
+      const float m_new = fmaxf(m_[rr], warp_max(s));
+      if (m_new == -INFINITY) continue;  // nothing allowed yet in this row: state unchanged
+      // exp(-inf) = 0: masked keys add nothing; alpha = 0 on the row's first allowed chunk.
+      const float p = expf(s - m_new);
+      const float alpha = expf(m_[rr] - m_new);
+      l_[rr] = l_[rr] * alpha + warp_sum(p);
+      m_[rr] = m_new;
+#pragma unroll
+      for (int t = 0; t < kDvPerLane; ++t) o_[rr][t] *= alpha;
+      for (int c = 0; c < keys.count; ++c) {
+        const float pc = __shfl_sync(0xffffffffu, p, c);
+        if (pc == 0.f) continue;  // warp-uniform: masked key
+#pragma unroll
+        for (int t = 0; t < kDvPerLane; ++t) {
+          const int64_t d = lane_ + 32 * t;
+          if (d < Dv_) o_[rr][t] = fmaf(pc, Vs_[c * Dv_ + d], o_[rr][t]);
+        }
+      }
+    }
+  }
+
+  // o = o / l and lse = m + log l; a row with no allowed key gets o = 0, lse = -inf.
+  __device__ void finish() {
+#pragma unroll
+    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+      const int r = warp_ * kRowsPerWarp + rr;
+      if (r >= rows_.count) continue;
+      const int64_t i = rows_.at(r);
+      const bool empty = l_[rr] == 0.f;
+      const float inv_l = empty ? 0.f : 1.f / l_[rr];
+      float* o = a_.o + a_.offset(b_, h_, a_.seq_len_q, i, Dv_);
+#pragma unroll
+      for (int t = 0; t < kDvPerLane; ++t) {
+        const int64_t d = lane_ + 32 * t;
+        if (d < Dv_) o[d] = o_[rr][t] * inv_l;
+      }
+      if (lane_ == 0) a_.lse[(b_ * a_.num_heads + h_) * a_.seq_len_q + i] = empty ? -INFINITY : m_[rr] + logf(l_[rr]);
+    }
+  }
+
+ private:
+  const AttnArgs& a_;
+  int64_t b_, h_;
+  Strided rows_;
+  int64_t D_, Dv_, ldk_;
+  float *Qs_, *Ks_, *Vs_;
+  int warp_, lane_;
+  float m_[kRowsPerWarp], l_[kRowsPerWarp];
+  float o_[kRowsPerWarp][kDvPerLane];
+};
+
+}  // namespace cuda
+}  // namespace sparseattn

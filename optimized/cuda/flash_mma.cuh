@@ -1,0 +1,203 @@
+// The half-precision flash block (c04, and the bf16 forms of c05..c08): the same online
+// softmax as flash_f32.cuh, with both matrix products on tensor cores through WMMA
+// (16x16x16 fragments; fp16 or bf16 inputs, float32 accumulation), as FlashAttention-2
+// does with mma.sync (Dao 2023, §3.1). What changes from the float32 block:
+//   S = Q Kᵀ and O += P V are warp-level matrix products; the scores S and the
+//   unnormalized output O live in shared memory in float32 (WMMA does not say which
+//   lane holds which accumulator element, so the per-row rescaling by
+//   alpha = exp(m_old - m_new) is done on the shared copy); P is rounded to T before
+//   P V — the rounding kTolFloat16 / kTolBfloat16 budget for (core/numerics.h).
+// Work split: 4 warps, Br = 64 rows (16 per warp: one fragment row), Bc = 64 keys.
+// Each warp touches only its own 16 rows of Q, S, P and O, so only the K/V staging
+// needs block-wide barriers. head_dim and head_dim_v are zero-padded to multiples of 16
+// (zeros add nothing to a dot product). Preconditions: head_dim, head_dim_v in [1, 256]
+// and the shared memory below available on the device (checked by the launcher).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <cmath>
+
+#include "optimized/cuda/kernel_args.h"
+#include "optimized/cuda/tiling.h"
+
+namespace sparseattn {
+namespace cuda {
+
+template <class T>
+__device__ inline T to_input(float x);
+template <>
+__device__ inline __half to_input<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ inline __nv_bfloat16 to_input<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+template <class T>
+class FlashMmaBlock {
+ public:
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kBr = 16 * kWarps;
+  static constexpr int kBc = 64;
+  static constexpr int kMaxHeadDim = 256;
+
+  __host__ __device__ static int64_t pad16(int64_t n) { return (n + 15) / 16 * 16; }
+  // Leading dimensions: +8 T (16 bytes) / +4 floats skew rows across banks while keeping
+  // every fragment pointer 32-byte aligned, as WMMA requires.
+  __host__ __device__ static int64_t ld_in(int64_t d) { return pad16(d) + 8; }
+  __host__ __device__ static int64_t ld_acc(int64_t d) { return pad16(d) + 4; }
+  static constexpr int64_t kLdS = kBc + 4;
+  static constexpr int64_t kLdP = kBc + 8;
+
+  // Dynamic shared memory: Q [Br][ld_in(D)], K [Bc][ld_in(D)], V [Bc][ld_in(Dv)] and
+  // P [Br][kLdP] in T; S [Br][kLdS] and O [Br][ld_acc(Dv)] in float.
+  __host__ __device__ static size_t smem_bytes(int64_t head_dim, int64_t head_dim_v) {
+    return sizeof(T) * static_cast<size_t>((kBr + kBc) * ld_in(head_dim) + kBc * ld_in(head_dim_v) + kBr * kLdP) +
+           sizeof(float) * static_cast<size_t>(kBr * kLdS + kBr * ld_acc(head_dim_v));
+  }
+
+  __device__ FlashMmaBlock(const AttnArgs& a, unsigned char* smem, int64_t b, int64_t h, Strided rows)
+      : a_(a), b_(b), h_(h), rows_(rows), D_(a.head_dim), Dv_(a.head_dim_v) {
+    ldq_ = ld_in(D_);
+    ldv_ = ld_in(Dv_);
+    ldo_ = ld_acc(Dv_);
+    Qs_ = reinterpret_cast<T*>(smem);
+    Ks_ = Qs_ + kBr * ldq_;
+    Vs_ = Ks_ + kBc * ldq_;
+    Ps_ = Vs_ + kBc * ldv_;
+    Ss_ = reinterpret_cast<float*>(Ps_ + kBr * kLdP);
+    Os_ = Ss_ + kBr * kLdS;
+    warp_ = threadIdx.x / 32;
+    lane_ = threadIdx.x % 32;
+    const T* q = static_cast<const T*>(a.q);
+    const int64_t Dp = pad16(D_), Dvp = pad16(Dv_);
+    for (int64_t e = threadIdx.x; e < kBr * Dp; e += kThreads) {
+      const int64_t r = e / Dp, d = e % Dp;
+      Qs_[r * ldq_ + d] = r < rows_.count && d < D_ ? q[a.offset(b, h, a.seq_len_q, rows_.at(r), D_) + d] : to_input<T>(0.f);
+    }
+    for (int64_t e = threadIdx.x; e < kBr * Dvp; e += kThreads) Os_[(e / Dvp) * ldo_ + e % Dvp] = 0.f;
+    // Two lanes per row: lane 2r' and 2r'+1 own row warp*16 + r', each half of the columns.
+    m_ = -INFINITY;
+    l_ = 0.f;
+    __syncthreads();
+  }
+
+  template <class Allowed>
+  __device__ void visit(Strided keys, Allowed allowed) {
+    using namespace nvcuda;
+    const T* k = static_cast<const T*>(a_.k);
+    const T* v = static_cast<const T*>(a_.v);
+    const int64_t Dp = pad16(D_), Dvp = pad16(Dv_);
+    __syncthreads();  // every warp is done with the previous chunk's K/V
+    for (int64_t e = threadIdx.x; e < kBc * Dp; e += kThreads) {
+      const int64_t c = e / Dp, d = e % Dp;
+      Ks_[c * ldq_ + d] = c < keys.count && d < D_ ? k[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), D_) + d] : to_input<T>(0.f);
+    }
+    for (int64_t e = threadIdx.x; e < kBc * Dvp; e += kThreads) {
+      const int64_t c = e / Dvp, d = e % Dvp;
+      Vs_[c * ldv_ + d] = c < keys.count && d < Dv_ ? v[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), Dv_) + d] : to_input<T>(0.f);
+    }
+    __syncthreads();  // K/V staged
+
+    if (warp_ * 16 >= rows_.count) return;  // warp-uniform: no rows for this warp
+    const int row0 = warp_ * 16;
+
+    // S = Q Kᵀ for this warp's 16 rows: K stored [key][d] row-major is Kᵀ in column-major.
+    {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> s[kBc / 16];
+#pragma unroll
+      for (int n = 0; n < kBc / 16; ++n) wmma::fill_fragment(s[n], 0.f);
+      for (int64_t kk = 0; kk < Dp; kk += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> qa;
+        wmma::load_matrix_sync(qa, Qs_ + row0 * ldq_ + kk, ldq_);
+#pragma unroll
+        for (int n = 0; n < kBc / 16; ++n) {
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kb;
+          wmma::load_matrix_sync(kb, Ks_ + n * 16 * ldq_ + kk, ldq_);
+          wmma::mma_sync(s[n], qa, kb, s[n]);
+        }
+      }
+#pragma unroll
+      for (int n = 0; n < kBc / 16; ++n)
+        wmma::store_matrix_sync(Ss_ + row0 * kLdS + n * 16, s[n], kLdS, wmma::mem_row_major);
+    }
+    __syncwarp();
+
+    // Online softmax on the warp's rows, two lanes per row (32 columns each).
+    const int r = row0 + lane_ / 2;
+    const int c0 = (lane_ % 2) * (kBc / 2);
+    const bool row_ok = r < rows_.count;
+    const int64_t i = row_ok ? rows_.at(r) : 0;
+    float mx = -INFINITY;
+    for (int c = c0; c < c0 + kBc / 2; ++c) {
+      const bool ok = row_ok && c < keys.count && allowed(i, keys.at(c)) &&
+                      padding_allows(a_.key_valid, a_.seq_len_q, a_.seq_len_k, b_, i, keys.at(c));
+      const float s = ok ? a_.scale * Ss_[r * kLdS + c] : -INFINITY;
+      Ss_[r * kLdS + c] = s;
+      mx = fmaxf(mx, s);
+    }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    const float m_new = fmaxf(m_, mx);
+    float alpha = 1.f, sum = 0.f;
+    if (m_new != -INFINITY) {
+      alpha = expf(m_ - m_new);
+      for (int c = c0; c < c0 + kBc / 2; ++c) {
+        const float p = expf(Ss_[r * kLdS + c] - m_new);
+        sum += p;
+        Ps_[r * kLdP + c] = to_input<T>(p);
+      }
+      m_ = m_new;
+    } else {
+      for (int c = c0; c < c0 + kBc / 2; ++c) Ps_[r * kLdP + c] = to_input<T>(0.f);
+    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    l_ = l_ * alpha + sum;
+    const int64_t cols = Dvp / 2;  // this lane's half of the row
+    for (int64_t d = (lane_ % 2) * cols; d < (lane_ % 2 + 1) * cols; ++d) Os_[r * ldo_ + d] *= alpha;
+    __syncwarp();
+
+    // O += P V.
+    for (int64_t n = 0; n < Dvp; n += 16) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
+      wmma::load_matrix_sync(o, Os_ + row0 * ldo_ + n, ldo_, wmma::mem_row_major);
+#pragma unroll
+      for (int kk = 0; kk < kBc; kk += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pa;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> vb;
+        wmma::load_matrix_sync(pa, Ps_ + row0 * kLdP + kk, kLdP);
+        wmma::load_matrix_sync(vb, Vs_ + kk * ldv_ + n, ldv_);
+        wmma::mma_sync(o, pa, vb, o);
+      }
+      wmma::store_matrix_sync(Os_ + row0 * ldo_ + n, o, ldo_, wmma::mem_row_major);
+    }
+    __syncwarp();
+  }
+
+  __device__ void finish() {
+    __syncwarp();
+    const int r = warp_ * 16 + lane_ / 2;
+    if (r >= rows_.count) return;
+    const int64_t i = rows_.at(r);
+    const bool empty = l_ == 0.f;
+    const float inv_l = empty ? 0.f : 1.f / l_;
+    float* o = a_.o + a_.offset(b_, h_, a_.seq_len_q, i, Dv_);
+    for (int64_t d = lane_ % 2; d < Dv_; d += 2) o[d] = Os_[r * ldo_ + d] * inv_l;
+    if (lane_ % 2 == 0)
+      a_.lse[(b_ * a_.num_heads + h_) * a_.seq_len_q + i] = empty ? -INFINITY : m_ + logf(l_);
+  }
+
+ private:
+  const AttnArgs& a_;
+  int64_t b_, h_;
+  Strided rows_;
+  int64_t D_, Dv_, ldq_, ldv_, ldo_;
+  T *Qs_, *Ks_, *Vs_, *Ps_;
+  float *Ss_, *Os_;
+  int warp_, lane_;
+  float m_, l_;  // this lane's row (both lanes of a pair hold the same values)
+};
+
+}  // namespace cuda
+}  // namespace sparseattn

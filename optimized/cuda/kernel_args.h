@@ -1,0 +1,41 @@
+// AttnArgs: what every CUDA attention kernel receives, by value, in one struct.
+//   q: [batch, num_heads, seq_len_q, head_dim]   in the kernel's input dtype, row-major
+//   k: [batch, num_heads, seq_len_k, head_dim]
+//   v: [batch, num_heads, seq_len_k, head_dim_v]
+//   o: [batch, num_heads, seq_len_q, head_dim_v] float32;  lse: [batch, num_heads, seq_len_q]
+// The pattern fields point at the one uploaded copy (device_pattern.h).
+#pragma once
+
+#include <cstdint>
+
+#include "optimized/cuda/head_view.h"
+#include "reference/pattern/band.h"
+
+namespace sparseattn {
+namespace cuda {
+
+struct AttnArgs {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  float* o = nullptr;
+  float* lse = nullptr;
+  int64_t batch = 0, num_heads = 0, seq_len_q = 0, seq_len_k = 0, head_dim = 0, head_dim_v = 0;
+  float scale = 0.f;
+
+  const uint8_t* key_valid = nullptr;      // [batch, seq_len_k] or null (no padding)
+  const HeadView* heads = nullptr;         // [num_heads] layouts in device memory
+  const int64_t* global_sorted = nullptr;  // longformer global positions, ascending
+  int64_t num_global = 0;
+  const uint8_t* is_global = nullptr;      // [seq_len_k] longformer, or null
+  BandParams band;                         // window-like kinds; dense: dense_band()
+
+  // Flat offset of row `row` of head (b, h) in a [batch, num_heads, rows, width] tensor.
+  SPARSEATTN_HD int64_t offset(int64_t b, int64_t h, int64_t rows, int64_t row,
+                               int64_t width) const {
+    return ((b * num_heads + h) * rows + row) * width;
+  }
+};
+
+}  // namespace cuda
+}  // namespace sparseattn

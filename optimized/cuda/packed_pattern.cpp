@@ -1,0 +1,93 @@
+#include "optimized/cuda/packed_pattern.h"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+
+#include "core/error.h"
+
+namespace sparseattn {
+namespace cuda {
+
+PackedPattern pack_pattern(const Pattern& pattern) {
+  const PatternSizes& s = pattern.sizes;
+  require(s.seq_len_q <= INT32_MAX, "seq_len_q", s.seq_len_q,
+          "the CUDA kernels index rows with int32: at most 2^31-1");
+  require(s.seq_len_k <= INT32_MAX, "seq_len_k", s.seq_len_k,
+          "the CUDA kernels index keys with int32: at most 2^31-1");
+  PackedPattern p;
+  p.num_heads = s.num_heads;
+  p.seq_len_q = s.seq_len_q;
+  p.seq_len_k = s.seq_len_k;
+
+  // One copy per distinct layout; heads sharing a layout share its offsets.
+  std::map<const HeadLayout*, int64_t> first_head;
+  for (int64_t h = 0; h < s.num_heads; ++h) {
+    const HeadLayout& layout = pattern.head(h);
+    const auto seen = first_head.find(&layout);
+    if (seen != first_head.end()) {
+      const auto g = static_cast<size_t>(seen->second);
+      p.head_row_ptr_offset.push_back(p.head_row_ptr_offset[g]);
+      p.head_col_offset.push_back(p.head_col_offset[g]);
+      p.head_bits_offset.push_back(p.head_bits_offset[g]);
+      p.head_tile.push_back(p.head_tile[g]);
+      continue;
+    }
+    first_head[&layout] = h;
+    p.head_row_ptr_offset.push_back(static_cast<int64_t>(p.row_ptr.size()));
+    p.head_col_offset.push_back(static_cast<int64_t>(p.col.size()));
+    p.head_bits_offset.push_back(static_cast<int64_t>(p.bits.size()));
+    p.head_tile.push_back(layout.tile);
+    p.row_ptr.insert(p.row_ptr.end(), layout.row_ptr.begin(), layout.row_ptr.end());
+    p.col.insert(p.col.end(), layout.col.begin(), layout.col.end());
+    p.bits_at.insert(p.bits_at.end(), layout.bits_at.begin(), layout.bits_at.end());
+    p.bits.insert(p.bits.end(), layout.bits.begin(), layout.bits.end());
+  }
+
+  if (pattern.has_key_padding()) {
+    const Tensor<uint8_t>& mask = *pattern.spec.key_padding_mask;
+    p.key_valid.assign(mask.data.begin(), mask.data.end());
+  }
+
+  const PatternKind kind = pattern.spec.kind;
+  if (kind == PatternKind::longformer) {
+    p.global_sorted = pattern.spec.global;
+    std::sort(p.global_sorted.begin(), p.global_sorted.end());
+    p.global_sorted.erase(std::unique(p.global_sorted.begin(), p.global_sorted.end()),
+                          p.global_sorted.end());
+    p.is_global.assign(static_cast<size_t>(s.seq_len_k), 0);
+    for (int64_t g : p.global_sorted) p.is_global[static_cast<size_t>(g)] = 1;
+  }
+  if (kind == PatternKind::window || kind == PatternKind::longformer ||
+      kind == PatternKind::random) {
+    p.has_band = true;
+    p.band = pattern.band();
+  }
+  p.causal = pattern.spec.causal;
+  return p;
+}
+
+HeadView head_view(const PackedPattern& packed, int64_t h, const int64_t* row_ptr,
+                   const int32_t* col, const int64_t* bits_at, const uint64_t* bits) {
+  const auto i = static_cast<size_t>(h);
+  HeadView v;
+  v.row_ptr = row_ptr + packed.head_row_ptr_offset[i];
+  v.col = col + packed.head_col_offset[i];
+  v.bits_at = bits_at + packed.head_col_offset[i];
+  v.bits = bits == nullptr ? nullptr : bits + packed.head_bits_offset[i];
+  v.tile = packed.head_tile[i];
+  v.words_per_row = (v.tile + 63) / 64;
+  v.seq_len_q = packed.seq_len_q;
+  v.seq_len_k = packed.seq_len_k;
+  return v;
+}
+
+bool all_tiles_full(const Pattern& pattern) {
+  for (int64_t h = 0; h < pattern.sizes.num_heads; ++h)
+    for (int64_t at : pattern.head(h).bits_at)
+      if (at != HeadLayout::kFullTile) return false;
+  return true;
+}
+
+}  // namespace cuda
+}  // namespace sparseattn

@@ -1,0 +1,217 @@
+// Every CUDA kernel of the registry against the float64 oracle a1_dense_masked, over the
+// awkward-shape grid of tests/cpu/cpu_cases.h plus shapes sized for the GPU blocks, at
+// the tolerance the kernel declares — exactly kTolFloat32, kTolFloat16 or kTolBfloat16
+// by its dtype (core/numerics.h), nothing looser. Half-precision kernels are compared
+// with the oracle evaluated on the same rounded inputs (round_like_device).
+//
+// Without a device the comparisons GTEST_SKIP() << "no CUDA device" (CTest reports them
+// as skipped, never passed); the registry, refusal and no-device tests run everywhere.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <string>
+
+#include "core/check.h"
+#include "core/error.h"
+#include "optimized/cuda/device_problem.h"
+#include "optimized/cuda/device_runtime.h"
+#include "optimized/cuda/packed_pattern.h"
+#include "reference/attention.h"
+#include "registry/registry.h"
+#include "tests/cpu/cpu_cases.h"
+#include "tests/reference/test_inputs.h"
+
+namespace sparseattn {
+namespace {
+
+using testing_grid::Case;
+using testing_grid::make_case;
+using testing_grid::token;
+using testing_inputs::random_tensor;
+
+std::vector<const Kernel*> cuda_kernels() {
+  std::vector<const Kernel*> list;
+  for (const Kernel& k : kernels())
+    if (k.target == Target::cuda) list.push_back(&k);
+  return list;
+}
+
+Tolerance tolerance_of(DType dtype) {
+  switch (dtype) {
+    case DType::float16: return kTolFloat16;
+    case DType::bfloat16: return kTolBfloat16;
+    default: return kTolFloat32;
+  }
+}
+
+// The kernels that must serve a pattern: c08 always, the specialized ones for their kind.
+std::set<std::string> expected_servers(const Pattern& p) {
+  std::set<std::string> names = {"cuda_c08_generic_f32", "cuda_c08_generic_bf16"};
+  const PatternSpec& s = p.spec;
+  switch (s.kind) {
+    case PatternKind::dense:
+      names.insert({"cuda_c01_naive_dense", "cuda_c02_tiled_dense", "cuda_c03_flash_dense",
+                    "cuda_c04_flash_dense_f16", "cuda_c04_flash_dense_bf16"});
+      break;
+    case PatternKind::window: names.insert({"cuda_c05_window_f32", "cuda_c05_window_bf16"}); break;
+    case PatternKind::longformer:
+      if (!s.causal && p.sizes.seq_len_q == p.sizes.seq_len_k)
+        names.insert({"cuda_c06_longformer_f32", "cuda_c06_longformer_bf16"});
+      break;
+    case PatternKind::bigbird:  // ITC blocks are always whole tiles
+      names.insert({"cuda_c07_bigbird_f32", "cuda_c07_bigbird_bf16"});
+      break;
+    case PatternKind::bigbird_etc:  // whole tiles only when the global tokens fill whole blocks
+      if (cuda::all_tiles_full(p)) names.insert({"cuda_c07_bigbird_f32", "cuda_c07_bigbird_bf16"});
+      break;
+    default: break;
+  }
+  return names;
+}
+
+TEST(CudaRegistry, LadderIsRegisteredWithItsDtypesTolerance) {
+  const std::vector<const Kernel*> list = cuda_kernels();
+  ASSERT_EQ(list.size(), 13u);
+  for (const Kernel* k : list) {
+    SCOPED_TRACE(k->name);
+    EXPECT_TRUE(k->exact);
+    EXPECT_STREQ(k->reference, "a1_dense_masked");
+    EXPECT_NE(k->dtype, DType::float64);
+    EXPECT_EQ(k->atol, tolerance_of(k->dtype).atol);
+    EXPECT_EQ(k->rtol, tolerance_of(k->dtype).rtol);
+  }
+}
+
+// The grid: the CPU grid, plus shapes sized for the GPU blocks (Br/Bc 32 and 64, head
+// dims 64/128/256 for the tensor-core path, several query blocks with ragged ends,
+// BigBird at block 64 with 3 random blocks as the benchmarks use it).
+std::vector<Case> gpu_cases() {
+  using K = PatternKind;
+  std::vector<Case> c = testing_cpu::cpu_cases();
+  c.push_back(make_case(token(K::dense, 0, 1, false, 64), {1, 2, 257, 257, 128, 128}));
+  c.push_back(make_case(token(K::dense, 0, 1, true, 64), {1, 1, 130, 130, 256, 256}));
+  c.push_back(make_case(token(K::dense, 0, 1, true, 64), {2, 2, 96, 200, 80, 24}, true));
+  c.push_back(make_case(token(K::window, 256, 1, false, 64), {1, 2, 700, 700, 64, 64}));
+  c.push_back(make_case(token(K::window, 33, 4, true, 64), {1, 1, 500, 500, 128, 128}));
+  c.push_back(make_case(token(K::longformer, 64, 1, false, 64, {0, 1, 333, 599}), {1, 2, 600, 600, 128, 128}));
+  c.push_back(make_case(testing_grid::bigbird(64, 3, 11), {1, 2, 1000, 1000, 128, 128}));
+  c.push_back(make_case(testing_grid::bigbird(64, 3, 12), {2, 1, 640, 640, 64, 64}, true));
+  return c;
+}
+
+class CudaVsOracle : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CudaVsOracle, EveryServingKernelMatchesA1AtItsDtypesTolerance) {
+  const Case& c = GetParam();
+  const Pattern pattern = materialize(c.spec, c.sizes);
+  std::set<std::string> served;
+  for (const Kernel* k : cuda_kernels())
+    if (k->serves(pattern)) served.insert(k->name);
+  EXPECT_EQ(served, expected_servers(pattern));  // checked on every machine
+  if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device";
+
+  const uint64_t seed = testing_inputs::seed_of(c.name);
+  const PatternSizes& z = c.sizes;
+  const Tensor<double> q = random_tensor({z.batch, z.num_heads, z.seq_len_q, c.head_dim}, seed);
+  const Tensor<double> k = random_tensor({z.batch, z.num_heads, z.seq_len_k, c.head_dim}, seed + 1);
+  const Tensor<double> v = random_tensor({z.batch, z.num_heads, z.seq_len_k, c.head_dim_v}, seed + 2);
+  const double* scale = std::isnan(c.scale) ? nullptr : &c.scale;
+  const Problem problem = make_problem(q, k, v, pattern, scale);
+
+  for (const Kernel* kernel : cuda_kernels()) {
+    if (!kernel->serves(pattern)) continue;
+    SCOPED_TRACE(kernel->name);
+    // float32: the oracle on the unrounded inputs; half: on the inputs as the kernel saw them.
+    const AttentionResult oracle =
+        kernel->dtype == DType::float32
+            ? a1_dense_masked(q, k, v, pattern, scale)
+            : a1_dense_masked(cuda::round_like_device(q, kernel->dtype), cuda::round_like_device(k, kernel->dtype),
+                              cuda::round_like_device(v, kernel->dtype), pattern, scale);
+    Output out;
+    kernel->run(problem, out);
+    const Tolerance tol{kernel->atol, kernel->rtol};
+    const CheckReport o = check_close(out.o32, oracle.o, tol);
+    const CheckReport lse = check_close(out.lse32, oracle.lse, tol);
+    EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
+    EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
+    // Same inputs, same bits: no atomics, no order that depends on scheduling.
+    Output again;
+    kernel->run(problem, again);
+    EXPECT_EQ(again.o32.data, out.o32.data) << "not deterministic";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, CudaVsOracle, ::testing::ValuesIn(gpu_cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+Problem small_problem(const Pattern& pattern, int64_t head_dim) {
+  const PatternSizes& z = pattern.sizes;
+  return make_problem(random_tensor({1, z.num_heads, z.seq_len_q, head_dim}, 1),
+                      random_tensor({1, z.num_heads, z.seq_len_k, head_dim}, 2),
+                      random_tensor({1, z.num_heads, z.seq_len_k, head_dim}, 3), pattern, nullptr);
+}
+
+// A kernel handed a pattern it does not serve refuses by name, on every machine.
+TEST(CudaRefusal, UnservedPatternThrowsInvalidArgumentNamingPattern) {
+  const Pattern pattern = materialize(testing_grid::bigbird(4, 1, 0), PatternSizes{1, 1, 16, 16});
+  const Problem problem = small_problem(pattern, 4);
+  for (const Kernel* kernel : cuda_kernels()) {
+    if (kernel->serves(pattern)) continue;
+    SCOPED_TRACE(kernel->name);
+    Output out;
+    try {
+      kernel->run(problem, out);
+      ADD_FAILURE() << "no exception";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.argument().rfind("pattern", 0), 0u) << e.what();
+    }
+  }
+}
+
+// Without a device, every kernel says so: RuntimeError("no CUDA device: ..."), no output.
+TEST(CudaNoDevice, RunThrowsRuntimeErrorSayingNoDevice) {
+  if (cuda::device_available()) GTEST_SKIP() << "a CUDA device is present";
+  const PatternSizes sizes{1, 1, 16, 16};
+  std::vector<Pattern> patterns;
+  patterns.push_back(materialize(PatternSpec{}, sizes));
+  patterns.push_back(materialize(token(PatternKind::window, 2, 1, false, 4), sizes));
+  patterns.push_back(materialize(token(PatternKind::longformer, 2, 1, false, 4, {0}), sizes));
+  patterns.push_back(materialize(testing_grid::bigbird(4, 1, 0), sizes));
+  for (const Kernel* kernel : cuda_kernels()) {
+    SCOPED_TRACE(kernel->name);
+    const Pattern* served = nullptr;
+    for (const Pattern& p : patterns)
+      if (served == nullptr && kernel->serves(p)) served = &p;
+    ASSERT_NE(served, nullptr);
+    const Problem problem = small_problem(*served, 4);
+    Output out;
+    try {
+      kernel->run(problem, out);
+      ADD_FAILURE() << "no exception";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(out.o32.empty());
+  }
+}
+
+// head_dim beyond the flash blocks' 256: InvalidArgument naming head_dim, not a crash.
+TEST(CudaBadInput, HeadDimAbove256IsRefusedByName) {
+  if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device";
+  const Pattern pattern = materialize(PatternSpec{}, PatternSizes{1, 1, 8, 8});
+  const Problem problem = small_problem(pattern, 300);
+  for (const char* name : {"cuda_c03_flash_dense", "cuda_c04_flash_dense_bf16", "cuda_c08_generic_f32"}) {
+    SCOPED_TRACE(name);
+    Output out;
+    try {
+      find_kernel(name).run(problem, out);
+      ADD_FAILURE() << "no exception";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.argument(), "head_dim");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sparseattn
