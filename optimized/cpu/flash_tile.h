@@ -16,9 +16,10 @@
 // order, never on the thread or on the other rows of the tile; kernels feed a fixed order,
 // so outputs are bit-identical for any OpenMP thread count.
 //
-// Micro-kernels: 4 query rows × 16 keys (S) and 4 query rows × 16 value columns (P V), so
-// 8 ymm accumulators stay in registers while one q (or p) scalar is broadcast against two
-// vectors per step: 8 FMAs per 2 vector loads + 4 broadcasts.
+// Micro-kernels: 6 query rows × 16 keys (S) and 6 query rows × 16 value columns (P V):
+// 12 ymm accumulators — enough independent chains to cover the FMA latency on both FMA
+// pipes — plus the two key (value) vectors and one broadcast: 15 of the 16 ymm registers.
+// Per step 12 FMAs for 2 vector loads + 6 broadcasts, so the loop is FMA-bound.
 #pragma once
 
 #include <algorithm>
@@ -43,15 +44,22 @@ struct NoMask {
 
 namespace detail {
 
-// s[r][c] = Σ_d q[r][d] · kt[d][c] for R rows, c in [0, width), width a multiple of 16.
+// An empty asm that claims to modify a and b: GCC must hold them in registers, instead of
+// folding each use into an FMA memory operand — which turns the 2 loads per step into
+// 2·R loads and makes the micro-kernel load-bound (measured: 45% -> see k01's header).
+inline void pin_in_registers(v8f& a, v8f& b) { __asm__("" : "+x"(a), "+x"(b)); }
+
+// s[r][c] = Σ_d q[r][d] · k[c][d] for R rows, c in [0, width), width a multiple of 16.
+// kb is the chunk's keys in blocks of 16: kb[(c / 16) · head_dim · 16 + d · 16 + c % 16].
 template <int R>
-inline void qk_rows(const float* q, int64_t head_dim, const float* kt, int64_t ldk,
-                    int64_t width, float* s) {
+inline void qk_rows(const float* q, int64_t head_dim, const float* kb, int64_t width, float* s) {
   for (int64_t c0 = 0; c0 < width; c0 += 16) {
+    const float* k = kb + c0 * head_dim;  // block c0 / 16
     v8f acc[R][2] = {};
     for (int64_t d = 0; d < head_dim; ++d) {
-      const v8f k0 = load8(kt + d * ldk + c0);
-      const v8f k1 = load8(kt + d * ldk + c0 + 8);
+      v8f k0 = load8(k + d * 16);
+      v8f k1 = load8(k + d * 16 + 8);
+      pin_in_registers(k0, k1);
       for (int r = 0; r < R; ++r) {
         const float qv = q[r * head_dim + d];
         acc[r][0] += qv * k0;
@@ -66,18 +74,21 @@ inline void qk_rows(const float* q, int64_t head_dim, const float* kt, int64_t l
 }
 
 // o[r][:] += Σ_{c < nc} p[r][c] · v[c][:] for R rows; ldv a multiple of 16. The sum runs
-// over c in increasing order for every row (fixed reduction order).
+// over c in increasing order for every row (fixed reduction order). vb is the chunk's
+// values in blocks of 16 columns: vb[(d / 16) · kBc · 16 + c · 16 + d % 16].
 template <int R>
-inline void pv_rows(const float* p, int64_t nc, const float* v, int64_t ldv, float* o) {
+inline void pv_rows(const float* p, int64_t nc, const float* vb, int64_t ldv, float* o) {
   for (int64_t d0 = 0; d0 < ldv; d0 += 16) {
+    const float* v = vb + d0 * kBc;  // block d0 / 16
     v8f acc[R][2];
     for (int r = 0; r < R; ++r) {
       acc[r][0] = load8(o + r * ldv + d0);
       acc[r][1] = load8(o + r * ldv + d0 + 8);
     }
     for (int64_t c = 0; c < nc; ++c) {
-      const v8f v0 = load8(v + c * ldv + d0);
-      const v8f v1 = load8(v + c * ldv + d0 + 8);
+      v8f v0 = load8(v + c * 16);
+      v8f v1 = load8(v + c * 16 + 8);
+      pin_in_registers(v0, v1);
       for (int r = 0; r < R; ++r) {
         const float pr = p[r * kBc + c];
         acc[r][0] += pr * v0;
@@ -102,6 +113,8 @@ class FlashTile {
         q_(static_cast<size_t>(kBr * head_dim)),
         s_(static_cast<size_t>(kBr * kBc)),
         o_(static_cast<size_t>(kBr * ldv_)),
+        kb_(static_cast<size_t>(kBc * head_dim)),
+        vb_(static_cast<size_t>(kBc * ldv_)),
         m_(kBr),
         l_(kBr) {}
 
@@ -126,10 +139,10 @@ class FlashTile {
   template <class Mask>
   void step(const KeyPanel& panel, int64_t u0, int64_t nc, Mask&& mask) {
     const int64_t width = round_up(nc, kPad);
-    const float* kt = panel.kt.data() + u0;
+    copy_chunk(panel, u0, nc, width);
     for_row_groups([&](auto group, int64_t r0) {
       constexpr int R = decltype(group)::value;
-      detail::qk_rows<R>(q_.data() + r0 * head_dim_, head_dim_, kt, panel.ldk, width,
+      detail::qk_rows<R>(q_.data() + r0 * head_dim_, head_dim_, kb_.data(), width,
                          s_.data() + r0 * kBc);
     });
     for (int64_t r = 0; r < rows_; ++r) {
@@ -138,10 +151,9 @@ class FlashTile {
       mask(r, s);
       softmax_update(r, s, width);
     }
-    const float* v = panel.v.data() + u0 * panel.ldv;
     for_row_groups([&](auto group, int64_t r0) {
       constexpr int R = decltype(group)::value;
-      detail::pv_rows<R>(s_.data() + r0 * kBc, nc, v, panel.ldv, o_.data() + r0 * ldv_);
+      detail::pv_rows<R>(s_.data() + r0 * kBc, nc, vb_.data(), ldv_, o_.data() + r0 * ldv_);
     });
   }
 
@@ -169,16 +181,43 @@ class FlashTile {
     static constexpr int value = R;
   };
 
-  // Calls f(Rows<R>, r0) over the tile in groups of 4 rows, then one group of 1..3.
+  // Calls f(Rows<R>, r0) over the tile in groups of 6 rows, then one group of 1..5.
   template <class F>
   void for_row_groups(F&& f) {
     int64_t r0 = 0;
-    for (; r0 + 4 <= rows_; r0 += 4) f(Rows<4>{}, r0);
+    for (; r0 + 6 <= rows_; r0 += 6) f(Rows<6>{}, r0);
     switch (rows_ - r0) {
+      case 5: f(Rows<5>{}, r0); break;
+      case 4: f(Rows<4>{}, r0); break;
       case 3: f(Rows<3>{}, r0); break;
       case 2: f(Rows<2>{}, r0); break;
       case 1: f(Rows<1>{}, r0); break;
       default: break;
+    }
+  }
+
+  // Copies the chunk's keys and values into 16-wide blocks (kb_, vb_), so the
+  // micro-kernels read them as one contiguous stream. Read in place, the transposed panel
+  // has one cache line per head-dimension row per 16 keys — a new line on every load,
+  // which made the micro-kernels wait on L2 (measured: the dominant stall in k01).
+  // The copy costs head_dim · width + width · ldv moves per chunk, against
+  // rows · width · (head_dim + ldv) FMAs.
+  void copy_chunk(const KeyPanel& panel, int64_t u0, int64_t nc, int64_t width) {
+    for (int64_t d = 0; d < head_dim_; ++d) {
+      const float* src = panel.kt.data() + d * panel.ldk + u0;
+      for (int64_t c0 = 0; c0 < width; c0 += 16) {
+        float* dst = kb_.data() + c0 * head_dim_ + d * 16;
+        store8(dst, load8(src + c0));
+        store8(dst + 8, load8(src + c0 + 8));
+      }
+    }
+    for (int64_t c = 0; c < nc; ++c) {
+      const float* src = panel.v.data() + (u0 + c) * panel.ldv;
+      for (int64_t d0 = 0; d0 < ldv_; d0 += 16) {
+        float* dst = vb_.data() + d0 * kBc + c * 16;
+        store8(dst, load8(src + d0));
+        store8(dst + 8, load8(src + d0 + 8));
+      }
     }
   }
 
@@ -218,6 +257,8 @@ class FlashTile {
   std::vector<float> q_;  // [kBr][head_dim], scaled
   std::vector<float> s_;  // [kBr][kBc] scores, then P
   std::vector<float> o_;  // [kBr][ldv] unnormalized output
+  std::vector<float> kb_;  // [kBc / 16][head_dim][16] the chunk's keys
+  std::vector<float> vb_;  // [ldv / 16][kBc][16] the chunk's values
   std::vector<float> m_;  // [kBr] running max
   std::vector<float> l_;  // [kBr] running sum
 };
