@@ -1,0 +1,56 @@
+// sparseattn impls — the kernel registry, as a table or JSON.
+//
+//   sparseattn impls [--json]
+//
+// One row per entry of registry/*.def compiled into this build (CUDA entries only when
+// nvcc was found): name, target (reference/cpu/cuda), dtype, exact or approximate, the
+// pattern kinds it serves, the kernel it must match and the tolerance it is held to
+// (core/numerics.h). Nothing here keeps its own list.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "registry/registry.h"
+
+namespace sparseattn::cli {
+
+namespace {
+
+void run_impls(bool json) {
+  if (json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Kernel& k : kernels())
+      list.push_back({{"name", k.name},
+                      {"target", target_name(k.target)},
+                      {"dtype", dtype_name(k.dtype)},
+                      {"exact", k.exact},
+                      {"patterns", k.patterns},
+                      {"reference", k.reference},
+                      {"atol", k.atol},
+                      {"rtol", k.rtol},
+                      {"summary", k.summary}});
+    std::cout << list.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("{:<26} {:<9} {:<8} {:<6} {:<36} {:<16} {:>8} {:>8}\n", "name",
+                           "target", "dtype", "exact", "patterns", "reference", "atol", "rtol");
+  for (const Kernel& k : kernels())
+    std::cout << fmt::format("{:<26} {:<9} {:<8} {:<6} {:<36} {:<16} {:>8.1e} {:>8.1e}\n",
+                             k.name, target_name(k.target), dtype_name(k.dtype),
+                             k.exact ? "yes" : "no", k.patterns, k.reference, k.atol, k.rtol);
+}
+
+}  // namespace
+
+void register_impls(CLI::App& app) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand(
+      "impls", "list every attention implementation: target, dtype, patterns, reference, tolerance");
+  cmd->add_flag("--json", *json, "print a JSON array instead of the table");
+  cmd->callback([json] { run_impls(*json); });
+}
+
+}  // namespace sparseattn::cli
