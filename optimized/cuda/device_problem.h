@@ -44,6 +44,12 @@ void download_outputs(const DeviceProblem& problem, Output& out);
 void run_on_device(const Problem& problem, Output& out, DType dtype, LaunchFn launch,
                    const char* name);
 
+// Benchmarks: q, k, v of the pattern's sizes filled on the device with uniform [-1, 1)
+// values (a pure function of seed and index), scale 1/sqrt(head_dim), the pattern
+// uploaded. Throws RuntimeError without a device, InvalidArgument for bad sizes.
+DeviceProblem random_device_problem(const Pattern& pattern, int64_t batch, int64_t head_dim,
+                                    int64_t head_dim_v, DType dtype, uint64_t seed);
+
 // x rounded to `dtype` exactly as upload_problem rounds it (double -> float32 -> dtype),
 // widened back to double: the inputs of the oracle that half-precision kernels are
 // compared with (core/numerics.h, kTolFloat16 / kTolBfloat16). Host only; no device needed.
