@@ -9,7 +9,8 @@
 //     the pattern changes (a non-uniform stack) the whole reached set is pushed.
 //  3. Tiles, not pairs: for a key tile the OR of its nodes' words is formed once; a full
 //     tile then costs one OR per query row instead of one per (query, key) pair — the
-//     BigBird block structure makes analysis cost O(tiles · tile), not O(nnz).
+//     BigBird block structure makes analysis cost O(tiles · tile), not O(nnz). Keys in
+//     partial tiles (windows, random keys) are ORed one by one from a per-row list.
 //  4. Only query tiles whose row lists an active key tile are visited (a transposed tile
 //     index), so a narrow window frontier costs O(frontier), not O(seq_len), per layer.
 //  5. Block level: when every tile of the union is full, tokens of a block are
@@ -37,6 +38,13 @@ namespace {
 // distinct layer pattern.
 struct NodeGraph {
   std::vector<HeadLayout> graphs;              // distinct layer graphs over the nodes
+  // Per graph, the row loop's two inputs (item 3): full tiles per query tile, and the keys
+  // that sit in partial tiles per node (a window's few keys, a random key), so a row
+  // costs (full tiles + partial keys), not (listed tiles x tile).
+  std::vector<std::vector<int64_t>> full_ptr;  // [num_q_tiles + 1]
+  std::vector<std::vector<int32_t>> full_kt;
+  std::vector<std::vector<int64_t>> pkey_ptr;  // [nodes + 1]
+  std::vector<std::vector<int32_t>> pkeys;
   std::vector<int64_t> graph_of_layer;         // [num_layers] index into graphs
   std::vector<std::vector<int32_t>> q_tiles_of;  // per graph, CSR flattened below
   std::vector<std::vector<int64_t>> q_tiles_ptr; // per graph: [num_k_tiles + 1]
@@ -56,6 +64,29 @@ void transpose_tiles(const HeadLayout& g, std::vector<int64_t>& ptr, std::vector
   for (int64_t qt = 0; qt < g.num_q_tiles(); ++qt)
     for (int64_t e = g.row_ptr[qt]; e < g.row_ptr[qt + 1]; ++e)
       qts[fill[g.col[e]]++] = static_cast<int32_t>(qt);
+}
+
+// Splits a graph's tiles into the full tiles of each query tile and, per node, the keys
+// of its partial tiles.
+void split_tiles(const HeadLayout& g, std::vector<int64_t>& full_ptr, std::vector<int32_t>& full_kt,
+                 std::vector<int64_t>& pkey_ptr, std::vector<int32_t>& pkeys) {
+  const int64_t tile = g.tile, n = g.seq_len_q;
+  full_ptr.assign(1, 0);
+  pkey_ptr.assign(1, 0);
+  for (int64_t qt = 0; qt < g.num_q_tiles(); ++qt) {
+    for (int64_t e = g.row_ptr[qt]; e < g.row_ptr[qt + 1]; ++e)
+      if (g.is_full(e)) full_kt.push_back(g.col[e]);
+    full_ptr.push_back(static_cast<int64_t>(full_kt.size()));
+    for (int64_t r = 0; r < std::min(tile, n - qt * tile); ++r) {
+      for (int64_t e = g.row_ptr[qt]; e < g.row_ptr[qt + 1]; ++e) {
+        if (g.is_full(e)) continue;
+        const int64_t k0 = static_cast<int64_t>(g.col[e]) * tile;
+        for (int64_t c = 0; c < std::min(tile, n - k0); ++c)
+          if (g.tile_allows(e, r, c)) pkeys.push_back(static_cast<int32_t>(k0 + c));
+      }
+      pkey_ptr.push_back(static_cast<int64_t>(pkeys.size()));
+    }
+  }
 }
 
 // Per-thread state of one sweep; reused across the batches a thread runs.
@@ -128,7 +159,11 @@ void sweep_batch(const NodeGraph& ng, const LayerStack& stack, int64_t s0, int64
     const HeadLayout& g = ng.graphs[gi];
     const std::vector<int64_t>& qptr = ng.q_tiles_ptr[gi];
     const std::vector<int32_t>& qts = ng.q_tiles_of[gi];
-    const int64_t tile = g.tile, wpr = g.words_per_row();
+    const std::vector<int64_t>& fptr = ng.full_ptr[gi];
+    const std::vector<int32_t>& fkt = ng.full_kt[gi];
+    const std::vector<int64_t>& pptr = ng.pkey_ptr[gi];
+    const std::vector<int32_t>& pkeys = ng.pkeys[gi];
+    const int64_t tile = g.tile;
     // Item 2: the frontier suffices while the pattern repeats; otherwise push everything.
     const bool incremental = stack.same_as_previous(l);
     const std::vector<uint64_t>& src = incremental ? sw.frontier : sw.seen;
@@ -156,18 +191,8 @@ void sweep_batch(const NodeGraph& ng, const LayerStack& stack, int64_t s0, int64
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = qt * tile + r;
         uint64_t acc = 0;
-        for (int64_t e = g.row_ptr[qt]; e < g.row_ptr[qt + 1]; ++e) {
-          const int64_t kt = g.col[e];
-          if (sw.tile_or[kt] == 0) continue;
-          if (g.is_full(e)) {
-            acc |= sw.tile_or[kt];
-            continue;
-          }
-          const uint64_t* mask = g.bits.data() + g.bits_at[e] + r * wpr;
-          for (int64_t w = 0; w < wpr; ++w)
-            for (uint64_t m = mask[w]; m; m &= m - 1)
-              acc |= src[kt * tile + w * 64 + __builtin_ctzll(m)];
-        }
+        for (int64_t f = fptr[qt]; f < fptr[qt + 1]; ++f) acc |= sw.tile_or[fkt[f]];
+        for (int64_t p = pptr[i]; p < pptr[i + 1]; ++p) acc |= src[pkeys[p]];
         const uint64_t fresh = acc & ~sw.seen[i];
         if (fresh) {
           sw.next[i] = fresh;
@@ -251,8 +276,12 @@ ReachSummary g1_reach_bitset(const LayerStack& stack, int64_t token, LevelChoice
   }
   ng.q_tiles_ptr.resize(ng.graphs.size());
   ng.q_tiles_of.resize(ng.graphs.size());
-  for (size_t gi = 0; gi < ng.graphs.size(); ++gi)
+  for (auto* v : {&ng.full_ptr, &ng.pkey_ptr}) v->resize(ng.graphs.size());
+  for (auto* v : {&ng.full_kt, &ng.pkeys}) v->resize(ng.graphs.size());
+  for (size_t gi = 0; gi < ng.graphs.size(); ++gi) {
     transpose_tiles(ng.graphs[gi], ng.q_tiles_ptr[gi], ng.q_tiles_of[gi]);
+    split_tiles(ng.graphs[gi], ng.full_ptr[gi], ng.full_kt[gi], ng.pkey_ptr[gi], ng.pkeys[gi]);
+  }
 
   const int64_t nodes = ng.nodes();
   const int64_t t_node =
