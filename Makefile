@@ -43,6 +43,11 @@ bench-quick: build
 plots: build
 	$(BUILD)/plot_bench $(if $(wildcard $(BENCH_JSON)),$(BENCH_JSON),docs/figures/bench_cpu.json) docs/figures
 
+# On a machine with an NVIDIA GPU (nvcc, PyTorch, compute-sanitizer): CUDA tests, memcheck,
+# GPU benchmarks and PyTorch baselines side by side, into $OUT or gpu-results/ (docs/cuda.md).
+gpu-check:
+	@scripts/gpu_check.sh
+
 help:
 	@scripts/help.sh
 
