@@ -11,6 +11,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libeigen3-dev libspectra-dev
   libgnuplot-iostream-dev gnuplot-nox libboost-iostreams-dev
+  libssl-dev libboost-filesystem-dev
   python3 python3-pip
 )
 
