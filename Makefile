@@ -7,7 +7,7 @@ ifneq ($(NVCC),)
 CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER=$(NVCC)
 endif
 
-.PHONY: all setup configure build test demo help bench bench-quick plots gpu-check clean
+.PHONY: all setup configure build test demo help bench bench-quick plots plots-graph gpu-check clean
 
 all: build
 
@@ -40,8 +40,15 @@ bench-quick: build
 	@mkdir -p $(BUILD)/bench
 	$(BUILD)/bench_cpu --quick --benchmark_out=$(BUILD)/bench/bench_cpu_quick.json --benchmark_out_format=json
 
-plots: build
+plots: build plots-graph
 	$(BUILD)/plot_bench $(if $(wildcard $(BENCH_JSON)),$(BENCH_JSON),docs/figures/bench_cpu.json) docs/figures
+
+# Graph figures (graph/plots/plot_reach.cpp): docs/figures/reach_*.svg, computed by the graph
+# module itself; the numbers behind them are printed (docs/information-flow.md).
+plots-graph: setup configure
+	cmake --build $(BUILD) -j $(JOBS) --target plot_reach
+	@mkdir -p docs/figures
+	$(BUILD)/plot_reach docs/figures
 
 # On a machine with an NVIDIA GPU (nvcc, PyTorch, compute-sanitizer): CUDA tests, memcheck,
 # GPU benchmarks and PyTorch baselines side by side, into $OUT or gpu-results/ (docs/cuda.md).
