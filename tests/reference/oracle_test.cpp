@@ -131,6 +131,10 @@ std::vector<MaskedRowsCase> masked_rows_cases() {
                  make_case(token(PatternKind::dense, 0, 1, true, 5), {1, 2, 6, 4, 3, 3}),
                  {{0, 0}, {0, 1}, {1, 0}, {1, 1}}});
   }
+  {  // dense (served by a0 too): batch element 2 is all padding
+    Case c = make_case(token(PatternKind::dense, 0, 1, false, 5), {3, 1, 4, 6, 3, 3}, true);
+    m.push_back({"dense_batch2_all_keys_padded", c, {{2, 0}, {2, 1}, {2, 2}, {2, 3}}});
+  }
   {  // window: batch element 2 is all padding (grid.h's key_padding), every row empty
     Case c = make_case(token(PatternKind::window, 1, 1, false, 5), {3, 1, 4, 4, 3, 3}, true);
     m.push_back({"window_batch2_all_keys_padded", c, {{2, 0}, {2, 1}, {2, 2}, {2, 3}}});

@@ -95,6 +95,12 @@ TEST_P(BigBirdItc, GlobalRowsFullNeighboursAndGlobalBlocksSeenRandomBlocksDistin
     for (int64_t j = kb * f.b; j < std::min((kb + 1) * f.b, f.n); ++j) s.insert(j);
     return s;
   };
+  // The canonical tiles are BigBird's blocks, and every listed block is a full tile
+  // (a4 gathers whole blocks; only keys past seq_len_k are cut at the partial last block).
+  for (int64_t h = 0; h < f.heads; ++h) {
+    EXPECT_EQ(p.head(h).tile, f.b);
+    for (int64_t e = 0; e < p.head(h).num_tiles(); ++e) EXPECT_TRUE(p.head(h).is_full(e)) << "tile " << e;
+  }
   int64_t shortfall = 0;
   for (int64_t h = 0; h < f.heads; ++h)
     for (int64_t i = 0; i < f.n; ++i) {
