@@ -4,8 +4,8 @@
 //
 // Why: a1 costs O(seq_len_q · seq_len_k) whatever the pattern; this costs O(nnz · head_dim),
 // the work a sparse pattern actually asks for (Child et al. 2019, §4; Beltagy et al. 2020,
-// §3.1 "the computation ... scales linearly"). It is the CSR sparse-dense product of the
-// graph view: row i gathers the keys its row lists.
+// §3.1: O(n·w) for a window). It is the CSR sparse-dense product of the graph view: row i
+// gathers the keys its row lists.
 //
 // Same formulas as SPEC §2, per row: s_j = scale·<q_i, k_j> for j in A(i); m = max s_j;
 // l = sum exp(s_j - m); lse_i = m + log l; o_i = sum exp(s_j - lse_i) v_j.

@@ -4,9 +4,10 @@
 // are gathered into one contiguous buffer, and the block then does one small dense
 // attention against that buffer: S = scale · Q_blk K_gᵀ, softmax, O_blk = P V_g.
 //
-// Why: this is how BigBird is computed in practice (Zaheer et al. 2020, App. D, Fig. 5
-// "blockify + gather": google-research/bigbird and HF's BigBirdBlockSparseAttention gather
-// the listed key blocks with the random table, then run dense batched matmuls). Dense
+// Why: this is how BigBird is computed in practice (Zaheer et al. 2020, App. D: queries
+// and keys are blockified and the attended key blocks gathered; google-research/bigbird
+// and HF's BigBirdBlockSparseAttention gather the listed key blocks with the random
+// table, then run dense batched matmuls). Dense
 // blocks are what matrix units are fast at; the sparsity lives only in which blocks are
 // gathered. The block table is the pattern's own (pattern.head(h): row_ptr/col), never
 // re-derived here, and set semantics hold because the layout lists each key block once.

@@ -3,7 +3,7 @@
 // tiles one at a time and keeps, per query row, only the running maximum m and running
 // sum l of exp(s - m), rescaling what it has accumulated when m grows:
 //
-//   m_new = max(m, rowmax(S_ij))                      (Dao et al. 2022, Alg. 1, lines 10-11)
+//   m_new = max(m, rowmax(S_ij))                      (Dao et al. 2022, Alg. 1)
 //   P_ij  = exp(S_ij - m_new)
 //   l     = exp(m - m_new) · l + rowsum(P_ij)
 //   O     = exp(m - m_new) · O + P_ij V_j
@@ -12,7 +12,7 @@
 // Why: this is the bridge to the optimized CPU and CUDA kernels. Memory per query tile is
 // O(Br · head_dim) whatever the number of keys, so a tile of Q, K, V fits in on-chip
 // memory (SRAM); and a block-sparse layout only changes which j the inner loop visits
-// (block-sparse FlashAttention, Dao et al. 2022, §3.3, Alg. 5).
+// (block-sparse FlashAttention, Dao et al. 2022, §3.3).
 //
 // Deviations from the paper's Alg. 1, on purpose: the outer loop runs over query tiles
 // and the inner loop over that tile's listed key tiles (FlashAttention-2's order: the
