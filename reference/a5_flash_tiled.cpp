@@ -20,7 +20,8 @@
 // deferred to the end (FlashAttention-2). Tiles are square: Br = Bc = layout.tile.
 // Tiles the layout does not list are never visited (empty tiles skipped); a *full* tile
 // is computed without any mask; a *partial* tile is masked element-wise (tile_allows),
-// and so are key padding and keys past seq_len_k. A row whose m stays -inf after the last
+// and so is key padding; the last tile is clipped at seq_len_q / seq_len_k (keys past the
+// end are never loaded). A row whose m stays -inf after the last
 // tile has no allowed key: o = 0, lse = -inf (SPEC §2), never 0/0.
 // Any pattern.
 //
