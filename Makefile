@@ -26,7 +26,9 @@ build: setup configure
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-demo: build
+# The main job needs only the CLI binary; building just it keeps a fresh `make demo` short.
+demo: setup configure
+	cmake --build $(BUILD) -j $(JOBS) --target sparseattn
 	$(BUILD)/sparseattn demo
 
 # Benchmarks (bench/bench_cpu.cpp): JSON into $(BUILD)/bench/; `make plots` draws docs/figures/.

@@ -10,6 +10,7 @@ void register_attend(CLI::App& app);  // issue 2
 void register_mask(CLI::App& app);    // issue 2
 void register_check(CLI::App& app);   // issue 2
 void register_info(CLI::App& app);    // issue 2
+void register_demo(CLI::App& app);    // issue 2
 void register_reach(CLI::App& app);   // issue 5
 
 // Calls every register_* above (main.cpp calls this).
@@ -18,6 +19,7 @@ inline void register_commands(CLI::App& app) {
   register_mask(app);
   register_check(app);
   register_info(app);
+  register_demo(app);
   register_reach(app);
 }
 

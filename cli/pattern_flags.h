@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "reference/pattern/pattern.h"
 #include "reference/pattern/spec.h"
 
 namespace sparseattn::cli {
@@ -36,5 +37,10 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& flags);
 // Builds the PatternSpec, loading the .npy files named by the flags. Throws
 // InvalidArgument naming the flag (e.g. "--global") for malformed values.
 PatternSpec to_spec(const PatternFlags& flags);
+
+// to_spec() then materialize(), with materialize()'s errors about a flag's value renamed
+// to that flag (e.g. "global" -> "--global", "random_table entry" -> "--random-table
+// entry"), so the user reads the name they typed.
+Pattern build_pattern(const PatternFlags& flags, const PatternSizes& sizes);
 
 }  // namespace sparseattn::cli

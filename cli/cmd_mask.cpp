@@ -1,0 +1,70 @@
+// sparseattn mask — writes the pattern's allowed mask, 1 = query i may attend key j.
+//
+//   sparseattn mask --seq-len N [--seq-len-k M] [--num-heads H] --out M.npy
+//                   [--mask-dtype uint8|bool] [pattern flags]
+//
+// Shape: [N, M] for one head, [H, N, M] otherwise; with a --key-padding-mask of batch
+// B > 1, [B, H, N, M]. The mask is dense_mask() of each head's canonical layout (the one
+// source of truth), with the key padding applied as SPEC §2 says (padded keys and padded
+// query rows attend nothing).
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "core/error.h"
+#include "core/npy.h"
+
+namespace sparseattn::cli {
+
+namespace {
+
+struct MaskArgs {
+  SizeFlags sizes;
+  std::string out;
+  std::string mask_dtype = "uint8";
+  PatternFlags pattern;
+};
+
+void run_mask(const MaskArgs& a) {
+  require(a.mask_dtype == "uint8" || a.mask_dtype == "bool", "--mask-dtype", a.mask_dtype,
+          "must be uint8 or bool");
+  const PatternSizes sizes = to_sizes(a.sizes, a.pattern);
+  const int64_t num_heads = sizes.num_heads;
+
+  // Refuse an output that cannot fit before building anything (SPEC §5).
+  Shape shape = {sizes.seq_len_q, sizes.seq_len_k};
+  if (num_heads > 1 || sizes.batch > 1) shape.insert(shape.begin(), num_heads);
+  if (sizes.batch > 1) shape.insert(shape.begin(), sizes.batch);
+  checked_numel(shape, 1, "mask shape (--num-heads, --seq-len, --seq-len-k)");
+
+  const Pattern pattern = build_pattern(a.pattern, sizes);
+  Tensor<uint8_t> out(shape, 0);
+  const int64_t n = sizes.seq_len_q, m = sizes.seq_len_k, plane = n * m;
+  for (int64_t h = 0; h < num_heads; ++h) {
+    const Tensor<uint8_t> head = dense_mask(pattern.head(h));
+    for (int64_t b = 0; b < sizes.batch; ++b) {
+      uint8_t* dst = out.ptr() + (b * num_heads + h) * plane;
+      for (int64_t i = 0; i < n; ++i) {
+        const bool query_real = pattern.query_valid(b, i);
+        for (int64_t j = 0; j < m; ++j)
+          dst[i * m + j] = head.data[i * m + j] && query_real && pattern.key_valid(b, j);
+      }
+    }
+  }
+  write_npy(a.out, out, a.mask_dtype == "bool");
+}
+
+}  // namespace
+
+void register_mask(CLI::App& app) {
+  auto args = std::make_shared<MaskArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "mask", "write the pattern's allowed mask (1 = may attend) as .npy, [N, M] or [H, N, M]");
+  add_size_flags(cmd, args->sizes);
+  cmd->add_option("--out", args->out, "M.npy: the mask")->required();
+  cmd->add_option("--mask-dtype", args->mask_dtype, "uint8 | bool")->capture_default_str();
+  add_pattern_flags(cmd, args->pattern);
+  cmd->callback([args] { run_mask(*args); });
+}
+
+}  // namespace sparseattn::cli

@@ -1,0 +1,47 @@
+// What several subcommands read the same way: q/k/v files plus pattern flags, a real
+// number given as text, and the batch a --key-padding-mask file implies.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cli/pattern_flags.h"
+#include "core/tensor.h"
+#include "reference/pattern/pattern.h"
+
+namespace sparseattn::cli {
+
+// q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv] (rank 2/3 files get leading 1s, SPEC §1),
+// float16/32/64 widened to float64, and the pattern materialized for their sizes; the
+// key padding mask's batch must be q's. Throws InvalidArgument naming the flag or the
+// mismatching dimension.
+struct AttentionInputs {
+  Tensor<double> q, k, v;
+  AttentionShape shape;
+  Pattern pattern;
+};
+AttentionInputs load_attention_inputs(const std::string& q_path, const std::string& k_path,
+                                      const std::string& v_path, const PatternFlags& flags);
+
+// Parses `text` as a finite real number; throws InvalidArgument(flag, text, allowed).
+// (CLI11 would accept "nan" and "inf"; SPEC §5 forbids a non-finite scale.)
+double parse_finite(const std::string& flag, const std::string& text, double min_value);
+
+// --seq-len N [--seq-len-k M] [--num-heads H], for commands that build a pattern without
+// tensors (`mask`, `info`).
+struct SizeFlags {
+  int64_t seq_len = 0;
+  int64_t seq_len_k = 0;
+  int64_t num_heads = 1;
+  CLI::Option* seq_len_k_flag = nullptr;  // unset: seq_len_k = seq_len
+};
+void add_size_flags(CLI::App* cmd, SizeFlags& flags);
+// Validates the flags (InvalidArgument naming each) and returns the sizes; batch comes from
+// the --key-padding-mask file (key_padding_batch).
+PatternSizes to_sizes(const SizeFlags& sizes, const PatternFlags& pattern);
+
+// Batch of the --key-padding-mask file ([batch, seq_len_k], or [seq_len_k] = 1), read from
+// its header; 1 when there is none. For commands whose sizes come from flags, not q.
+int64_t key_padding_batch(const PatternFlags& flags);
+
+}  // namespace sparseattn::cli
