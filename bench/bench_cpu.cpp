@@ -12,6 +12,8 @@
 //   dense_flops  the same for the dense pattern: 4 · seq_len² · head_dim
 //   density      nnz / seq_len²
 //   GFLOP/s      flops / time;   frac_peak  GFLOP/s over the FMA peak measured in this run
+//   cpu_GFLOP/s  flops per second of process CPU time (all threads summed); cpu_frac_peak
+//                the same over the probe's rate per CPU-second (one running core)
 //   bytes        q, k, v read + o, lse written once, in the kernel's dtype
 //   peak_bytes   extra heap the call needed (alloc_tracker.h), outputs included
 // and a Complexity() fit over seq_len per (kernel, pattern, head_dim) family.
@@ -35,7 +37,7 @@
 namespace sparseattn::bench {
 namespace {
 
-double g_peak_gflops = 0.0;  // measured at startup (main)
+Peak g_peak;  // measured at startup (main)
 
 // A benchmarked pattern, named as in the plots, built for a given seq_len.
 struct PatternFamily {
@@ -121,12 +123,14 @@ void run_kernel(benchmark::State& state, const Kernel* kernel, const PatternFami
     state.SkipWithError(("validation failed: " + failure).c_str());
     return;
   }
+  const double cpu0 = process_cpu_seconds();
   for (auto _ : state) {
     Output o;
     kernel->run(ps.problem, o);
     benchmark::DoNotOptimize(o.o32.data.data());
     benchmark::DoNotOptimize(o.o.data.data());
   }
+  const double cpu_seconds = process_cpu_seconds() - cpu0;
   const double flops = attention_flops(ps.stats, head_dim, head_dim);
   const double dense_flops = 4.0 * static_cast<double>(n) * n * head_dim;
   const double elem = kernel->dtype == DType::float64 ? 8.0 : 4.0;
@@ -136,7 +140,13 @@ void run_kernel(benchmark::State& state, const Kernel* kernel, const PatternFami
   state.counters["density"] = ps.stats.density;
   state.counters["GFLOP/s"] = Counter(flops / 1e9, Counter::kIsIterationInvariantRate);
   state.counters["frac_peak"] =
-      Counter(flops / 1e9 / g_peak_gflops, Counter::kIsIterationInvariantRate);
+      Counter(flops / 1e9 / g_peak.gflops, Counter::kIsIterationInvariantRate);
+  // The same per CPU-second (summed over threads) against one running core's peak: the
+  // kernel's efficiency while it actually runs, which time slices lost to other jobs on a
+  // shared machine do not dilute. OpenMP threads spinning at a barrier count as CPU time.
+  const double cpu_gflops = flops * static_cast<double>(state.iterations()) / cpu_seconds / 1e9;
+  state.counters["cpu_GFLOP/s"] = cpu_gflops;
+  state.counters["cpu_frac_peak"] = cpu_gflops / g_peak.cpu_gflops;
   state.counters["bytes"] = elem * static_cast<double>(n) * (4 * head_dim + 1);
   state.counters["peak_bytes"] = static_cast<double>(peak_bytes);
   state.counters["seq_len"] = static_cast<double>(n);
@@ -205,8 +215,10 @@ int main(int argc, char** argv) {
     argv[kept++] = argv[i];
   }
   argc = kept;
-  sparseattn::bench::g_peak_gflops = sparseattn::bench::measure_peak_gflops();
-  benchmark::AddCustomContext("peak_fma_gflops", std::to_string(sparseattn::bench::g_peak_gflops));
+  sparseattn::bench::g_peak = sparseattn::bench::measure_peak();
+  benchmark::AddCustomContext("peak_fma_gflops", std::to_string(sparseattn::bench::g_peak.gflops));
+  benchmark::AddCustomContext("peak_fma_cpu_gflops",
+                              std::to_string(sparseattn::bench::g_peak.cpu_gflops));
   benchmark::AddCustomContext("omp_threads", std::to_string(omp_get_max_threads()));
   benchmark::AddCustomContext("mode", quick ? "quick" : "full");
   benchmark::Initialize(&argc, argv);

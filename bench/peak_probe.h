@@ -13,7 +13,17 @@ double fma_probe_flops(int64_t iterations);
 // Runs the probe on the OpenMP team; returns a value that depends on every result, so the
 // compiler cannot drop the work.
 float fma_probe(int64_t iterations);
-// Best of `repeats` timed probes, in GFLOP/s.
-double measure_peak_gflops(int repeats = 5);
+// Best of `repeats` timed probes: wall-clock GFLOP/s of the whole team, and GFLOP per
+// second of process CPU time — the rate of one core that is actually running, which a
+// machine shared with other jobs does not dilute (time slices lost to them cost wall
+// time, not CPU time).
+struct Peak {
+  double gflops = 0.0;      // wall clock, all threads
+  double cpu_gflops = 0.0;  // per CPU-second: one running core
+};
+Peak measure_peak(int repeats = 5);
+
+// Process CPU time (all threads), seconds.
+double process_cpu_seconds();
 
 }  // namespace sparseattn::bench
