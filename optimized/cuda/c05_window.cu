@@ -42,7 +42,9 @@ template <DType dtype>
 void launch_window(DeviceProblem& p, cudaStream_t stream) {
   using Core = typename CoreOf<dtype>::type;
   const BandParams& band = p.pattern.packed.band;
-  const int64_t blocks = band.dilation * dilated_blocks_per_class(band.seq_len_q, band.dilation, Core::kBr);
+  // Residue classes rho >= seq_len_q hold no row: a dilation beyond seq_len_q adds none.
+  const int64_t classes = min64(band.dilation, band.seq_len_q);
+  const int64_t blocks = classes * dilated_blocks_per_class(band.seq_len_q, band.dilation, Core::kBr);
   launch_flash<Core>(window_kernel<Core>, p, blocks, stream);
 }
 
