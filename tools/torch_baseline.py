@@ -85,6 +85,16 @@ def bigbird_block_mask(build, n, tmp, torch, np, BlockMask):
     return bm, listed, nnz
 
 
+def window_block_mask(create_block_mask, w, n):
+    """FlexAttention's block mask of the one-sided window w; built compiled where the
+    installed version allows it (the eager path materializes an [n, n] mask)."""
+    mod = lambda b, h, q, kv: (q - kv).abs() <= w  # noqa: E731
+    try:
+        return create_block_mask(mod, None, None, n, n, device="cuda", _compile=True)
+    except TypeError:
+        return create_block_mask(mod, None, None, n, n, device="cuda")
+
+
 def check_window_mask(build, torch, np, create_mask, tmp):
     """Our window (sparseattn mask) == FlexAttention's mask_mod, element by element."""
     n = 1000
@@ -119,6 +129,13 @@ def run_torch(args):
     import torch
     from torch.nn.attention.flex_attention import BlockMask, create_block_mask, create_mask, flex_attention
     sdpa = torch.nn.functional.scaled_dot_product_attention
+    # One compiled FlexAttention per (seq_len, head_dim, dtype): raise Dynamo's recompile
+    # limit (8 by default), past which it would fall back to eager flex_attention, which
+    # materializes the [n, n] scores (275 GB at n = 65536).
+    import torch._dynamo
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(torch._dynamo.config, name):
+            setattr(torch._dynamo.config, name, 64)
     flex = torch.compile(flex_attention, dynamic=False)
     tmp = args.tmp  # exported masks: not under --out, whose files are the results
     os.makedirs(tmp, exist_ok=True)
@@ -153,7 +170,7 @@ def run_torch(args):
         if n <= FP32_MAX_SEQ:
             record("torch_sdpa", "dense", "fp32", d, n, time_cuda(lambda: sdpa(q32, k32, v32), torch), dense_flops)
         for w in WINDOWS:
-            bm = create_block_mask(lambda b, h, q, kv: (q - kv).abs() <= w, None, None, n, n, device="cuda")
+            bm = window_block_mask(create_block_mask, w, n)
             nnz = HEADS * window_nnz(n, w)
             record("torch_flex", f"window_w{w}", "bf16", d, n,
                    time_cuda(lambda: flex(qb, kb, vb, block_mask=bm), torch), 4.0 * nnz * d)
