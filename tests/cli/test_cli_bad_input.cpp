@@ -1,0 +1,174 @@
+// SPEC §5 through the CLI: every bad input gives a non-zero exit, one line
+// "sparseattn: error: invalid <argument> = <value>: <allowed>" naming the argument, and
+// no output file (not even a temp file). Each case's name says what is wrong.
+#include "cli_harness.h"
+#include "core/npy.h"
+
+namespace sparseattn::testing_cli {
+namespace {
+
+class BadInput : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    write_npy(path("q.npy"), uniform_tensor({2, 16, 4}, 1));
+    write_npy(path("k.npy"), uniform_tensor({2, 16, 4}, 2));
+    write_npy(path("v.npy"), uniform_tensor({2, 16, 4}, 3));
+    write_npy(path("o.npy.ok"), uniform_tensor({2, 16, 4}, 4));
+  }
+  std::string qkv(const std::string& q = "q.npy", const std::string& k = "k.npy",
+                  const std::string& v = "v.npy") const {
+    return "--q " + path(q) + " --k " + path(k) + " --v " + path(v);
+  }
+  std::string attend(const std::string& extra) const {
+    return "attend " + qkv() + " --out " + path("out.npy") + " --lse " + path("lse.npy") + " " +
+           extra;
+  }
+  std::string mask(const std::string& extra) const {
+    return "mask --seq-len 16 --out " + path("out.npy") + " " + extra;
+  }
+
+  // Runs `args`; expects failure naming `argument`, and neither out.npy nor lse.npy.
+  void expect_rejected(const std::string& args, const std::string& argument) {
+    const RunResult r = run(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(r.err.rfind("sparseattn: error: invalid " + argument, 0), 0u)
+        << "stderr: " << r.err << "\nargs: " << args;
+    EXPECT_NE(r.err.find(" = "), std::string::npos) << r.err;
+    EXPECT_FALSE(exists("out.npy")) << args;
+    EXPECT_FALSE(exists("lse.npy")) << args;
+    EXPECT_TRUE(no_temp_files()) << args;
+  }
+};
+
+TEST_F(BadInput, ShapeMismatchHeadDim) {
+  write_npy(path("k5.npy"), uniform_tensor({2, 16, 5}, 2));
+  expect_rejected("attend " + qkv("q.npy", "k5.npy") + " --out " + path("out.npy"), "k head_dim");
+}
+
+TEST_F(BadInput, ShapeMismatchValueLength) {
+  write_npy(path("v15.npy"), uniform_tensor({2, 15, 4}, 3));
+  expect_rejected("attend " + qkv("q.npy", "k.npy", "v15.npy") + " --out " + path("out.npy"),
+                  "v seq_len");
+}
+
+TEST_F(BadInput, NonFiniteScale) {
+  expect_rejected(attend("--scale nan"), "--scale");
+  expect_rejected(attend("--scale inf"), "--scale");
+  expect_rejected(attend("--scale 1e999"), "--scale");
+  expect_rejected(attend("--scale abc"), "--scale");
+}
+
+TEST_F(BadInput, NegativeWindow) { expect_rejected(attend("--pattern window --window -1"), "--window"); }
+
+TEST_F(BadInput, DilationBelowOne) {
+  expect_rejected(attend("--pattern window --window 2 --dilation 0"), "--dilation");
+}
+
+TEST_F(BadInput, BlockSizeBelowOne) {
+  expect_rejected(attend("--pattern bigbird --block-size 0"), "--block-size");
+}
+
+TEST_F(BadInput, GlobalOutOfRange) {
+  expect_rejected(attend("--pattern longformer --window 1 --global 3,16"), "--global");
+  expect_rejected(mask("--pattern longformer --global 1,x"), "--global");
+  expect_rejected(mask("--pattern longformer --global -2"), "--global");
+}
+
+TEST_F(BadInput, RandomTableOutOfRange) {
+  // 16 tokens in blocks of 4: nb = 4, table [1, nb-2 = 2, 1]; block 4 does not exist.
+  Tensor<int64_t> table({1, 2, 1}, 0);
+  table.data = {1, 4};
+  write_npy(path("table.npy"), table);
+  expect_rejected(mask("--pattern bigbird --block-size 4 --num-random-blocks 1 --random-table " +
+                       path("table.npy")),
+                  "--random-table entry");
+}
+
+TEST_F(BadInput, RandomTableOfTheWrongShape) {
+  write_npy(path("table.npy"), Tensor<int64_t>({1, 3, 1}, 0));
+  expect_rejected(mask("--pattern bigbird --block-size 4 --random-table " + path("table.npy")),
+                  "--random-table shape");
+}
+
+TEST_F(BadInput, ExplicitMaskOfTheWrongShape) {
+  write_npy(path("m.npy"), Tensor<uint8_t>({16, 15}, 1), true);
+  expect_rejected(attend("--pattern explicit --mask " + path("m.npy")), "--mask shape");
+}
+
+TEST_F(BadInput, KeyPaddingMaskOfTheWrongBatch) {
+  write_npy(path("pad.npy"), Tensor<uint8_t>({2, 16}, 1), true);
+  expect_rejected(attend("--key-padding-mask " + path("pad.npy")), "--key-padding-mask shape");
+}
+
+TEST_F(BadInput, SegmentIdsDecreasing) {
+  Tensor<int64_t> ids({16}, 0);
+  ids.data[5] = 2;  // then back to 0
+  write_npy(path("seg.npy"), ids);
+  expect_rejected(mask("--pattern hierarchical --segment-ids " + path("seg.npy")), "--segment-ids");
+}
+
+TEST_F(BadInput, MalformedNpyBadMagic) {
+  std::ofstream(path("junk.npy")) << "not a numpy file at all";
+  expect_rejected("attend " + qkv("junk.npy") + " --out " + path("out.npy"), "--q");
+}
+
+TEST_F(BadInput, TruncatedNpy) {
+  const std::string bytes = slurp(path("k.npy"));
+  std::ofstream(path("short.npy"), std::ios::binary) << bytes.substr(0, bytes.size() - 5);
+  expect_rejected("attend " + qkv("q.npy", "short.npy") + " --out " + path("out.npy"), "--k");
+}
+
+TEST_F(BadInput, IntegerDtypeForQ) {
+  write_npy(path("qi.npy"), Tensor<int32_t>({2, 16, 4}, 1));
+  expect_rejected("attend " + qkv("qi.npy") + " --out " + path("out.npy"), "--q");
+}
+
+TEST_F(BadInput, TooLargeSizes) {
+  // 10^8 x 10^8 uint8 mask: 10 PB.
+  expect_rejected("mask --seq-len 100000000 --out " + path("out.npy"), "mask shape");
+  expect_rejected("mask --seq-len 100000 --num-heads 100000000 --out " + path("out.npy"),
+                  "mask shape");
+}
+
+TEST_F(BadInput, SizesBelowOne) {
+  expect_rejected("mask --seq-len 0 --out " + path("out.npy"), "--seq-len");
+  expect_rejected("mask --seq-len 4 --seq-len-k 0 --out " + path("out.npy"), "--seq-len-k");
+  expect_rejected("mask --seq-len 4 --num-heads 0 --out " + path("out.npy"), "--num-heads");
+}
+
+TEST_F(BadInput, UnknownPatternAndImpl) {
+  expect_rejected(attend("--pattern bogus"), "--pattern");
+  expect_rejected(attend("--impl no_such_kernel"), "--impl");
+}
+
+TEST_F(BadInput, ImplThatDoesNotServeThePattern) {
+  expect_rejected(attend("--impl a3_window_band"), "--impl");  // dense pattern
+}
+
+TEST_F(BadInput, FlagTheChosenPatternWouldIgnore) {
+  expect_rejected(attend("--pattern bigbird --window 256"), "--window");
+  expect_rejected(mask("--num-random-blocks 3"), "--num-random-blocks");
+}
+
+TEST_F(BadInput, UnsupportedOutputDtype) { expect_rejected(attend("--dtype float16"), "--dtype"); }
+
+TEST_F(BadInput, CandidateOfTheWrongShape) {
+  write_npy(path("cand.npy"), uniform_tensor({2, 15, 4}, 4));
+  expect_rejected("check " + qkv() + " --candidate " + path("cand.npy"), "--candidate shape");
+}
+
+TEST_F(BadInput, NegativeTolerance) {
+  expect_rejected("check " + qkv() + " --candidate " + path("o.npy.ok") + " --atol -1",
+                  "--atol");
+}
+
+TEST_F(BadInput, ExistingOutputIsNotClobberedOnFailure) {
+  std::ofstream(path("out.npy")) << "previous result";
+  const RunResult r = run(attend("--pattern window --window -1"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(slurp(path("out.npy")), "previous result");
+}
+
+}  // namespace
+}  // namespace sparseattn::testing_cli
