@@ -33,6 +33,10 @@ demo: setup configure
 
 # Benchmarks (bench/bench_cpu.cpp): JSON into $(BUILD)/bench/; `make plots` draws docs/figures/.
 BENCH_JSON ?= $(BUILD)/bench/bench_cpu.json
+# Idle OpenMP threads sleep instead of spinning: on a machine shared with other jobs a
+# spinning thread burns the core its descheduled partner needs (measured: k01 dense at
+# seq_len 2048 went from 26% to 46% of the FMA peak). Override: make bench OMP_WAIT_POLICY=active
+export OMP_WAIT_POLICY ?= passive
 
 bench: build
 	@mkdir -p $(BUILD)/bench

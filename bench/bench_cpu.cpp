@@ -21,6 +21,7 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -221,6 +222,8 @@ int main(int argc, char** argv) {
                               std::to_string(sparseattn::bench::g_peak.cpu_gflops));
   benchmark::AddCustomContext("omp_threads", std::to_string(omp_get_max_threads()));
   benchmark::AddCustomContext("mode", quick ? "quick" : "full");
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  benchmark::AddCustomContext("OMP_WAIT_POLICY", wait_policy ? wait_policy : "(unset)");
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   sparseattn::bench::register_all(quick);
