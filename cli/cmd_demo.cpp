@@ -31,6 +31,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/demo_patterns.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -85,52 +86,6 @@ Tensor<T> first_heads(const Tensor<T>& x, int64_t heads) {
   const int64_t per_head = x.numel() / x.shape[1];
   y.data.assign(x.data.begin(), x.data.begin() + heads * per_head);
   return y;
-}
-
-// --- The patterns -----------------------------------------------------------------
-
-struct DemoPattern {
-  std::string label;  // short name for the table
-  PatternSpec spec;
-};
-
-std::vector<DemoPattern> demo_patterns(int64_t n, uint64_t seed) {
-  std::vector<DemoPattern> out;
-  PatternSpec dense;
-  out.push_back({"dense", dense});
-
-  // Longformer-base: one-sided window 256 (HF attention_window = 512); global attention on
-  // the first 4 tokens, as for a [CLS] token and a short question (Beltagy et al. 2020, §3).
-  PatternSpec lf;
-  lf.kind = PatternKind::longformer;
-  lf.window = 256;
-  for (int64_t g = 0; g < std::min<int64_t>(4, n); ++g) lf.global.push_back(g);
-  out.push_back({"longformer", lf});
-
-  // BigBird-base ITC: block 64, 3 random blocks (Zaheer et al. 2020, App. E.1).
-  PatternSpec bb;
-  bb.kind = PatternKind::bigbird;
-  bb.block_size = 64;
-  bb.num_random_blocks = 3;
-  bb.seed = seed;
-  out.push_back({"bigbird", bb});
-
-  // A dilated window as in Longformer's upper layers: same 257 keys per row as w = 128,
-  // spread over +-256 tokens.
-  PatternSpec wd;
-  wd.kind = PatternKind::window;
-  wd.window = 128;
-  wd.dilation = 2;
-  out.push_back({"window-dilated", wd});
-
-  // Token-level random keys on top of a small window (BigBird's R + W at token level).
-  PatternSpec rnd;
-  rnd.kind = PatternKind::random;
-  rnd.window = 32;
-  rnd.num_random = 64;
-  rnd.seed = seed;
-  out.push_back({"random", rnd});
-  return out;
 }
 
 // --- Running and timing one kernel -------------------------------------------------

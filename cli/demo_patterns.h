@@ -1,0 +1,23 @@
+// The patterns `sparseattn demo` runs (issue 2 §6), in one place so that the demo and its
+// test (tests/cli/test_cli_demo.cpp) agree on what must appear.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reference/pattern/spec.h"
+
+namespace sparseattn::cli {
+
+struct DemoPattern {
+  std::string label;  // short name for the table: "dense", "longformer", ...
+  PatternSpec spec;
+};
+
+// For seq_len n and seed: dense; Longformer-base-like (window 256 one-sided, the first 4
+// tokens global); BigBird-base-like ITC (block 64, 3 random blocks); a dilated window
+// (128, dilation 2); token-level random keys (window 32 + 64 random keys per query).
+std::vector<DemoPattern> demo_patterns(int64_t n, uint64_t seed);
+
+}  // namespace sparseattn::cli
