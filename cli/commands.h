@@ -12,6 +12,9 @@ void register_check(CLI::App& app);   // issue 2
 void register_info(CLI::App& app);    // issue 2
 void register_demo(CLI::App& app);    // issue 2
 void register_reach(CLI::App& app);   // issue 5
+void register_extend_positions(CLI::App& app);  // issue 6
+void register_analyze(CLI::App& app);           // issue 6
+void register_demo_real(CLI::App& app);         // issue 6
 
 // Calls every register_* above (main.cpp calls this).
 inline void register_commands(CLI::App& app) {
@@ -21,6 +24,9 @@ inline void register_commands(CLI::App& app) {
   register_info(app);
   register_demo(app);
   register_reach(app);
+  register_extend_positions(app);
+  register_analyze(app);
+  register_demo_real(app);
 }
 
 // A command that finishes without throwing but must report failure (e.g. `check` on a
