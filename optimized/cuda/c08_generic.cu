@@ -12,7 +12,8 @@
 // the lookup for full ones; the tile table says which. It is the kernel of last resort:
 // one code path for every pattern, as FlexAttention's BlockMask (full + partial blocks
 // with a mask_mod) is. Its cost is the bit lookup and visiting whole tiles where only a
-// few pairs are allowed: c05/c06 beat it on windows, c07 ties it on BigBird.
+// few pairs are allowed, so c05/c06 should beat it on windows and c07 match it on
+// BigBird (not yet measured on a GPU: docs/cuda.md).
 #include "optimized/cuda/block_sparse.cuh"
 #include "optimized/cuda/launchers.h"
 
