@@ -57,6 +57,26 @@ void measure(const Inputs& in) {
                            s.seq_len_q, s.head_dim, s.num_heads);
   std::cout << "| method | parameter | max abs err (o) | mean row rel err (o) | mean abs err (lse) | rows without lse |\n"
                "|---|---|---|---|---|---|\n";
+  {
+    // The yardstick: uniform weights (o_i = mean of v, lse_i = log seq_len) — what an
+    // approximation that learned nothing about the scores would return.
+    AttentionResult u = a1_dense_masked(in.q, in.k, in.v, pattern, &in.scale);
+    for (int64_t b = 0; b < s.num_heads; ++b)
+      for (int64_t i = 0; i < s.seq_len_q; ++i) {
+        u.lse.data[b * s.seq_len_q + i] = std::log(static_cast<double>(s.seq_len_k));
+        for (int64_t e = 0; e < s.head_dim_v; ++e) {
+          double mean = 0.0;
+          for (int64_t j = 0; j < s.seq_len_k; ++j)
+            mean += in.v.data[(b * s.seq_len_k + j) * s.head_dim_v + e];
+          u.o.data[(b * s.seq_len_q + i) * s.head_dim_v + e] = mean / static_cast<double>(s.seq_len_k);
+        }
+      }
+    const ApproxError e = approx_error(u.o, oracle.o);
+    int64_t defined = 0;
+    const double le = lse_error(u.lse, oracle.lse, &defined);
+    std::cout << fmt::format("| yardstick: uniform weights (mean of v) | — | {:.3e} | {:.3e} | {:.3e} | 0 |\n",
+                             e.max_abs, e.mean_row_rel, le);
+  }
   for (int64_t m : {16, 64, 256, 1024}) {
     const AttentionResult r =
         performer_favor(in.q, in.k, in.v, pattern, &in.scale, FavorOptions{m, 0, true});

@@ -82,6 +82,40 @@ void expect_unbiased(bool orthogonal) {
 TEST(FavorFeatures, UnbiasedEstimatorOfExpDotProductWithOrthogonalFeatures) { expect_unbiased(true); }
 TEST(FavorFeatures, UnbiasedEstimatorOfExpDotProductWithIidFeatures) { expect_unbiased(false); }
 
+// FAVOR+ computes D⁻¹(φ(Q)(φ(K)ᵀV)) in linear time; by associativity that must equal
+// the quadratic form with weights a_ij = φ(q'_i)·φ(k'_j) built explicitly from the same
+// W (no shifts): o_i = Σ_j a_ij v_j / Σ_j a_ij, lse_i = log Σ_j a_ij. Exact up to
+// rounding, so the stabilizing shifts and their return into lse are checked exactly.
+TEST(FavorAttention, LinearTimeOrderEqualsTheExplicitQuadraticForm) {
+  const int64_t lq = 9, lk = 13, d = 6, dv = 4, m = 10;
+  const Pattern pattern = dense(2, lq, lk);
+  const Tensor<double> q = gaussian_tensor({1, 2, lq, d}, 61), k = gaussian_tensor({1, 2, lk, d}, 62),
+                       v = gaussian_tensor({1, 2, lk, dv}, 63);
+  const double scale = 0.7;
+  const AttentionResult r = performer_favor(q, k, v, pattern, &scale, FavorOptions{m, 5, true});
+  for (int64_t h = 0; h < 2; ++h) {
+    const Tensor<double> W = favor_projection(m, d, 5, static_cast<uint64_t>(h), true);
+    Tensor<double> qs({lq, d}, 0.0), ks({lk, d}, 0.0);
+    for (int64_t t = 0; t < lq * d; ++t) qs.data[t] = std::sqrt(scale) * q.data[h * lq * d + t];
+    for (int64_t t = 0; t < lk * d; ++t) ks.data[t] = std::sqrt(scale) * k.data[h * lk * d + t];
+    const Tensor<double> pq = favor_features(favor_exponents(qs, W), std::vector<double>(lq, 0.0));
+    const Tensor<double> pk = favor_features(favor_exponents(ks, W), std::vector<double>(lk, 0.0));
+    for (int64_t i = 0; i < lq; ++i) {
+      double total = 0.0;
+      std::vector<double> o(dv, 0.0);
+      for (int64_t j = 0; j < lk; ++j) {
+        double a = 0.0;
+        for (int64_t f = 0; f < m; ++f) a += pq.data[i * m + f] * pk.data[j * m + f];
+        total += a;
+        for (int64_t e = 0; e < dv; ++e) o[e] += a * v.data[(h * lk + j) * dv + e];
+      }
+      for (int64_t e = 0; e < dv; ++e)
+        EXPECT_NEAR(r.o.data[(h * lq + i) * dv + e], o[e] / total, 1e-12);
+      EXPECT_NEAR(r.lse.data[h * lq + i], std::log(total), 1e-12);
+    }
+  }
+}
+
 // The error against the oracle, averaged over 3 inputs × 4 feature seeds, falls at every
 // step m = 4 → 16 → 64 → 256 → 1024 (Monte Carlo: roughly as 1/sqrt(m)); both o and lse.
 TEST(FavorAttention, ErrorAgainstOracleFallsAsFeaturesGrow) {
