@@ -10,6 +10,11 @@
 int main(int argc, char** argv) {
   CLI::App app{"sparseattn: reference and optimized sparse attention (see README.md)"};
   app.require_subcommand(1);
+  // Parse errors (a value that is not a number, a missing required flag) read like every
+  // other error: one line naming the flag.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "sparseattn: error: " + std::string(e.what()) + "\nRun with --help for more information.\n";
+  });
   sparseattn::cli::register_commands(app);
   try {
     app.parse(argc, argv);

@@ -328,6 +328,11 @@ void validate_kind(const PatternSpec& s, const PatternSizes& z) {
   validate_common(s, z);
   switch (s.kind) {
     case PatternKind::dense:
+      // A dense layout lists every tile: refuse sizes whose tile table (col + bits_at,
+      // 12 bytes a tile) cannot fit, rather than run out of memory half-way.
+      checked_numel({(z.seq_len_q + s.tile - 1) / s.tile, (z.seq_len_k + s.tile - 1) / s.tile}, 12,
+                    "seq_len (dense pattern: tiles of the layout)");
+      break;
     case PatternKind::window:
     case PatternKind::longformer:
     case PatternKind::random:
