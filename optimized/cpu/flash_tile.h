@@ -46,7 +46,7 @@ namespace detail {
 
 // An empty asm that claims to modify a and b: GCC must hold them in registers, instead of
 // folding each use into an FMA memory operand — which turns the 2 loads per step into
-// 2·R loads and makes the micro-kernel load-bound (measured: 45% -> see k01's header).
+// 2·R loads and makes the micro-kernel load-bound.
 inline void pin_in_registers(v8f& a, v8f& b) { __asm__("" : "+x"(a), "+x"(b)); }
 
 // s[r][c] = Σ_d q[r][d] · k[c][d] for R rows, c in [0, width), width a multiple of 16.

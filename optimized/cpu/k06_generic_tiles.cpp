@@ -12,9 +12,10 @@
 // small tiles still feeds the micro-kernels full chunks.
 // Why: one kernel that runs whatever the pattern module can materialize; the specialized
 // kernels k01–k05 are checked against the oracle, and k06 is their fallback.
-// Measured effect: see docs/benchmarks.md. On window patterns it is slower than k02
-// because every partial tile of the band reads its bitmask per score; on BigBird it
-// equals k05 at block 64.
+// Measured effect (docs/benchmarks.md): on BigBird it equals k05 at block 64 (same
+// chunks); on the undilated window it is within noise of k02; on the dilated window it is
+// 1.9× slower than k03 (it computes every second score only to mask it) and on Longformer
+// 1.3× slower than k04 (bitmask reads per score on every partial tile).
 #include "optimized/cpu/layout_walk.h"
 
 namespace sparseattn::cpu {
