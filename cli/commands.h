@@ -15,6 +15,7 @@ void register_reach(CLI::App& app);   // issue 5
 void register_extend_positions(CLI::App& app);  // issue 6
 void register_analyze(CLI::App& app);           // issue 6
 void register_demo_real(CLI::App& app);         // issue 6
+void register_impls(CLI::App& app);             // issue 3
 
 // Calls every register_* above (main.cpp calls this).
 inline void register_commands(CLI::App& app) {
@@ -27,6 +28,7 @@ inline void register_commands(CLI::App& app) {
   register_extend_positions(app);
   register_analyze(app);
   register_demo_real(app);
+  register_impls(app);
 }
 
 // A command that finishes without throwing but must report failure (e.g. `check` on a
