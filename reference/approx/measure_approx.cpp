@@ -2,7 +2,7 @@
 // Performer FAVOR+ and Nyströmformer against the float64 oracle a1_dense_masked, on
 // Gaussian inputs and (when data/ has them) on real heads. Prints Markdown tables.
 //
-//   approx_error_table [--seq-len 1024] [--head-dim 64] [--heads 4] [--data data]
+//   approx_error_table [--seq-len 1024] [--head-dim 64] [--heads 4] [--data data] [--seed 0]
 //
 // Every number is one deterministic run (fixed seeds); nothing is timed. Errors of o:
 // max |o − o_ref| and the mean over rows of ‖o_i − ref_i‖₂ / ‖ref_i‖₂ (approx_error.h);
@@ -48,7 +48,7 @@ double lse_error(const Tensor<double>& lse, const Tensor<double>& ref, int64_t* 
   return *defined ? sum / static_cast<double>(*defined) : NAN;
 }
 
-void measure(const Inputs& in) {
+void measure(const Inputs& in, uint64_t favor_seed) {
   const AttentionShape s = attention_shape(in.q.shape, in.k.shape, in.v.shape);
   const Pattern pattern = materialize(PatternSpec{}, {1, s.num_heads, s.seq_len_q, s.seq_len_k});
   const AttentionResult oracle = a1_dense_masked(in.q, in.k, in.v, pattern, &in.scale);
@@ -79,12 +79,12 @@ void measure(const Inputs& in) {
   }
   for (int64_t m : {16, 64, 256, 1024}) {
     const AttentionResult r =
-        performer_favor(in.q, in.k, in.v, pattern, &in.scale, FavorOptions{m, 0, true});
+        performer_favor(in.q, in.k, in.v, pattern, &in.scale, FavorOptions{m, favor_seed, true});
     const ApproxError e = approx_error(r.o, oracle.o);
     int64_t defined = 0;
     const double le = lse_error(r.lse, oracle.lse, &defined);
-    std::cout << fmt::format("| Performer FAVOR+ (ORF, seed 0) | m = {} | {:.3e} | {:.3e} | {:.3e} | {} |\n",
-                             m, e.max_abs, e.mean_row_rel, le, rows - defined);
+    std::cout << fmt::format("| Performer FAVOR+ (ORF, seed {}) | m = {} | {:.3e} | {:.3e} | {:.3e} | {} |\n",
+                             favor_seed, m, e.max_abs, e.mean_row_rel, le, rows - defined);
   }
   for (PinvMethod pinv : {PinvMethod::iterative, PinvMethod::exact}) {
     for (int64_t c : {8, 16, 32, 64, 128, 256}) {
@@ -111,16 +111,19 @@ int main(int argc, char** argv) {
   CLI::App app{"Error of Performer FAVOR+ and Nyströmformer against the float64 oracle"};
   int64_t seq_len = 1024, head_dim = 64, heads = 4;
   std::string data;
+  uint64_t favor_seed = 0;
   app.add_option("--seq-len", seq_len, "tokens")->check(CLI::PositiveNumber);
   app.add_option("--head-dim", head_dim, "Gaussian inputs' head_dim")->check(CLI::PositiveNumber);
   app.add_option("--heads", heads, "heads measured (Gaussian: drawn; real: the first ones)")
       ->check(CLI::PositiveNumber);
   app.add_option("--data", data, "directory of the real q/k/v (data/); empty: Gaussian only");
+  app.add_option("--seed", favor_seed, "Performer's feature seed");
   CLI11_PARSE(app, argc, argv);
   try {
     const Shape shape{1, heads, seq_len, head_dim};
     measure({"Gaussian q, k, v ~ N(0, 1)", gaussian_tensor(shape, 1), gaussian_tensor(shape, 2),
-             gaussian_tensor(shape, 3), 1.0 / std::sqrt(static_cast<double>(head_dim))});
+             gaussian_tensor(shape, 3), 1.0 / std::sqrt(static_cast<double>(head_dim))},
+            favor_seed);
     if (!data.empty()) {
       realdata::LoadOptions options;
       options.seq_len = seq_len;
@@ -133,7 +136,7 @@ int main(int argc, char** argv) {
           std::copy(pair->data.begin(), pair->data.begin() + t.numel(), t.data.begin());
           (pair == &layer.q ? in.q : pair == &layer.k ? in.k : in.v) = std::move(t);
         }
-        measure(in);
+        measure(in, favor_seed);
       }
     }
   } catch (const std::exception& e) {
