@@ -7,7 +7,7 @@ ifneq ($(NVCC),)
 CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER=$(NVCC)
 endif
 
-.PHONY: all setup configure build test demo help bench bench-quick plots plots-graph gpu-check clean
+.PHONY: all setup configure build test demo demo-synthetic help bench bench-quick plots plots-graph gpu-check clean
 
 all: build
 
@@ -27,7 +27,14 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The main job needs only the CLI binary; building just it keeps a fresh `make demo` short.
+# `make demo` runs it on the stored real data (data/: all-MiniLM-L6-v2 on GPL-3, 4096
+# tokens; report in $(BUILD)/real-data-report/, docs/real-data.md explains it);
+# `make demo-synthetic` runs the synthetic one (random q/k/v).
 demo: setup configure
+	cmake --build $(BUILD) -j $(JOBS) --target sparseattn
+	$(BUILD)/sparseattn demo-real --data data --out $(BUILD)/real-data-report
+
+demo-synthetic: setup configure
 	cmake --build $(BUILD) -j $(JOBS) --target sparseattn
 	$(BUILD)/sparseattn demo
 
