@@ -23,6 +23,13 @@ namespace {
 
 constexpr int64_t kHeatmapTokens = 256;
 
+// One colour per pattern, the same in every chart (Okabe–Ito, colour-blind safe).
+const char* pattern_colour(size_t p) {
+  static const char* colours[] = {"#000000", "#0072b2", "#009e73", "#d55e00",
+                                  "#cc79a7", "#e69f00", "#56b4e9", "#f0e442"};
+  return colours[p % 8];
+}
+
 bool gnuplot_available() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
 
 // The head the heat map shows: in the first layer, the one whose mass kept by the first
@@ -74,7 +81,7 @@ void plot_heatmap(const JobResult& job, const JobOptions& options, const std::st
   gp << "set output '" << path << "'\n";
   gp << fmt::format(
       "set multiplot layout {},{} title 'layer {} head {}: dense attention log10 P (first {} "
-      "tokens of {}); dimmed = dropped by the pattern'\n",
+      "tokens of {}); washed out = dropped by the pattern'\n",
       rows, cols, layer.layer, head, T, job.data.seq_len);
   gp << "set palette defined (0 '#000004', 1 '#3b0f70', 2 '#8c2981', 3 '#de4968', "
         "4 '#fe9f6d', 5 '#fcfdbf')\n";
@@ -88,7 +95,8 @@ void plot_heatmap(const JobResult& job, const JobOptions& options, const std::st
     for (int64_t i = 0; i < T; ++i)
       for (int64_t j = 0; j < T; ++j) {
         image.emplace_back(j, i, std::max(-6.0, logp[i * T + j]));
-        shade.emplace_back(j, i, 255, 255, 255, hl.allowed(i, j) ? 0 : 190);
+        // Dropped pairs get a translucent white veil: still readable, clearly outside.
+        shade.emplace_back(j, i, 255, 255, 255, hl.allowed(i, j) ? 0 : 140);
       }
     const PatternResult& r = job.results.at(layer_index * P + p);
     gp << fmt::format("set title '{} (mass kept, this head: {:.3f})'\n",
@@ -107,7 +115,7 @@ void plot_mass_kept(const JobResult& job, const JobOptions& options, const std::
   gp << "set terminal pngcairo size 1100,520 font 'sans,10'\n";
   gp << "set output '" << path << "'\n";
   gp << "set title 'Share of the dense softmax mass each pattern keeps, per head (mean over "
-     << job.data.seq_len << " queries)'\n";
+     << job.data.seq_len << " queries); dashed: uniform attention'\n";
   gp << "set ylabel 'mass kept'\nset yrange [0:1.02]\nset grid\nset key outside right\n";
   std::string tics;
   for (size_t l = 0; l < job.data.layers.size(); ++l)
@@ -116,10 +124,15 @@ void plot_mass_kept(const JobResult& job, const JobOptions& options, const std::
                           job.data.layers[l].layer, h, static_cast<int64_t>(l) * H + h);
   gp << "set xtics (" << tics << ") rotate by 90 right font ',8'\n";
   gp << "set xrange [-0.5:" << static_cast<int64_t>(job.data.layers.size()) * H - 0.5 << "]\n";
+  // Solid: mass kept. Dashed, same colour: what uniform attention would keep (the
+  // pattern's density); the gap between the two is the heads' preference for the pattern.
   std::string plot = "plot ";
   for (size_t p = 1; p < P; ++p)
-    plot += fmt::format("{}'-' using 1:2 with linespoints lw 2 pt 7 title '{}'",
-                        p > 1 ? ", " : "", options.patterns[p].label);
+    plot += fmt::format(
+        "{}'-' using 1:2 with linespoints lw 2 pt 7 lc rgb '{}' title '{}' noenhanced, "
+        "{} dt 2 lw 1 lc rgb '{}' notitle",
+        p > 1 ? ", " : "", pattern_colour(p), options.patterns[p].label,
+        job.results.at(p).density, pattern_colour(p));
   gp << plot << "\n";
   for (size_t p = 1; p < P; ++p) {
     std::vector<std::pair<int64_t, double>> pts;
@@ -150,26 +163,41 @@ void plot_error_vs_time(const JobResult& job, const JobOptions& options,
   gp << "set logscale xy\nset format y '10^{%L}'\nset grid\nset key outside right\n";
   gp << "set xlabel 'wall time per head (ms, this machine, one run)'\n";
   gp << "set ylabel '||o - o_{dense}||_F / ||o_{dense}||_F  (floored at 1e-17)'\n";
-  std::string plot = "plot ";
+  // One series per method (marker and legend entry); every pattern's methods share one
+  // error level (the pattern's), so a pattern is a row of markers, labelled at its right.
+  std::vector<std::string> names;
   for (size_t p = 0; p < P; ++p)
-    plot += fmt::format(
-        "{}'-' using 1:2 with points pt 7 ps 1.5 title '{}', '-' using 1:2:3 with labels "
-        "offset char 0.6,0.6 left font ',7' notitle",
-        p ? ", " : "", options.patterns[p].label);
+    for (const MethodResult& m : job.results.at(p).methods)
+      if (std::find(names.begin(), names.end(), m.kernel) == names.end()) names.push_back(m.kernel);
+  double x_max = 0.0;
+  for (size_t p = 0; p < P; ++p)
+    for (const MethodResult& m : job.results.at(p).methods)
+      x_max = std::max(x_max, 1e3 * m.seconds / static_cast<double>(m.heads_run));
+  gp << fmt::format("set xrange [*:{}]\n", x_max * 40.0);  // room for the row labels
+  std::string plot = "plot ";
+  for (size_t k = 0; k < names.size(); ++k)
+    plot += fmt::format("{}'-' using 1:2 with points pt {} ps 1.6 lw 2 title '{}' noenhanced",
+                        k ? ", " : "", static_cast<int>(k % 13) + 1, names[k]);
+  plot += ", '-' using 1:2:3 with labels left offset char 1.5,0 font ',9' noenhanced notitle";
   gp << plot << "\n";
+  auto x_of = [](const MethodResult& m) {
+    return 1e3 * m.seconds / static_cast<double>(m.heads_run);
+  };
+  for (const std::string& name : names) {
+    std::vector<std::pair<double, double>> pts;
+    for (size_t p = 0; p < P; ++p)
+      for (const MethodResult& m : job.results.at(p).methods)
+        if (m.kernel == name) pts.emplace_back(x_of(m), std::max(m.rel_vs_dense, kErrorFloor));
+    gp.send1d(pts);
+  }
+  std::vector<std::tuple<double, double, std::string>> labels;
   for (size_t p = 0; p < P; ++p) {
     const PatternResult& r = job.results.at(p);
-    std::vector<std::pair<double, double>> pts;
-    std::vector<std::tuple<double, double, std::string>> labels;
-    for (const MethodResult& m : r.methods) {
-      const double y = std::max(m.rel_vs_dense, kErrorFloor);
-      const double x = 1e3 * m.seconds / static_cast<double>(m.heads_run);
-      pts.emplace_back(x, y);
-      labels.emplace_back(x, y, m.kernel);
-    }
-    gp.send1d(pts);
-    gp.send1d(labels);
+    double x = 0.0;
+    for (const MethodResult& m : r.methods) x = std::max(x, x_of(m));
+    labels.emplace_back(x, std::max(r.rel_vs_dense, kErrorFloor), options.patterns[p].label);
   }
+  gp.send1d(labels);
   gp << "set output\n";
 }
 
