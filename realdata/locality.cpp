@@ -154,7 +154,10 @@ std::string locality_json(const std::vector<HeadLocality>& heads, const Pattern&
   if (!masses.empty()) {
     std::sort(masses.begin(), masses.end());
     j["summary"] = {{"pattern_mass_min", masses.front()},
-                    {"pattern_mass_median", masses[masses.size() / 2]},
+                    {"pattern_mass_median", masses.size() % 2
+                                                ? masses[masses.size() / 2]
+                                                : 0.5 * (masses[masses.size() / 2 - 1] +
+                                                         masses[masses.size() / 2])},
                     {"pattern_mass_max", masses.back()}};
   }
   return j.dump(2);
