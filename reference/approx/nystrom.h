@@ -37,8 +37,8 @@ Tensor<double> segment_means(const Tensor<double>& x, int64_t num_landmarks);
 // eq. (14), from Razavi et al. 2014):
 //   Z₀ = Aᵀ / (‖A‖₁ ‖A‖∞),   Z_{j+1} = ¼ Z_j (13I − A Z_j (15I − A Z_j (7I − A Z_j)))
 // (‖A‖₁ the largest column sum, ‖A‖∞ the largest row sum of |A|; for a softmax matrix
-// ‖A‖∞ = 1 and this is the code's "original" initialization). Converges to A⁺ (third
-// order) for this Z₀; 6 iterations is what the paper runs, so it is NOT exact.
+// ‖A‖∞ = 1 and this is the code's "original" initialization). Converges to A⁺ for this
+// Z₀ (Razavi et al. 2014); 6 iterations is what the paper runs, so it is NOT exact.
 // Throws InvalidArgument("A") unless square and non-empty, ("pinv_iterations") when < 0.
 Tensor<double> nystrom_iterative_pinv(const Tensor<double>& A, int64_t iterations);
 
@@ -57,8 +57,8 @@ Tensor<double> exact_pinv(const Tensor<double>& A);
 // A⁺diag(1/a), true for invertible A). With c = seq_len and the exact A⁺ both o and lse
 // equal the oracle's (to rounding).
 // Where (F A⁺ w)_i is not positive — the approximation broke down for that row, which
-// the paper's 6-iteration A⁺ does on real heads and even on Gaussian inputs at c = 64 —
-// there is no estimate to report: lse_i is NaN (the one place this project writes a NaN:
+// happens on real heads (docs/approximations.md: up to 291 of 4096 rows of layer 0 with
+// the paper's A⁺) and often with the exact A⁺ — there is no estimate to report: lse_i is NaN (the one place this project writes a NaN:
 // "undefined", not "masked", which would be -inf) and the row is counted in
 // *undefined_lse_rows when that pointer is given. o is defined for every row.
 // Throws InvalidArgument("pattern (for nystrom)") unless dense, not causal and without
