@@ -7,7 +7,8 @@ pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok inst
 cat <<'TXT'
 sparseattn — targets
   make              build build/sparseattn, the libraries, tests and benchmarks
-  make demo         the main job: every variant on the default data, a table (installs what is missing)
+  make demo         the main job on the stored real data (data/), report in build/real-data-report/
+  make demo-synthetic  the same ladder on seeded random q/k/v (a table)
   make test         build and run the Google Test suite (installs what is missing)
   make bench        the full Google Benchmark suite (JSON into build/bench/)
   make bench-quick  small sizes only (what CI runs)
