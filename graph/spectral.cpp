@@ -1,3 +1,6 @@
+// Serial Eigen: its OpenMP split of a sparse mat-vec costs more in thread wake-ups than the
+// product itself at these sizes (measured: half the time of `reach` at seq_len 2^20).
+#define EIGEN_DONT_PARALLELIZE
 #include "graph/spectral.h"
 
 #include <Eigen/Dense>
@@ -54,16 +57,16 @@ double second_modulus(std::vector<double> moduli) {
   return moduli.size() < 2 ? 0.0 : moduli[1];
 }
 
-}  // namespace
-
-SpectralGap spectral_gap_with(const Pattern& pattern, const std::string& method) {
+// method "" = by size (dense up to kDenseLimit nodes).
+SpectralGap gap_of(const Pattern& pattern, std::string method) {
   require(pattern.sizes.seq_len_q == pattern.sizes.seq_len_k, "pattern", "cross-attention",
           "self-attention (seq_len_q == seq_len_k)");
-  require(method == "eigen-dense" || method == "spectra-arnoldi", "method", method,
-          "eigen-dense or spectra-arnoldi");
+  require(method.empty() || method == "eigen-dense" || method == "spectra-arnoldi", "method",
+          method, "eigen-dense or spectra-arnoldi");
   SpectralGap result;
   const SparseRow p = transition_matrix(pattern, result.block_level);
   const int64_t n = p.rows();
+  if (method.empty()) method = n <= kDenseLimit ? "eigen-dense" : "spectra-arnoldi";
   result.method = method;
   std::vector<double> moduli;
   if (method == "eigen-dense" || n <= 3) {
@@ -74,14 +77,15 @@ SpectralGap spectral_gap_with(const Pattern& pattern, const std::string& method)
     for (Eigen::Index k = 0; k < solver.eigenvalues().size(); ++k)
       moduli.push_back(std::abs(solver.eigenvalues()[k]));
   } else {
-    // Three eigenvalues of largest modulus: λ₁ = 1 and, if λ₂ is complex, its conjugate.
-    // A larger Krylov space (ncv) than Spectra's minimum: a window ring's eigenvalues
-    // cluster near 1 and separate slowly.
+    // The two eigenvalues of largest modulus: λ₁ = 1 and λ₂ (Spectra keeps a complex λ₂'s
+    // conjugate with it). tol 1e-9 relative: the gap is printed to 6 digits. A window
+    // ring's eigenvalues cluster near 1 and may not separate: then RuntimeError, and the
+    // CLI reports the gap as unknown rather than guessing.
     Spectra::SparseGenMatProd<double, Eigen::RowMajor> op(p);
-    const Eigen::Index nev = 3, ncv = std::min<Eigen::Index>(n, 60);
+    const Eigen::Index nev = 2, ncv = std::min<Eigen::Index>(n, 40);
     Spectra::GenEigsSolver<Spectra::SparseGenMatProd<double, Eigen::RowMajor>> solver(op, nev, ncv);
     solver.init();
-    solver.compute(Spectra::SortRule::LargestMagn, 5000, 1e-10);
+    solver.compute(Spectra::SortRule::LargestMagn, 3000, 1e-9);
     if (solver.info() != Spectra::CompInfo::Successful)
       throw RuntimeError("spectral gap: Spectra's Arnoldi iteration did not converge (n = " +
                          std::to_string(n) + ")");
@@ -93,14 +97,13 @@ SpectralGap spectral_gap_with(const Pattern& pattern, const std::string& method)
   return result;
 }
 
-SpectralGap spectral_gap(const Pattern& pattern) {
-  // Decide by the size of the matrix actually built (blocks or tokens).
-  const HeadLayout& h = pattern.head(0);
-  const int64_t nodes_if_block = h.num_q_tiles();
-  const int64_t n = pattern.sizes.seq_len_q;
-  const bool small = n <= kDenseLimit || (h.tile > 1 && nodes_if_block <= kDenseLimit &&
-                                          block_level_exact({layer_union(pattern)}));
-  return spectral_gap_with(pattern, small ? "eigen-dense" : "spectra-arnoldi");
+}  // namespace
+
+SpectralGap spectral_gap_with(const Pattern& pattern, const std::string& method) {
+  require(!method.empty(), "method", "\"\"", "eigen-dense or spectra-arnoldi");
+  return gap_of(pattern, method);
 }
+
+SpectralGap spectral_gap(const Pattern& pattern) { return gap_of(pattern, ""); }
 
 }  // namespace sparseattn::graph

@@ -99,8 +99,8 @@ int main(int argc, char** argv) {
   }
   {
     Gnuplot gp;
-    gp << "set terminal svg size 900,540 font 'sans,12'\nset output '" << out << "/reach_connected.svg'\n"
-       << "set title 'Connected fraction of (j, i) pairs after L layers (seq\\_len " << n << ")'\n"
+    gp << "set terminal svg size 900,540 font 'sans,12' noenhanced\nset output '" << out << "/reach_connected.svg'\n"
+       << "set title 'Connected fraction of (j, i) pairs after L layers (seq_len " << n << ")'\n"
        << "set xlabel 'layers L'\nset ylabel 'fraction of pairs connected'\nset yrange [0:1.02]\n"
        << "set key right center\nset grid\n";
     gp << "plot ";
@@ -111,8 +111,8 @@ int main(int argc, char** argv) {
   }
   {
     Gnuplot gp;
-    gp << "set terminal svg size 900,540 font 'sans,12'\nset output '" << out << "/reach_hops.svg'\n"
-       << "set title 'Hop-distance distribution (seq\\_len " << n << ", fraction of all n^2 pairs)'\n"
+    gp << "set terminal svg size 900,540 font 'sans,12' noenhanced\nset output '" << out << "/reach_hops.svg'\n"
+       << "set title 'Hop-distance distribution (seq_len " << n << ", fraction of all n^2 pairs)'\n"
        << "set xlabel 'hop distance d (log scale)'\nset ylabel 'fraction of pairs at distance d'\n"
        << "set logscale x\nset logscale y\nset key outside right\nset grid\n";
     gp << "plot ";
@@ -146,9 +146,9 @@ int main(int argc, char** argv) {
   }
   {
     Gnuplot gp;
-    gp << "set terminal svg size 900,540 font 'sans,12'\nset output '" << out << "/reach_mixing_depth.svg'\n"
-       << "set title 'Mixing depth (layers until every pair is connected) vs seq\\_len'\n"
-       << "set xlabel 'seq\\_len (log scale)'\nset ylabel 'mixing depth (layers, log scale)'\n"
+    gp << "set terminal svg size 900,540 font 'sans,12' noenhanced\nset output '" << out << "/reach_mixing_depth.svg'\n"
+       << "set title 'Mixing depth (layers until every pair is connected) vs seq_len'\n"
+       << "set xlabel 'seq_len (log scale)'\nset ylabel 'mixing depth (layers, log scale)'\n"
        << "set logscale x 2\nset logscale y\nset key left top\nset grid\n"
        << "plot '-' with linespoints title 'window w=4: ceil((n-1)/4), linear', "
        << "'-' with linespoints title 'window w=4 + global {0}: 2', "
