@@ -23,8 +23,9 @@ configure: $(BUILD)/CMakeCache.txt
 build: setup configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# CTest, then one line counting passed, failed and skipped apart (a skip is not a pass).
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@scripts/run_tests.sh $(BUILD) $(JOBS)
 
 # The main job needs only the CLI binary; building just it keeps a fresh `make demo` short.
 # `make demo` runs it on the stored real data (data/: all-MiniLM-L6-v2 on GPL-3, 4096

@@ -17,10 +17,12 @@
 //   bytes        q, k, v read + o, lse written once, in the kernel's dtype
 //   peak_bytes   extra heap the call needed (alloc_tracker.h), outputs included
 // and a Complexity() fit over seq_len per (kernel, pattern, head_dim) family.
-// A kernel whose output fails validation reports the checker's reason instead of a time.
+// A kernel whose output fails validation reports the checker's reason instead of a time,
+// and the run exits 1.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -108,6 +110,10 @@ ProblemSet& problem_for(const PatternFamily& family, int64_t n, int64_t head_dim
   return current;
 }
 
+// Benchmarks that reported an error instead of a time; main() exits 1 when any did, so a
+// wrong kernel fails `make bench-quick` (and CI) rather than printing a quiet error row.
+int g_errors = 0;
+
 void run_kernel(benchmark::State& state, const Kernel* kernel, const PatternFamily* family,
                 int64_t head_dim) {
   const int64_t n = state.range(0);
@@ -122,12 +128,14 @@ void run_kernel(benchmark::State& state, const Kernel* kernel, const PatternFami
     kernel->run(ps.problem, out);
   } catch (const std::exception& e) {  // a kernel refusing its input is reported, not fatal
     state.SkipWithError((std::string("kernel threw: ") + e.what()).c_str());
+    ++g_errors;
     return;
   }
   const int64_t peak_bytes = heap_peak() - before;
   const std::string failure = validate(*kernel, ps.problem, *ps.oracle, out);
   if (!failure.empty()) {
     state.SkipWithError(("validation failed: " + failure).c_str());
+    ++g_errors;
     return;
   }
   const double cpu0 = process_cpu_seconds();
@@ -238,5 +246,10 @@ int main(int argc, char** argv) {
   sparseattn::bench::register_all(quick);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (sparseattn::bench::g_errors > 0) {
+    std::fprintf(stderr, "bench_cpu: %d benchmark(s) reported an error instead of a time\n",
+                 sparseattn::bench::g_errors);
+    return 1;
+  }
   return 0;
 }

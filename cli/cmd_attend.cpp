@@ -71,6 +71,27 @@ void write_pair(const AttendArgs& a, Tensor<T> o, Tensor<T> lse, const Shape& q_
   }
 }
 
+template <class T>
+int64_t count_nan(const Tensor<T>& x) {
+  int64_t n = 0;
+  for (T e : x.data) n += std::isnan(e);
+  return n;
+}
+
+// SPEC §2: never a silent NaN. Exact kernels never produce one; an approximation may have
+// no lse estimate for some rows (Nyströmformer's estimate of the normalizer can be <= 0),
+// so such a file is refused rather than written.
+void refuse_nan(const AttendArgs& a, const Kernel& kernel, const Output& out) {
+  const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
+  require(o_nan == 0, "--impl", kernel.name,
+          "produced " + std::to_string(o_nan) + " NaN values in o; nothing was written");
+  if (a.lse.empty()) return;
+  const int64_t lse_nan = count_nan(out.lse) + count_nan(out.lse32);
+  require(lse_nan == 0, "--lse", a.lse,
+          std::string(kernel.name) + " has no lse estimate for " + std::to_string(lse_nan) +
+              " rows (NaN); nothing was written. Run without --lse, or use an exact kernel");
+}
+
 void run_attend(const AttendArgs& a) {
   require(a.dtype.empty() || a.dtype == "float32" || a.dtype == "float64", "--dtype", a.dtype,
           "must be float32 or float64");
@@ -83,6 +104,7 @@ void run_attend(const AttendArgs& a) {
                                        in.pattern, a.scale.empty() ? nullptr : &scale);
   Output out;
   kernel.run(problem, out);
+  refuse_nan(a, kernel, out);
 
   const bool kernel_is_f64 = out.o.numel() > 0 || out.o32.numel() == 0;
   const std::string dtype = !a.dtype.empty() ? a.dtype : kernel_is_f64 ? "float64" : "float32";
