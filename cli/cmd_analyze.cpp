@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/inputs.h"
 #include "cli/pattern_flags.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -62,8 +63,11 @@ void register_analyze(CLI::App& app) {
   cmd->callback([flags] {
     const std::vector<int64_t> windows =
         flags->windows.empty() ? realdata::default_windows() : parse_windows(flags->windows);
+    check_outputs({{"--out", flags->out}}, {{"--q", flags->q}, {"--k", flags->k}});
     const Tensor<double> q = read_npy_float(flags->q, "--q");
     const Tensor<double> k = read_npy_float(flags->k, "--k");
+    require_finite(q, "--q");
+    require_finite(k, "--k");
     const Shape qs = as_rank4(q.shape, "--q"), ks = as_rank4(k.shape, "--k");
     PatternSizes sizes;
     sizes.batch = qs[0];

@@ -95,6 +95,7 @@ void refuse_nan(const AttendArgs& a, const Kernel& kernel, const Output& out) {
 void run_attend(const AttendArgs& a) {
   require(a.dtype.empty() || a.dtype == "float32" || a.dtype == "float64", "--dtype", a.dtype,
           "must be float32 or float64");
+  check_outputs({{"--out", a.out}, {"--lse", a.lse}}, {{"--q", a.q}, {"--k", a.k}, {"--v", a.v}});
   const Shape q_file_shape = read_npy_header(a.q, "--q").shape;
   AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, a.pattern);
   const Kernel& kernel = serving_kernel(a.impl, in.pattern);

@@ -31,6 +31,7 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/inputs.h"
 #include "cli/demo_patterns.h"
 #include "core/check.h"
 #include "core/error.h"
@@ -244,6 +245,7 @@ nlohmann::json finite_or_null(double x) {
 }
 
 void run_demo(const DemoArgs& a) {
+  check_outputs({{"--json", a.json}}, {});  // fail before minutes of work, not after
   require(a.seq_len >= 1, "--seq-len", a.seq_len, "must be an integer >= 1");
   require(a.num_heads >= 1, "--num-heads", a.num_heads, "must be an integer >= 1");
   require(a.head_dim >= 1, "--head-dim", a.head_dim, "must be an integer >= 1");

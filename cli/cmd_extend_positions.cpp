@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/inputs.h"
 #include "core/npy.h"
 #include "realdata/position_extension.h"
 
@@ -26,7 +27,9 @@ void register_extend_positions(CLI::App& app) {
   cmd->add_option("--length", flags->length, "positions wanted, 1 .. n²")->required();
   cmd->add_option("--alpha", flags->alpha, "α in (0, 1), != 0.5 (default 0.4)");
   cmd->callback([flags] {
+    check_outputs({{"--out", flags->out}}, {{"--in", flags->in}});
     const Tensor<double> table = read_npy_float(flags->in, "--in");
+    require_finite(table, "--in");
     const Tensor<double> out = realdata::extend_positions(table, flags->length, flags->alpha);
     write_npy(flags->out, out);
     std::cout << "extend-positions: " << shape_text(table.shape) << " -> "

@@ -28,6 +28,10 @@ struct MaskArgs {
 void run_mask(const MaskArgs& a) {
   require(a.mask_dtype == "uint8" || a.mask_dtype == "bool", "--mask-dtype", a.mask_dtype,
           "must be uint8 or bool");
+  check_outputs({{"--out", a.out}}, {{"--mask", a.pattern.mask},
+                                     {"--random-table", a.pattern.random_table},
+                                     {"--segment-ids", a.pattern.segment_ids},
+                                     {"--key-padding-mask", a.pattern.key_padding_mask}});
   const PatternSizes sizes = to_sizes(a.sizes, a.pattern);
   const int64_t num_heads = sizes.num_heads;
 

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 #include "core/error.h"
 #include "core/npy.h"
@@ -19,6 +20,9 @@ AttentionInputs load_attention_inputs(const std::string& q_path, const std::stri
   in.k.shape = as_rank4(in.k.shape, "--k");
   in.v.shape = as_rank4(in.v.shape, "--v");
   in.shape = attention_shape(in.q.shape, in.k.shape, in.v.shape);
+  require_finite(in.q, "--q");
+  require_finite(in.k, "--k");
+  require_finite(in.v, "--v");
   PatternSizes sizes;
   sizes.batch = in.shape.batch;
   sizes.num_heads = in.shape.num_heads;
@@ -26,6 +30,42 @@ AttentionInputs load_attention_inputs(const std::string& q_path, const std::stri
   sizes.seq_len_k = in.shape.seq_len_k;
   in.pattern = build_pattern(flags, sizes);
   return in;
+}
+
+void check_outputs(const std::vector<PathArg>& outputs, const std::vector<PathArg>& inputs) {
+  namespace fs = std::filesystem;
+  auto resolved = [](const std::string& p) {
+    std::error_code ec;
+    const fs::path r = fs::weakly_canonical(fs::path(p), ec);
+    return ec ? fs::absolute(fs::path(p)).lexically_normal() : r;
+  };
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const PathArg& out = outputs[o];
+    if (out.path.empty()) continue;
+    check_output_path(out.path, out.flag);
+    const fs::path r = resolved(out.path);
+    for (const PathArg& in : inputs)
+      if (!in.path.empty() && resolved(in.path) == r)
+        throw InvalidArgument(out.flag, out.path, "must differ from " + in.flag + " (an input)");
+    for (size_t p = 0; p < o; ++p)
+      if (!outputs[p].path.empty() && resolved(outputs[p].path) == r)
+        throw InvalidArgument(out.flag, out.path, "must differ from " + outputs[p].flag);
+  }
+}
+
+void require_finite(const Tensor<double>& x, const std::string& what) {
+  for (size_t e = 0; e < x.data.size(); ++e) {
+    if (std::isfinite(x.data[e])) continue;
+    std::string index;
+    size_t rest = e;
+    std::vector<int64_t> pos(x.shape.size());
+    for (size_t a = x.shape.size(); a-- > 0;) {
+      pos[a] = static_cast<int64_t>(rest % static_cast<size_t>(x.shape[a]));
+      rest /= static_cast<size_t>(x.shape[a]);
+    }
+    for (size_t a = 0; a < pos.size(); ++a) index += (a ? "," : "") + std::to_string(pos[a]);
+    throw InvalidArgument(what + "[" + index + "]", to_text(x.data[e]), "must be finite");
+  }
 }
 
 double parse_finite(const std::string& flag, const std::string& text, double min_value) {

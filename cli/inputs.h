@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cli/pattern_flags.h"
 #include "core/tensor.h"
@@ -22,6 +23,22 @@ struct AttentionInputs {
 };
 AttentionInputs load_attention_inputs(const std::string& q_path, const std::string& k_path,
                                       const std::string& v_path, const PatternFlags& flags);
+
+// A named file argument, e.g. {"--out", "o.npy"}.
+struct PathArg {
+  std::string flag;
+  std::string path;
+};
+
+// Before any work: every output (empty paths skipped) passes check_output_path, and no
+// output names the same file as an input or another output (compared after resolving
+// symlinks and "..") — `--out q.npy` would otherwise overwrite its own input.
+// Throws InvalidArgument naming the output flag.
+void check_outputs(const std::vector<PathArg>& outputs, const std::vector<PathArg>& inputs);
+
+// SPEC §5/§2: inputs must be finite; a NaN in q would otherwise read as a fully masked
+// row. Throws InvalidArgument("<what>[b,h,i,d]", value, "must be finite").
+void require_finite(const Tensor<double>& x, const std::string& what);
 
 // Parses `text` as a finite real number; throws InvalidArgument(flag, text, allowed).
 // (CLI11 would accept "nan" and "inf"; SPEC §5 forbids a non-finite scale.)

@@ -12,6 +12,8 @@
 // values we accept are ASCII, so one parser reads all three versions.
 #include "core/npy.h"
 
+#include <sys/stat.h>
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -307,6 +309,13 @@ std::string header_text(const char* descr, const Shape& shape, int* major) {
 
 void write_atomic(const std::string& path, const std::string& prefix_bytes, const void* data,
                   size_t data_bytes) {
+  // rename() would replace whatever `path` is: never let it replace a device, a pipe or a
+  // directory (as root, `--out /dev/null` would otherwise turn /dev/null into a file).
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw RuntimeError("cannot write " + path +
+                       ": it exists and is not a regular file (outputs are written to a "
+                       "temporary file and renamed into place)");
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -424,6 +433,19 @@ void write_npy(const std::string& path, const Tensor<int64_t>& x) { write_typed(
 void write_npy(const std::string& path, const Tensor<int32_t>& x) { write_typed(path, x, "<i4"); }
 void write_npy(const std::string& path, const Tensor<uint8_t>& x, bool as_bool) {
   write_typed(path, x, as_bool ? "|b1" : "|u1");
+}
+
+void check_output_path(const std::string& path, const std::string& what) {
+  require(!path.empty(), what, "\"\"", "must be a file path");
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0)
+    require(S_ISREG(st.st_mode), what, path,
+            "must be a new or regular file (not a directory, device or pipe)");
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  require(::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode), what, path,
+          "its folder " + dir + " must exist");
+  require(::access(dir.c_str(), W_OK) == 0, what, path, "its folder " + dir + " must be writable");
 }
 
 void write_text_atomic(const std::string& path, const std::string& text) {

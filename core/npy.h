@@ -48,6 +48,11 @@ void write_npy(const std::string& path, const Tensor<int64_t>& x);
 void write_npy(const std::string& path, const Tensor<int32_t>& x);
 void write_npy(const std::string& path, const Tensor<uint8_t>& x, bool as_bool);
 
+// Checks, before any work is done, that `path` can receive an output: its folder exists
+// and is writable, and `path` is absent or a regular file. Throws InvalidArgument naming
+// `what` (e.g. "--out") otherwise.
+void check_output_path(const std::string& path, const std::string& what);
+
 // Writes `text` to `path` atomically (same temp-and-rename rule); for JSON and reports.
 void write_text_atomic(const std::string& path, const std::string& text);
 

@@ -1,6 +1,9 @@
 // SPEC §5 through the CLI: every bad input gives a non-zero exit, one line
 // "sparseattn: error: invalid <argument> = <value>: <allowed>" naming the argument, and
 // no output file (not even a temp file). Each case's name says what is wrong.
+#include <cmath>
+#include <filesystem>
+
 #include "cli_harness.h"
 #include "core/npy.h"
 
@@ -168,6 +171,37 @@ TEST_F(BadInput, ExistingOutputIsNotClobberedOnFailure) {
   const RunResult r = run(attend("--pattern window --window -1"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(slurp(path("out.npy")), "previous result");
+}
+
+// Outputs are renamed into place: a path that is not a regular file (a device, a folder)
+// must be refused before any work, never replaced.
+TEST_F(BadInput, OutputThatIsNotARegularFileIsRefused) {
+  const RunResult r = run("attend " + qkv() + " --out /dev/null");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err.rfind("sparseattn: error: invalid --out = /dev/null", 0), 0u) << r.err;
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  expect_rejected("attend " + qkv() + " --out " + path(""), "--out");
+}
+
+// `--out q.npy` would overwrite its own input; `--lse` equal to `--out` would lose one.
+TEST_F(BadInput, OutputNamingAnInputIsRefusedAndTheInputSurvives) {
+  const std::string before = slurp(path("q.npy"));
+  const RunResult r = run("attend " + qkv() + " --out " + path("q.npy"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("invalid --out"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("must differ from --q"), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(path("q.npy")), before);
+  expect_rejected("attend " + qkv() + " --out " + path("out.npy") + " --lse " + path("out.npy"),
+                  "--lse");
+}
+
+// A NaN in q would otherwise read as a fully masked row (o = 0, lse = -inf): refused, with
+// its position.
+TEST_F(BadInput, NonFiniteInputIsRefusedWithItsIndex) {
+  Tensor<double> q = uniform_tensor({2, 16, 4}, 1);
+  q.data[(1 * 16 + 3) * 4 + 2] = std::nan("");
+  write_npy(path("qnan.npy"), q);
+  expect_rejected("attend " + qkv("qnan.npy") + " --out " + path("out.npy"), "--q[0,1,3,2] = nan");
 }
 
 }  // namespace
