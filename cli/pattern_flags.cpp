@@ -63,6 +63,30 @@ std::vector<int64_t> parse_positions(const std::string& text) {
   return out;
 }
 
+// CLI11 alone converts "-1" to 2^64-1 for an unsigned flag and clamps an overflowing
+// integer to the type's maximum; these validators see the text first and refuse both.
+const CLI::Validator kStrictInt64(
+    [](std::string& text) -> std::string {
+      if (text.empty() || text == "-" ||
+          text.find_first_not_of("0123456789", text[0] == '-' ? 1 : 0) != std::string::npos)
+        return text + " must be an integer";
+      errno = 0;
+      std::strtoll(text.c_str(), nullptr, 10);
+      if (errno == ERANGE) return text + " must be an integer in [-2^63, 2^63)";
+      return "";
+    },
+    "INT");
+const CLI::Validator kStrictUint64(
+    [](std::string& text) -> std::string {
+      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+        return text + " must be an integer in [0, 2^64)";
+      errno = 0;
+      std::strtoull(text.c_str(), nullptr, 10);
+      if (errno == ERANGE) return text + " must be an integer in [0, 2^64)";
+      return "";
+    },
+    "UINT64");
+
 }  // namespace
 
 void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
@@ -117,6 +141,10 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
                   "S: seed of the counter-based PRNG, integer in [0, 2^64); draws are keyed by "
                   "(seed, head, row) [random, bigbird, bigbird-etc]")
       ->capture_default_str();
+  for (const char* name : {"--window", "--dilation", "--num-random", "--block-size",
+                           "--num-random-blocks", "--num-global-tokens"})
+    cmd->get_option(name)->check(kStrictInt64);
+  cmd->get_option("--seed")->check(kStrictUint64);
 }
 
 PatternSpec to_spec(const PatternFlags& f) {
