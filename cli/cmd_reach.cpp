@@ -46,6 +46,8 @@ struct ReachArgs {
   int64_t from = -1, to = -1;
   CLI::Option* from_flag = nullptr;
   CLI::Option* to_flag = nullptr;
+  CLI::Option* token_flag = nullptr;   // given at all? (-1 / 0 above mean "not given")
+  CLI::Option* layers_flag = nullptr;
   bool json = false;
 };
 
@@ -106,7 +108,8 @@ std::pair<PatternSpec, int64_t> layer_entry(const nlohmann::json& o, const std::
 }
 
 graph::LayerStack build_stack(const ReachArgs& a) {
-  require(a.layers >= 0, "--layers", a.layers, "must be an integer >= 1");
+  require(a.layers >= 1 || !a.layers_flag->count(), "--layers", a.layers,
+          "must be an integer >= 1");
   PatternSizes sizes = to_sizes(a.sizes, a.pattern);
   graph::LayerStack stack;
   if (a.layer_spec.empty()) {
@@ -152,7 +155,7 @@ void run_reach(const ReachArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   const graph::LayerStack stack = build_stack(a);
   const int64_t n = stack.seq_len();
-  require(a.token >= -1 && a.token < n, "--token", a.token,
+  require(!a.token_flag->count() || (a.token >= 0 && a.token < n), "--token", a.token,
           "must be in [0, " + std::to_string(n) + ")");
   require(bool(a.from_flag->count()) == bool(a.to_flag->count()), "--from/--to",
           a.from_flag->count() ? "--from only" : "--to only", "give both or neither");
@@ -266,7 +269,7 @@ void register_reach(CLI::App& app) {
       "reach", "information flow across layers: connected fraction, mixing depth, receptive "
                "field, hop distances, shortest path, spectral gap, rollout (SPEC §6)");
   add_size_flags(cmd, a->sizes);
-  cmd->add_option("--layers", a->layers,
+  a->layers_flag = cmd->add_option("--layers", a->layers,
                   "L: layers in the stack, integer >= 1 (default 1, or the entries of "
                   "--layer-spec); measures continue past it with the last layer repeated");
   cmd->add_option("--layer-spec", a->layer_spec,
@@ -275,7 +278,7 @@ void register_reach(CLI::App& app) {
   cmd->add_option("--level", a->level,
                   "auto|token|block: graph to analyse; auto = block when every tile is full")
       ->capture_default_str();
-  cmd->add_option("--token", a->token, "I: report the receptive field of token I, in [0, seq_len)");
+  a->token_flag = cmd->add_option("--token", a->token, "I: report the receptive field of token I, in [0, seq_len)");
   a->from_flag = cmd->add_option("--from", a->from, "I: shortest path from token I (with --to)");
   a->to_flag = cmd->add_option("--to", a->to, "J: shortest path to token J (with --from)");
   cmd->add_flag("--json", a->json, "print JSON instead of the table");

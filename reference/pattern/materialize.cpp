@@ -467,7 +467,13 @@ Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
 
   validate_kind(spec, sizes);
   const Shape ds = draws_shape(spec, sizes);
-  if (!ds.empty()) p.random_draws = Tensor<int64_t>(ds, -1);
+  if (!ds.empty()) {
+    checked_numel(ds, sizeof(int64_t),
+                  spec.kind == PatternKind::random
+                      ? "num_random (table of draws [num_heads, seq_len_q, num_random])"
+                      : "num_random_blocks (table of draws [num_heads, rows, num_random_blocks])");
+    p.random_draws = Tensor<int64_t>(ds, -1);
+  }
 
   if (!head_dependent(spec)) {
     auto shared = std::make_shared<const HeadLayout>(build_head(spec, sizes, 0, p));

@@ -204,5 +204,17 @@ TEST_F(BadInput, NonFiniteInputIsRefusedWithItsIndex) {
   expect_rejected("attend " + qkv("qnan.npy") + " --out " + path("out.npy"), "--q[0,1,3,2] = nan");
 }
 
+TEST_F(BadInput, ReachTokenAndLayersOutOfRange) {
+  const std::string reach = "reach --seq-len 16 --pattern window --window 1 ";
+  expect_rejected(reach + "--token -1", "--token");
+  expect_rejected(reach + "--layers 0", "--layers");
+}
+
+// Draws beyond the candidates are reported shortfalls (SPEC §3), but the table of draws
+// must fit in memory: a count that cannot is refused by name, not as "tensor shape".
+TEST_F(BadInput, RandomDrawTableTooLargeNamesTheFlag) {
+  expect_rejected(mask("--pattern random --num-random 1000000000000000"), "--num-random");
+}
+
 }  // namespace
 }  // namespace sparseattn::testing_cli
