@@ -216,5 +216,19 @@ TEST_F(BadInput, RandomDrawTableTooLargeNamesTheFlag) {
   expect_rejected(mask("--pattern random --num-random 1000000000000000"), "--num-random");
 }
 
+// CLI11 alone would wrap "-1" into 2^64-1 for the unsigned seed and clamp an overflowing
+// window to INT64_MAX; the strict validators refuse both, naming the flag and the text.
+TEST_F(BadInput, IntegersAreParsedStrictly) {
+  for (const std::string& args : {mask("--pattern random --num-random 1 --seed -1"),
+                                  mask("--pattern random --num-random 1 --seed 18446744073709551616"),
+                                  mask("--pattern window --window 9223372036854775808")}) {
+    const RunResult r = run(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(r.err.rfind("sparseattn: error: --", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("must be an integer in"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists("out.npy")) << args;
+  }
+}
+
 }  // namespace
 }  // namespace sparseattn::testing_cli
