@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "core/error.h"
 #include "core/tensor.h"
 #include "reference/approx/gaussian.h"
 #include "reference/pattern/pattern.h"
@@ -22,6 +24,17 @@ inline Tensor<double> gaussian_tensor(const Shape& shape, uint64_t seed, double 
 
 inline Pattern dense(int64_t num_heads, int64_t seq_len_q, int64_t seq_len_k) {
   return materialize(PatternSpec{}, {1, num_heads, seq_len_q, seq_len_k});
+}
+
+// The argument named by an InvalidArgument thrown by f, or "" if none was thrown.
+template <class F>
+std::string argument_of(F f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.argument();
+  }
+  return "";
 }
 
 }  // namespace sparseattn::testing_approx

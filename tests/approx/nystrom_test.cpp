@@ -18,6 +18,7 @@
 namespace sparseattn {
 namespace {
 
+using testing_approx::argument_of;
 using testing_approx::dense;
 using testing_approx::gaussian_tensor;
 
@@ -145,16 +146,6 @@ TEST(NystromAttention, ErrorAgainstOracleFallsAsLandmarksGrow) {
   for (size_t t = 1; t < landmarks.size(); ++t)
     EXPECT_LT(error[t], error[t - 1]) << "c = " << landmarks[t];
   EXPECT_LT(exact_limit, 1e-10);  // c = seq_len with the exact A⁺
-}
-
-template <class F>
-std::string argument_of(F f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.argument();
-  }
-  return "";
 }
 
 TEST(NystromAttention, BadParametersAreRejectedByName) {

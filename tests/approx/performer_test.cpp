@@ -16,6 +16,7 @@
 namespace sparseattn {
 namespace {
 
+using testing_approx::argument_of;
 using testing_approx::dense;
 using testing_approx::gaussian_tensor;
 
@@ -193,17 +194,6 @@ TEST(FavorAttention, SameSeedSameBitsAnotherSeedAnotherApproximation) {
   EXPECT_NE(a.o.data, performer_favor(q, k, v, pattern, nullptr, FavorOptions{32, 8, true}).o.data);
   EXPECT_EQ(a.o.shape, (Shape{1, 2, 20, 3}));
   EXPECT_EQ(a.lse.shape, (Shape{1, 2, 20}));
-}
-
-// The argument named by an InvalidArgument thrown by f, or "" if none was thrown.
-template <class F>
-std::string argument_of(F f) {
-  try {
-    f();
-  } catch (const InvalidArgument& e) {
-    return e.argument();
-  }
-  return "";
 }
 
 TEST(FavorAttention, BadParametersAreRejectedByName) {
