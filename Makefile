@@ -6,6 +6,15 @@ CMAKE_FLAGS ?=
 ifneq ($(NVCC),)
 CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER=$(NVCC)
 endif
+# ccache (installed by scripts/setup.sh) lets every build tree of one machine -- the main
+# one, the sanitizer one, a second checkout -- reuse objects compiled once.
+CCACHE  := $(shell command -v ccache 2>/dev/null)
+ifneq ($(CCACHE),)
+CMAKE_FLAGS += -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE)
+ifneq ($(NVCC),)
+CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
+endif
+endif
 
 .PHONY: all setup configure build test demo demo-synthetic help bench bench-quick plots plots-graph gpu-check clean
 

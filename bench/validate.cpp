@@ -24,7 +24,7 @@ Tensor<double> gather_rows(const Tensor<T>& x, int64_t cols, int64_t seq_len_q,
   return g;
 }
 
-// SPEC §2 on the sampled rows, float64, keys from Pattern::allowed (the oracle's mask).
+// contract §2 on the sampled rows, float64, keys from Pattern::allowed (the oracle's mask).
 void sampled_oracle(const Problem& p, const std::vector<int64_t>& rows, Tensor<double>& o,
                     Tensor<double>& lse) {
   const AttentionShape& s = p.shape;

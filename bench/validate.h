@@ -3,7 +3,7 @@
 //
 // Small problems (seq_len_q · seq_len_k <= kFullOracleMaxPairs): the whole output against
 // a1_dense_masked, the float64 oracle. Larger ones, where the O(n²) oracle would take
-// minutes: the oracle's formula (SPEC §2, float64, mask from Pattern::allowed) evaluated
+// minutes: the oracle's formula (contract §2, float64, mask from Pattern::allowed) evaluated
 // on kSampledRows rows of every (batch, head) — the first, the last and rows spread
 // between them — and the candidate's same rows checked with the one checker.
 #pragma once

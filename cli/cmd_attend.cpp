@@ -4,7 +4,7 @@
 //                     [--impl a1_dense_masked] [--scale S] [--dtype float32|float64]
 //                     [pattern flags]
 //
-// Shapes (SPEC §1): q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv]; o [B,H,Lq,Dv] and lse
+// Shapes (contract §1): q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv]; o [B,H,Lq,Dv] and lse
 // [B,H,Lq] keep q's leading dimensions as given in the file (rank 2 in, rank 2 out).
 // Nothing is written until the kernel has finished; both files are written atomically.
 #include <cmath>
@@ -78,7 +78,7 @@ int64_t count_nan(const Tensor<T>& x) {
   return n;
 }
 
-// SPEC §2: never a silent NaN. Exact kernels never produce one; an approximation may have
+// contract §2: never a silent NaN. Exact kernels never produce one; an approximation may have
 // no lse estimate for some rows (Nyströmformer's estimate of the normalizer can be <= 0),
 // so such a file is refused rather than written.
 void refuse_nan(const AttendArgs& a, const Kernel& kernel, const Output& out) {

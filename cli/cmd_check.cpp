@@ -3,7 +3,7 @@
 //   sparseattn check --q Q.npy --k K.npy --v V.npy --candidate O.npy
 //                    [--candidate-lse L.npy] [--atol A --rtol R] [--scale S] [pattern flags]
 //
-// The oracle is a1_dense_masked (SPEC §4) on the same q/k/v files. Each candidate tensor
+// The oracle is a1_dense_masked (contract §4) on the same q/k/v files. Each candidate tensor
 // is judged by core/check.h's one checker with the tolerance of its file's dtype from
 // core/numerics.h (float64 1e-12/1e-12, float32 2e-5/2e-4, float16 2e-3/2e-3) unless
 // --atol/--rtol are given. Prints one JSON object to stdout; exit 0 when every checked
@@ -39,7 +39,7 @@ Tolerance tolerance_for(NpyDtype dtype) {
 }
 
 // Reads a candidate and checks its shape against the oracle's (leading 1s may be omitted,
-// as in SPEC §1). Returns the tolerance its dtype calls for, overridden by the flags.
+// as in contract §1). Returns the tolerance its dtype calls for, overridden by the flags.
 Tensor<double> read_candidate(const std::string& path, const std::string& flag,
                               const Shape& want, const CheckArgs& a, Tolerance* tol) {
   Tensor<double> c = read_npy_float(path, flag);

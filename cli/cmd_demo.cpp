@@ -1,4 +1,4 @@
-// sparseattn demo — the main job on default data (issue 2 §6): every registered kernel
+// sparseattn demo — the main job on default data: every registered kernel
 // on every pattern it serves, each validated against the float64 oracle, then timed.
 //
 //   sparseattn demo [--seq-len 4096] [--num-heads 12] [--head-dim 64] [--seed 0]

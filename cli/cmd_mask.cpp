@@ -5,7 +5,7 @@
 //
 // Shape: [N, M] for one head, [H, N, M] otherwise; with a --key-padding-mask of batch
 // B > 1, [B, H, N, M]. The mask is dense_mask() of each head's canonical layout (the one
-// source of truth), with the key padding applied as SPEC §2 says (padded keys and padded
+// source of truth), with the key padding applied as contract §2 says (padded keys and padded
 // query rows attend nothing).
 #include <memory>
 
@@ -35,7 +35,7 @@ void run_mask(const MaskArgs& a) {
   const PatternSizes sizes = to_sizes(a.sizes, a.pattern);
   const int64_t num_heads = sizes.num_heads;
 
-  // Refuse an output that cannot fit before building anything (SPEC §5).
+  // Refuse an output that cannot fit before building anything (contract §5).
   Shape shape = {sizes.seq_len_q, sizes.seq_len_k};
   if (num_heads > 1 || sizes.batch > 1) shape.insert(shape.begin(), num_heads);
   if (sizes.batch > 1) shape.insert(shape.begin(), sizes.batch);

@@ -1,5 +1,5 @@
 // sparseattn reach — how information flows through a stack of sparse attention layers
-// (SPEC §6, issue 5; docs/information-flow.md defines every number printed).
+// (contract §6; docs/information-flow.md defines every number printed).
 //
 //   sparseattn reach --seq-len N [--layers L] [--num-heads H] [pattern flags]
 //                    [--layer-spec layers.json] [--level auto|token|block]
@@ -267,7 +267,7 @@ void register_reach(CLI::App& app) {
   auto a = std::make_shared<ReachArgs>();
   CLI::App* cmd = app.add_subcommand(
       "reach", "information flow across layers: connected fraction, mixing depth, receptive "
-               "field, hop distances, shortest path, spectral gap, rollout (SPEC §6)");
+               "field, hop distances, shortest path, spectral gap, rollout (contract §6)");
   add_size_flags(cmd, a->sizes);
   a->layers_flag = cmd->add_option("--layers", a->layers,
                   "L: layers in the stack, integer >= 1 (default 1, or the entries of "

@@ -6,16 +6,16 @@
 
 namespace sparseattn::cli {
 
-void register_attend(CLI::App& app);  // issue 2
-void register_mask(CLI::App& app);    // issue 2
-void register_check(CLI::App& app);   // issue 2
-void register_info(CLI::App& app);    // issue 2
-void register_demo(CLI::App& app);    // issue 2
-void register_reach(CLI::App& app);   // issue 5
-void register_extend_positions(CLI::App& app);  // issue 6
-void register_analyze(CLI::App& app);           // issue 6
-void register_demo_real(CLI::App& app);         // issue 6
-void register_impls(CLI::App& app);             // issue 3
+void register_attend(CLI::App& app);
+void register_mask(CLI::App& app);
+void register_check(CLI::App& app);
+void register_info(CLI::App& app);
+void register_demo(CLI::App& app);
+void register_reach(CLI::App& app);
+void register_extend_positions(CLI::App& app);
+void register_analyze(CLI::App& app);
+void register_demo_real(CLI::App& app);
+void register_impls(CLI::App& app);
 
 // Calls every register_* above (main.cpp calls this).
 inline void register_commands(CLI::App& app) {

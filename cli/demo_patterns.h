@@ -1,4 +1,4 @@
-// The patterns `sparseattn demo` runs (issue 2 §6), in one place so that the demo and its
+// The patterns `sparseattn demo` runs, in one place so that the demo and its
 // test (tests/cli/test_cli_demo.cpp) agree on what must appear.
 #pragma once
 

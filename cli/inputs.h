@@ -12,7 +12,7 @@
 
 namespace sparseattn::cli {
 
-// q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv] (rank 2/3 files get leading 1s, SPEC §1),
+// q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv] (rank 2/3 files get leading 1s, contract §1),
 // float16/32/64 widened to float64, and the pattern materialized for their sizes; the
 // key padding mask's batch must be q's. Throws InvalidArgument naming the flag or the
 // mismatching dimension.
@@ -36,12 +36,12 @@ struct PathArg {
 // Throws InvalidArgument naming the output flag.
 void check_outputs(const std::vector<PathArg>& outputs, const std::vector<PathArg>& inputs);
 
-// SPEC §5/§2: inputs must be finite; a NaN in q would otherwise read as a fully masked
+// contract §5/§2: inputs must be finite; a NaN in q would otherwise read as a fully masked
 // row. Throws InvalidArgument("<what>[b,h,i,d]", value, "must be finite").
 void require_finite(const Tensor<double>& x, const std::string& what);
 
 // Parses `text` as a finite real number; throws InvalidArgument(flag, text, allowed).
-// (CLI11 would accept "nan" and "inf"; SPEC §5 forbids a non-finite scale.)
+// (CLI11 would accept "nan" and "inf"; contract §5 forbids a non-finite scale.)
 double parse_finite(const std::string& flag, const std::string& text, double min_value);
 
 // --seq-len N [--seq-len-k M] [--num-heads H], for commands that build a pattern without

@@ -91,7 +91,7 @@ const CLI::Validator kStrictUint64(
 
 void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
   cmd->add_option("--pattern", f.pattern,
-                  "which keys each query may attend (SPEC §3): dense | window | longformer | "
+                  "which keys each query may attend (contract §3): dense | window | longformer | "
                   "random | bigbird | bigbird-etc | hierarchical | explicit")
       ->capture_default_str();
   cmd->add_option("--window", f.window,

@@ -1,4 +1,4 @@
-// The pattern flags every subcommand shares (issue 2 §4): the field's names, one
+// The pattern flags every subcommand shares: the field's names, one
 // definition, so `attend`, `mask`, `check`, `info`, `reach` and `analyze` read a pattern
 // the same way.
 #pragma once

@@ -1,4 +1,4 @@
-// Errors every layer throws for bad input (SPEC §5).
+// Errors every layer throws for bad input (contract §5).
 //
 // The contract: an error names the argument, the value it was given and the allowed
 // range, so a user reading one line knows what to change. Nothing in this project

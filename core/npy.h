@@ -8,7 +8,7 @@
 // Fortran order, big-endian, unsupported dtype, a shape that would not fit in memory.
 //
 // Writes are atomic: data goes to "<path>.tmp-<pid>" and is renamed over <path> only
-// when complete, so a failure never leaves a half-written file (SPEC §5).
+// when complete, so a failure never leaves a half-written file (contract §5).
 #pragma once
 
 #include <cstdint>

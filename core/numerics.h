@@ -1,4 +1,4 @@
-// The tolerance table (SPEC §4). docs/numerics.md explains every row; tests, benchmarks
+// The tolerance table (contract §4). docs/numerics.md explains every row; tests, benchmarks
 // and `sparseattn check` use these values and nothing looser.
 #pragma once
 

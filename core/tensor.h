@@ -1,7 +1,7 @@
 // A dense, row-major (C order) tensor: the one container every layer passes around.
 //
 // Deliberately minimal: a shape and a flat std::vector. Kernels index the flat data
-// themselves with the layout SPEC §1 fixes ([batch, num_heads, seq_len, head_dim]).
+// themselves with the layout contract §1 fixes ([batch, num_heads, seq_len, head_dim]).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@ using Shape = std::vector<int64_t>;
 
 // Number of elements of `shape`, checked: every dimension >= 0 and the buffer of
 // `element_bytes`-sized elements must fit in this machine's physical memory.
-// Throws InvalidArgument naming `what` otherwise (SPEC §5: sizes that would not fit).
+// Throws InvalidArgument naming `what` otherwise (contract §5: sizes that would not fit).
 int64_t checked_numel(const Shape& shape, int64_t element_bytes, const std::string& what);
 
 // "[2, 12, 4096, 64]"
@@ -48,7 +48,7 @@ Tensor<To> tensor_cast(const Tensor<From>& x) {
   return y;
 }
 
-// Shapes of one attention call, after missing leading dimensions became 1 (SPEC §1).
+// Shapes of one attention call, after missing leading dimensions became 1 (contract §1).
 struct AttentionShape {
   int64_t batch = 1;
   int64_t num_heads = 1;
@@ -58,7 +58,7 @@ struct AttentionShape {
   int64_t head_dim_v = 0;
 };
 
-// Reshapes a rank-2/3/4 tensor shape to rank 4 by prepending 1s (SPEC §1: missing
+// Reshapes a rank-2/3/4 tensor shape to rank 4 by prepending 1s (contract §1: missing
 // leading dimensions mean 1). Throws InvalidArgument naming `what` for rank 0, 1 or > 4.
 Shape as_rank4(const Shape& shape, const std::string& what);
 
@@ -68,7 +68,7 @@ Shape as_rank4(const Shape& shape, const std::string& what);
 AttentionShape attention_shape(const Shape& q, const Shape& k, const Shape& v);
 
 // 1/sqrt(head_dim) unless `scale` is given; throws InvalidArgument("scale") when the
-// given scale is not finite (SPEC §5).
+// given scale is not finite (contract §5).
 double resolve_scale(const double* scale, int64_t head_dim);
 
 }  // namespace sparseattn

@@ -1,4 +1,4 @@
-// g0 — reachability by definition (SPEC §6). Serial, readable, no bit tricks: this is the
+// g0 — reachability by definition (contract §6). Serial, readable, no bit tricks: this is the
 // answer g1 must reproduce exactly.
 //
 // The graph is read per query row through row_keys_of() of every head (the same key lists

@@ -1,4 +1,4 @@
-// g1 — reachability with bitsets. Must equal g0_reach_reference exactly (integers; SPEC §4
+// g1 — reachability with bitsets. Must equal g0_reach_reference exactly (integers; contract §4
 // "integer products are compared exactly"); tests/graph/test_reach_agree.cpp enforces it.
 //
 // What changed since g0, and why:
@@ -17,7 +17,7 @@
 //     interchangeable and the engine runs on the block graph with node weights
 //     (the block's token count); the pair counts below are weighted accordingly.
 //  6. OpenMP over source batches. Every batch's counts are integers summed after the
-//     loop, so results are identical for any thread count (SPEC §4 determinism).
+//     loop, so results are identical for any thread count (contract §4 determinism).
 //
 // Measured (2 shared cores; docs/information-flow.md): BigBird-base-like, seq_len 4096,
 // 12 layers × 12 heads, token level: see the docs' timing table.

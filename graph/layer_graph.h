@@ -1,4 +1,4 @@
-// The graph view of a pattern (SPEC §6): a stack of attention layers as a directed graph
+// The graph view of a pattern (contract §6): a stack of attention layers as a directed graph
 // on tokens, taken from the canonical layout every kernel computes (reference/pattern).
 //
 // Edge j -> i in layer ℓ when query i of some head of layer ℓ may attend key j
@@ -55,7 +55,7 @@ void validate_stack(const LayerStack& stack);
 // fills completely is marked full. O(nnz of all heads + tiles · tile²/64).
 HeadLayout layer_union(const Pattern& pattern);
 
-// Block level (issue 5): when every tile of every layer's union is full (a block pattern
+// Block level: when every tile of every layer's union is full (a block pattern
 // such as BigBird ITC; the diagonal tiles are present), all tokens of a tile have the same
 // in- and out-edges, so distances between tokens are distances between their blocks
 // (1 inside a block). The engines then work on the block graph: nb = ceil(seq_len / tile)

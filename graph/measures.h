@@ -1,4 +1,4 @@
-// The measures of information flow (issue 5 §2), each a pure function of a ReachSummary
+// The measures of information flow, each a pure function of a ReachSummary
 // (reach.h) or of the stack. docs/information-flow.md defines each one in words and says
 // which paper argument it makes measurable.
 #pragma once

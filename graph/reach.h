@@ -1,4 +1,4 @@
-// Reachability of a layer stack: who can influence whom after L layers (SPEC §6).
+// Reachability of a layer stack: who can influence whom after L layers (contract §6).
 //
 // The ladder, read in order:
 //   g0_reach_reference — the definition: a boolean matrix R_L (R_L[i][j]: token j reaches

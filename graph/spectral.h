@@ -1,4 +1,4 @@
-// Spectral gap of one layer's graph (issue 5 §2; BigBird §3 argues with expanders).
+// Spectral gap of one layer's graph (BigBird §3 argues with expanders).
 //
 // P is the row-normalized adjacency with self edges: P[i][j] = 1 / |A(i) ∪ {i}| for
 // j ∈ A(i) ∪ {i}, where A(i) is the union over heads of the keys query i may attend —

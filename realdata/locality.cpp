@@ -42,7 +42,7 @@ HeadLocality analyze_head(const double* q_h, const double* k_h, int64_t Lq, int6
     }
     double z = 0.0;
     for (int64_t j = 0; j < Lk; ++j) z += (p[j] = std::exp(p[j] - m));
-    const int64_t pos = i + Lk - Lq;  // bottom-right alignment (SPEC §3)
+    const int64_t pos = i + Lk - Lq;  // bottom-right alignment (contract §3)
     prefix[0] = 0.0;
     for (int64_t j = 0; j < Lk; ++j) {
       p[j] /= z;

@@ -10,7 +10,7 @@
 //   uniform    U(S)  = (1/|R|) Σ_i |S(i)| / seq_len_k          the same for P_ij = 1/seq_len_k
 //   bias ratio B(S)  = M(S) / U(S)                             1 = no preference for S
 // S is the pattern's allowed set A(i), or the window W_w(i) = { j : |j − p_i| <= w } of
-// one-sided width w (p_i = i + seq_len_k − seq_len_q, SPEC §3). B > 1 means the head puts
+// one-sided width w (p_i = i + seq_len_k − seq_len_q, contract §3). B > 1 means the head puts
 // more mass on S than its size alone explains: B(W_w) is the locality bias ratio.
 // Also reported: the mean attention distance D = (1/|R|) Σ_i Σ_j P_ij |j − p_i| (tokens).
 #pragma once

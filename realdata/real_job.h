@@ -1,4 +1,4 @@
-// The main job on real data (issue 6): every exact reference step and every optimized
+// The main job on real data: every exact reference step and every optimized
 // kernel of the registry, on every head of the stored layers of all-MiniLM-L6-v2 on the
 // GPL-3 text, per pattern; figures and a markdown report are written by report.h.
 //

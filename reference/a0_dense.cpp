@@ -3,11 +3,11 @@
 //   Attention(Q, K, V) = softmax(scale · Q Kᵀ) V          (Vaswani et al. 2017, §3.2.1, eq. 1)
 //
 // The full score matrix S [seq_len_q, seq_len_k] of one (batch, head) is materialized,
-// then softmaxed row by row (stably: subtract the row maximum, SPEC §2), then multiplied
+// then softmaxed row by row (stably: subtract the row maximum, contract §2), then multiplied
 // by V. O(seq_len_q · seq_len_k) memory and time, exactly as the formula reads.
 //
 // Serves the dense, non-causal pattern only: there is no mask here, that is a1's step.
-// Key padding (SPEC §2) is not a mask of the pattern but a statement that some tokens do
+// Key padding (contract §2) is not a mask of the pattern but a statement that some tokens do
 // not exist, so the definition honours it the way the formula does: padded keys are not
 // columns of S, and a padded query row has no keys (o = 0, lse = -inf).
 #include <algorithm>

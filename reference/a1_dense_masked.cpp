@@ -1,4 +1,4 @@
-// a1 — dense masked attention in float64: THE ORACLE (SPEC §4).
+// a1 — dense masked attention in float64: THE ORACLE (contract §4).
 //
 // What changed since a0: the pattern enters as a mask on the full score matrix. A
 // disallowed score is -inf, not a large negative constant, so it contributes exactly

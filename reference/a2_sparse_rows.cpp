@@ -7,7 +7,7 @@
 // §3.1: O(n·w) for a window). It is the CSR sparse-dense product of the graph view: row i
 // gathers the keys its row lists.
 //
-// Same formulas as SPEC §2, per row: s_j = scale·<q_i, k_j> for j in A(i); m = max s_j;
+// Same formulas as contract §2, per row: s_j = scale·<q_i, k_j> for j in A(i); m = max s_j;
 // l = sum exp(s_j - m); lse_i = m + log l; o_i = sum exp(s_j - lse_i) v_j.
 // Key padding removes keys from A(i) and empties padded query rows (o = 0, lse = -inf).
 // Any pattern.

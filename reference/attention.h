@@ -1,4 +1,4 @@
-// The CPU reference ladder (SPEC §2). Serial, float64, no intrinsics, no OpenMP: each
+// The CPU reference ladder (contract §2). Serial, float64, no intrinsics, no OpenMP: each
 // step is written to be read. Read them in order: a0 -> a5 (files reference/a*_*.cpp).
 //
 // Common contract of every step:
@@ -7,7 +7,7 @@
 //   v: [batch, num_heads, seq_len_k, head_dim_v]
 //   returns o: [batch, num_heads, seq_len_q, head_dim_v], lse: [batch, num_heads, seq_len_q]
 //   lse is the natural-log logsumexp of the scaled allowed scores; a row with no allowed
-//   key has o = 0 and lse = -inf (SPEC §2), never NaN.
+//   key has o = 0 and lse = -inf (contract §2), never NaN.
 //   scale: nullptr means 1/sqrt(head_dim).
 // Throws InvalidArgument for shape mismatches, a pattern built for other sizes, a
 // non-finite scale, or a pattern kind the step does not serve.
@@ -28,7 +28,7 @@ struct AttentionResult {
 AttentionResult a0_dense(const Tensor<double>& q, const Tensor<double>& k,
                          const Tensor<double>& v, const Pattern& pattern, const double* scale);
 
-// a1 — THE ORACLE: a0 with the pattern's mask applied as -inf scores (SPEC §4). Any pattern.
+// a1 — THE ORACLE: a0 with the pattern's mask applied as -inf scores (contract §4). Any pattern.
 AttentionResult a1_dense_masked(const Tensor<double>& q, const Tensor<double>& k,
                                 const Tensor<double>& v, const Pattern& pattern,
                                 const double* scale);

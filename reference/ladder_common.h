@@ -1,5 +1,5 @@
 // What every step of the reference ladder (a0 .. a5) shares: validating one call, the
-// flat offsets of SPEC §1's row-major layout, and the empty result (o = 0, lse = -inf).
+// flat offsets of contract §1's row-major layout, and the empty result (o = 0, lse = -inf).
 // Internal to reference/: the public contract is reference/attention.h.
 #pragma once
 
@@ -44,7 +44,7 @@ inline void require_kind(bool served, const Pattern& pattern, const char* step,
 }
 
 // o [B,H,Lq,Dv] zero and lse [B,H,Lq] -inf: the answer for a row with no allowed key,
-// which every step starts from, so a row it never touches is already correct (SPEC §2).
+// which every step starts from, so a row it never touches is already correct (contract §2).
 inline AttentionResult empty_result(const AttentionShape& s) {
   AttentionResult r;
   r.o = Tensor<double>({s.batch, s.num_heads, s.seq_len_q, s.head_dim_v}, 0.0);

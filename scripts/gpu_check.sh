@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make gpu-check`: everything the CUDA ladder needs checked and measured on a machine
-# with an NVIDIA GPU, in one command, in under 8 minutes (issue 4 §4):
+# with an NVIDIA GPU, in one command, in under 8 minutes:
 #   1. build the CUDA targets (sm_80 + sm_90 + PTX), Release;
 #   2. run the host-side tiling tests and every CUDA kernel test against the float64
 #      oracle — and fail if any test SKIPPED, since on a GPU machine a skip means the

@@ -125,7 +125,7 @@ def main() -> int:
 
     def hook(name):
         def f(_module, _inputs, output):
-            # [1, n, hidden] -> [1, heads, n, head_dim], the layout of SPEC §1
+            # [1, n, hidden] -> [1, heads, n, head_dim], the layout of contract §1
             captured[name] = output.detach().reshape(1, n, heads, head_dim).permute(0, 2, 1, 3)
         return f
 

@@ -6,14 +6,14 @@ side-by-side results file (markdown + JSON).
 
 What is timed (torch.cuda.Event, warm-up first, median of repeats):
   * scaled_dot_product_attention, dense, bf16 and fp32 (whatever backend PyTorch picks);
-  * FlexAttention with a sliding-window mask_mod |q - kv| <= w (one-sided w, as SPEC §3),
+  * FlexAttention with a sliding-window mask_mod |q - kv| <= w (one-sided w, as contract §3),
     checked first against `sparseattn mask` (our pattern) element by element;
   * FlexAttention with OUR BigBird block table (block 64, 3 random blocks, seed 0),
     exported by build/cuda_block_mask, every listed block a full block — the same
     random blocks our kernels visit, not a re-draw. Checked first against SDPA with the
     equivalent dense boolean mask at a small size.
 Then every figure of bench_cuda's JSON is put next to its baseline as a ratio measured in
-this one run (issue 4's targets; recorded, never asserted).
+this one run (the CUDA targets of docs/cuda.md; recorded, never asserted).
 
 No network is needed; only torch (and numpy) from the machine's image.
 """
@@ -253,7 +253,7 @@ def write_results(args, context, ours, torch_res, rows):
         json.dump(result, f, indent=1)
     lines = [f"# gpu-check results — {result['device']} — {result['date']}", "",
              "Command: `make gpu-check` (scripts/gpu_check.sh). Every ratio below was measured in this one run.",
-             "Targets (issue 4; recorded, never asserted): dense bf16 >= 0.5 x SDPA; window speedup over our",
+             "Targets (docs/cuda.md; recorded, never asserted): dense bf16 >= 0.5 x SDPA; window speedup over our",
              "dense >= 0.6 x the FLOP-reduction bound at seq_len 32768; BigBird bf16 >= 0.8 x FlexAttention.", "",
              "| head_dim | seq_len | dense bf16 / SDPA | w256: speedup / bound | w1024: speedup / bound | w256 / Flex | w1024 / Flex | BigBird / Flex |",
              "|---|---|---|---|---|---|---|---|"]

@@ -3,7 +3,7 @@
 //   build/bench_cuda --benchmark_out=cuda.json --benchmark_out_format=json
 //   build/bench_cuda --benchmark_filter='bigbird.*bf16'
 //
-// Shapes (issue 4): batch 1, 16 heads, head_dim 64 and 128, seq_len 4096 ... 65536;
+// Shapes: batch 1, 16 heads, head_dim 64 and 128, seq_len 4096 ... 65536;
 // dense, window (one-sided 256 and 1024) and BigBird (block 64, 3 random blocks). The
 // float32 and naive kernels stop at the sizes noted in kFamilies: their time would eat
 // the gpu-check budget without telling anything new.

@@ -1,5 +1,5 @@
 // plot_bench — the figures of docs/benchmarks.md, drawn from bench_cpu's JSON with
-// gnuplot-iostream (PNG via pngcairo and SVG), plus the targets table of issue 3 as
+// gnuplot-iostream (PNG via pngcairo and SVG), plus the CPU performance targets table as
 // Markdown. Figures are derived from the C++ benchmark output only (STYLE §13).
 //
 //   build/plot_bench BENCH_JSON OUT_DIR        (make plots)
@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
     gp << "unset multiplot\n";
   });
 
-  // The targets of issue 3, as measured ratios.
+  // The CPU performance targets (docs/benchmarks.md), as measured ratios.
   std::ofstream md(out + "/targets.md");
   auto at = [&](const std::string& k, const std::string& p, double n, int hd = 64) -> const Point* {
     if (const auto* s = find(d, k, p, hd))

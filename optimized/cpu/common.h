@@ -73,7 +73,7 @@ void parallel_tiles(const Inputs& in, int64_t num_items, Work&& work) {
 }
 
 // Writes one finished row (o: head_dim_v floats) unless the query is padding, in which
-// case the row is fully masked (SPEC §2): o = 0, lse = -inf.
+// case the row is fully masked (contract §2): o = 0, lse = -inf.
 inline void write_row(const HeadView& hv, const Pattern& pattern, int64_t b, int64_t i,
                       int64_t head_dim_v, const float* o_row, float lse) {
   float* o = hv.o + i * head_dim_v;

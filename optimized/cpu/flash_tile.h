@@ -9,7 +9,7 @@
 // and finish() writes o = O / l and lse = m + log l. The n×n score matrix never exists:
 // the engine holds kBr×kBc scores, kBr×head_dim_v accumulators and two floats per row.
 //
-// Fully masked rows (SPEC §2): while every score seen is -inf, m stays -inf, P is set to 0
+// Fully masked rows (contract §2): while every score seen is -inf, m stays -inf, P is set to 0
 // (never exp(-inf - -inf) = NaN), l stays 0, and finish() writes o = 0, lse = -inf.
 //
 // Determinism: a row's arithmetic depends only on the chunks the kernel feeds and their

@@ -28,7 +28,7 @@ void k01_dense_flash(const Inputs& in, const Outputs& out) {
   const AttentionShape& s = in.shape;
   const std::vector<KeyPanel> panels = pack_all_keys(in);
   const bool causal = pattern.spec.causal;
-  // Query i sits at key position i + offset (SPEC §3, bottom-right alignment).
+  // Query i sits at key position i + offset (contract §3, bottom-right alignment).
   const int64_t offset = s.seq_len_k - s.seq_len_q;
   const int64_t num_q_tiles = (s.seq_len_q + kBr - 1) / kBr;
 

@@ -7,7 +7,7 @@
 //
 // What changed since k03: two more key sources. (1) Every query also attends the global
 // positions G: they are packed into one extra panel per head, and a score is masked when
-// the band already allows that key (set semantics, SPEC §2: a global key inside the
+// the band already allows that key (set semantics, contract §2: a global key inside the
 // window counts once) or, if causal, when it lies after the query. (2) A query at a global
 // position attends every key (up to its position if causal): those rows are skipped by the
 // band tiles and computed as full rows, kBr at a time, over the whole key panel.

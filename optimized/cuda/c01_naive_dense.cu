@@ -33,7 +33,7 @@ __global__ void c01_naive_dense(AttnArgs a, float* scores) {
   float* o = a.o + a.offset(b, h, a.seq_len_q, i, Dv);
   float* lse = a.lse + (b * a.num_heads + h) * a.seq_len_q + i;
 
-  // Pass 1: scores (masked ones -inf, SPEC §4) and their maximum.
+  // Pass 1: scores (masked ones -inf, contract §4) and their maximum.
   float m = -INFINITY;
   for (int64_t j = 0; j < Lk; ++j) {
     float sj = -INFINITY;
@@ -45,7 +45,7 @@ __global__ void c01_naive_dense(AttnArgs a, float* scores) {
     s[j] = sj;
     m = fmaxf(m, sj);
   }
-  if (m == -INFINITY) {  // no allowed key: o = 0, lse = -inf (SPEC §2)
+  if (m == -INFINITY) {  // no allowed key: o = 0, lse = -inf (contract §2)
     for (int64_t d = 0; d < Dv; ++d) o[d] = 0.f;
     *lse = -INFINITY;
     return;

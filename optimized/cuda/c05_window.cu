@@ -15,7 +15,7 @@
 // residue class (i = rho + d*u) and stage keys of the matching class with stride d
 // (tiling.h: dilated_rows, dilated_keys): every staged key is one some row may attend.
 // Work per row is O(w * head_dim) whatever d, so the speedup over c03/c04 should approach
-// the FLOP-reduction bound seq_len_k / (2w + 1) once chunks are full (issue 4's target:
+// the FLOP-reduction bound seq_len_k / (2w + 1) once chunks are full (the CUDA target:
 // 0.6 of it at seq_len 32768; not yet measured on a GPU).
 #include "optimized/cuda/launch.cuh"
 #include "optimized/cuda/launchers.h"

@@ -7,11 +7,11 @@
 // and global rows at the query's position) goes to c08.
 //
 // What changed since c05, and why: a global token attends every key and every query
-// attends it (SPEC §3: window(i, j) or i in G or j in G). A query block holding a global
+// attends it (contract §3: window(i, j) or i in G or j in G). A query block holding a global
 // row must visit every key chunk; any other block visits its band's chunks plus the
 // chunks holding global keys that the band's chunks do not already cover
 // (tiling.h: next_global_chunk), each chunk once, so a global key inside the window is
-// counted once (set semantics, SPEC §2). The global positions come from the uploaded
+// counted once (set semantics, contract §2). The global positions come from the uploaded
 // pattern, sorted once on the host. Blocks are contiguous (dilation is filtered by
 // band_allows, not by residue classes as in c05): global rows need every key anyway.
 #include "optimized/cuda/launch.cuh"

@@ -1,7 +1,7 @@
 // PackedPattern: everything a CUDA kernel may learn about a Pattern, flattened into
 // arrays on the host (pure C++, no CUDA: tests/cuda proves it on any machine). The one
 // upload helper (device_pattern.h) copies exactly these arrays, once per Problem; no
-// kernel re-derives a pattern or draws a random number (SPEC §3).
+// kernel re-derives a pattern or draws a random number (contract §3).
 //
 // Heads that share a HeadLayout (Pattern::heads holds shared_ptrs) are packed once.
 #pragma once

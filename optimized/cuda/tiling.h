@@ -36,7 +36,7 @@ struct Strided {
 
 // The dense pattern (and its causal form) as a band wide enough to allow every key:
 // |j - p| <= seq_len_q + seq_len_k for every query position p and key j. Dense kernels
-// use band_allows() / band_key_span() on it, so "causal" is the band's rule (SPEC §3,
+// use band_allows() / band_key_span() on it, so "causal" is the band's rule (contract §3,
 // bottom-right alignment) and not a second copy of it.
 SPARSEATTN_HD BandParams dense_band(int64_t seq_len_q, int64_t seq_len_k, bool causal) {
   BandParams b;
@@ -75,7 +75,7 @@ SPARSEATTN_HD ChunkRange band_chunks(const BandParams& b, int64_t i0, int64_t i1
 // the ascending, distinct global positions, returns the start of the next chunk holding
 // a global key whose chunk is not one of band_chunks' (k0 outside [skip.begin,
 // skip.end)), or -1 when none is left. `*cursor` (start at 0) advances past every position used,
-// and a chunk holding several globals is returned once — set semantics (SPEC §2).
+// and a chunk holding several globals is returned once — set semantics (contract §2).
 SPARSEATTN_HD int64_t next_global_chunk(const int64_t* global_sorted, int64_t num_global,
                                         int64_t* cursor, ChunkRange skip, int64_t chunk) {
   while (*cursor < num_global) {
@@ -149,7 +149,7 @@ SPARSEATTN_HD TileBlock tile_block(int64_t block, int64_t tile, int64_t block_ro
   return t;
 }
 
-// SPEC §2 key padding, the same rule as Pattern::query_valid / key_valid: key j of
+// contract §2 key padding, the same rule as Pattern::query_valid / key_valid: key j of
 // batch b must be real, and query i (at key position p = i + seq_len_k - seq_len_q) is
 // real when p has no padding entry or its entry is real. key_valid: [batch, seq_len_k]
 // bytes, nonzero = real; nullptr = no padding.

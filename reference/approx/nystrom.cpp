@@ -18,7 +18,7 @@
 namespace sparseattn {
 namespace {
 
-// Row-wise softmax of scores S [n, m] in place (stably, SPEC §2); returns each row's
+// Row-wise softmax of scores S [n, m] in place (stably, contract §2); returns each row's
 // log-sum-exp (every entry is finite here: no mask enters an approximation).
 std::vector<double> softmax_rows(Tensor<double>& S) {
   const int64_t n = S.dim(0), m = S.dim(1);

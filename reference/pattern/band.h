@@ -1,7 +1,7 @@
 // Index arithmetic of the (dilated) sliding window, shared by the pattern builder, the
 // band reference (a3), the optimized CPU window kernels and the CUDA window kernels.
 //
-// SPEC §3: query i sits at key position p = i + seq_len_k - seq_len_q (bottom-right
+// contract §3: query i sits at key position p = i + seq_len_k - seq_len_q (bottom-right
 // alignment) and may attend j = p + dilation * t for integer t with |t| <= window
 // (t <= 0 if causal), 0 <= j < seq_len_k. `window` is one-sided: w = 2 allows 5 keys.
 #pragma once

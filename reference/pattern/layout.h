@@ -65,7 +65,7 @@ void row_keys_of(const HeadLayout& layout, int64_t i, std::vector<int32_t>& keys
 Tensor<uint8_t> dense_mask(const HeadLayout& layout);
 
 // Builds a HeadLayout one query tile at a time, in order, from keys, key ranges and
-// whole tiles. Repeated keys are counted once (set semantics, SPEC §2).
+// whole tiles. Repeated keys are counted once (set semantics, contract §2).
 //   qt: query tile; i: query index inside that tile; j, [j0, j1): key indices, clipped
 //   to [0, seq_len_k). Throws InvalidArgument for out-of-order tiles or i outside qt.
 class LayoutBuilder {

@@ -1,8 +1,8 @@
-// materialize(): PatternSpec -> canonical HeadLayouts (SPEC §3, row by row).
+// materialize(): PatternSpec -> canonical HeadLayouts (contract §3, row by row).
 //
 // Every kind is written as "the keys of query i" (or, for BigBird, "the key blocks of
 // query block qb"), fed to LayoutBuilder, which stores the set once per key (set
-// semantics, SPEC §2). Decisions the SPEC leaves open are marked DECISION and listed in
+// semantics, contract §2). Decisions the contract leaves open are marked DECISION and listed in
 // docs/patterns.md.
 #include <algorithm>
 #include <numeric>
@@ -16,7 +16,7 @@ namespace sparseattn {
 namespace {
 
 // ---------------------------------------------------------------------------------------
-// Validation (SPEC §5): every parameter, before anything is built.
+// Validation (contract §5): every parameter, before anything is built.
 
 void validate_common(const PatternSpec& s, const PatternSizes& z) {
   require(s.window >= 0, "window", s.window, "must be an integer >= 0 (one-sided, tokens)");
@@ -323,7 +323,7 @@ bool head_dependent(const PatternSpec& s) {
   }
 }
 
-// Validates `s` (not per_head) for `z` (SPEC §5).
+// Validates `s` (not per_head) for `z` (contract §5).
 void validate_kind(const PatternSpec& s, const PatternSizes& z) {
   validate_common(s, z);
   switch (s.kind) {

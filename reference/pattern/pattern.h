@@ -31,7 +31,7 @@ struct Pattern {
   // Random draws actually made, for reporting and for the graph/GPU modules (they read
   // it, never redraw). bigbird: [num_heads, rows, num_random_blocks] key-block indices,
   // rows = nb - 2 (ITC, query blocks 1..nb-2) or nb (ETC); -1 marks a draw that could
-  // not be made because fewer blocks remained (SPEC: take all that remain).
+  // not be made because fewer blocks remained (contract §3: take all that remain).
   // random: [num_heads, seq_len_q, num_random] key indices, -1 likewise. Empty otherwise.
   Tensor<int64_t> random_draws;
   int64_t random_shortfall = 0;  // number of -1 entries in random_draws
@@ -39,7 +39,7 @@ struct Pattern {
   const HeadLayout& head(int64_t h) const { return *heads.at(static_cast<size_t>(h)); }
   bool has_key_padding() const { return spec.key_padding_mask.has_value(); }
 
-  // SPEC §2 key padding: key j of batch b is real; query i of batch b is real (it sits
+  // contract §2 key padding: key j of batch b is real; query i of batch b is real (it sits
   // at key position i + seq_len_k - seq_len_q; a position outside [0, seq_len_k) has no
   // padding entry and counts as real).
   bool key_valid(int64_t b, int64_t j) const;
@@ -53,7 +53,7 @@ struct Pattern {
   BandParams band() const;
 };
 
-// Materializes `spec` for `sizes`. Validates every parameter against SPEC §5 and throws
+// Materializes `spec` for `sizes`. Validates every parameter against contract §5 and throws
 // InvalidArgument naming it (window < 0, dilation < 1, block_size < 1, global positions
 // out of range, random table shape or entries out of range, mask shape, segment ids not
 // non-decreasing or of the wrong length, key padding shape, num_heads/seq_len < 1, block

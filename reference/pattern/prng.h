@@ -1,4 +1,4 @@
-// The counter-based PRNG every random pattern draws from (SPEC §3).
+// The counter-based PRNG every random pattern draws from (contract §3).
 //
 // Why counter-based: BigBird's random blocks must be identical on the CPU, on the GPU
 // and in the graph module, whatever order rows are built in and however many threads

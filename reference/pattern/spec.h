@@ -1,4 +1,4 @@
-// PatternSpec: the user's description of "which key may query i attend" (SPEC §3), in
+// PatternSpec: the user's description of "which key may query i attend" (contract §3), in
 // the field's names. It is only a description; materialize() (pattern.h) turns it into
 // the canonical layout that every kernel, the oracle and the graph module consume.
 #pragma once
@@ -61,7 +61,7 @@ struct PatternSpec {
   std::vector<PatternSpec> per_head;
 
   // Optional, any kind: [batch, seq_len_k], nonzero = real token. Padded keys leave
-  // every A(i); padded query rows are fully masked (SPEC §2).
+  // every A(i); padded query rows are fully masked (contract §2).
   std::optional<Tensor<uint8_t>> key_padding_mask;
 
   // Side of the square tiles of the canonical layout for token-level patterns. Block

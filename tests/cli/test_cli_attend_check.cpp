@@ -1,4 +1,4 @@
-// `sparseattn attend` against an attention written here straight from SPEC §2-3 (not the
+// `sparseattn attend` against an attention written here straight from contract §2-3 (not the
 // library's oracle: a predicate per pattern and a two-pass softmax), and `sparseattn
 // check` passing right candidates (exit 0) and failing wrong ones (exit 1).
 #include <cmath>
@@ -17,7 +17,7 @@ struct Dims {
   int64_t B, H, Lq, Lk, D, Dv;
 };
 
-// SPEC §2 written out: s_ij = scale <q_i, k_j>; lse_i = log sum exp over allowed j;
+// contract §2 written out: s_ij = scale <q_i, k_j>; lse_i = log sum exp over allowed j;
 // o_i = sum exp(s_ij - lse_i) v_j; o_i = 0 and lse_i = -inf when nothing is allowed.
 void independent_attention(const Tensor<double>& q, const Tensor<double>& k,
                            const Tensor<double>& v, const Dims& d, double scale,
@@ -75,7 +75,7 @@ class Attend : public CliTest {
     k_ = uniform_tensor({d.B, d.H, d.Lk, d.D}, 2);
     v_ = uniform_tensor({d.B, d.H, d.Lk, d.Dv}, 3);
     Tensor<double> q = q_, k = k_, v = v_;
-    if (drop_batch) {  // rank-3 files [H, L, D]: SPEC §1, missing leading dims are 1
+    if (drop_batch) {  // rank-3 files [H, L, D]: contract §1, missing leading dims are 1
       q.shape.erase(q.shape.begin());
       k.shape.erase(k.shape.begin());
       v.shape.erase(v.shape.begin());

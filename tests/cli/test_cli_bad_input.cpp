@@ -1,4 +1,4 @@
-// SPEC §5 through the CLI: every bad input gives a non-zero exit, one line
+// contract §5 through the CLI: every bad input gives a non-zero exit, one line
 // "sparseattn: error: invalid <argument> = <value>: <allowed>" naming the argument, and
 // no output file (not even a temp file). Each case's name says what is wrong.
 #include <cmath>
@@ -210,7 +210,7 @@ TEST_F(BadInput, ReachTokenAndLayersOutOfRange) {
   expect_rejected(reach + "--layers 0", "--layers");
 }
 
-// Draws beyond the candidates are reported shortfalls (SPEC §3), but the table of draws
+// Draws beyond the candidates are reported shortfalls (contract §3), but the table of draws
 // must fit in memory: a count that cannot is refused by name, not as "tensor shape".
 TEST_F(BadInput, RandomDrawTableTooLargeNamesTheFlag) {
   expect_rejected(mask("--pattern random --num-random 1000000000000000"), "--num-random");

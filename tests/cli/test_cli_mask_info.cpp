@@ -1,6 +1,6 @@
 // `sparseattn mask` writes exactly the library's dense_mask for every pattern kind (the
 // flags reach the one pattern source unchanged), and for the token-level kinds it also
-// equals a predicate written here from SPEC §3. `sparseattn info` reports the pattern's
+// equals a predicate written here from contract §3. `sparseattn info` reports the pattern's
 // own statistics.
 #include <nlohmann/json.hpp>
 
@@ -14,7 +14,7 @@ namespace {
 class Mask : public CliTest {
  protected:
   // Runs `mask` and compares with dense_mask() of materialize(spec, sizes), head by head,
-  // key padding applied as SPEC §2 says. Returns the mask read back.
+  // key padding applied as contract §2 says. Returns the mask read back.
   Tensor<uint8_t> expect_mask_matches(const std::string& flags, const PatternSpec& spec,
                                       PatternSizes sizes) {
     const RunResult r = run("mask --out " + path("m.npy") + " " + flags);

@@ -1,4 +1,4 @@
-// SPEC §4: the CPU path gives bit-identical outputs whatever the number of OpenMP threads.
+// contract §4: the CPU path gives bit-identical outputs whatever the number of OpenMP threads.
 // Each kernel runs a multi-tile case with 1, 2 and 3 threads (3 > cores: a different
 // schedule again); o and lse must match byte for byte.
 #include <gtest/gtest.h>

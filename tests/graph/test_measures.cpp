@@ -1,4 +1,4 @@
-// The measures built on reachability (issue 5 §2): analytic cases, the path printer,
+// The measures built on reachability: analytic cases, the path printer,
 // spectral gap, rollout, bad input.
 #include <gtest/gtest.h>
 
@@ -156,7 +156,7 @@ TEST(Rollout, DenseSpreadsEvenlyWindowDoesNot) {
   EXPECT_LT(w.back(), 0.4);
 }
 
-// SPEC §5: bad input names the argument.
+// contract §5: bad input names the argument.
 TEST(BadInput, ErrorsNameTheArgument) {
   const LayerStack s = stack_of(window_spec(1), 10);
   auto argument_of = [](auto&& f) {

@@ -77,7 +77,7 @@ TEST(ReachAgree, BlockLevelOnlyForBlockPatterns) {
                InvalidArgument);
 }
 
-// SPEC §4: identical results for any number of OpenMP threads.
+// contract §4: identical results for any number of OpenMP threads.
 TEST(ReachAgree, SameResultForOneAndManyThreads) {
   const LayerStack stack = stack_of(random_spec(1, 2, 9), 1000, 3);
   const int before = omp_get_max_threads();

@@ -1,4 +1,4 @@
-// Known facts of the graph view (SPEC §6, issue 5 §5), asserted exactly where the answer
+// Known facts of the graph view (contract §6), asserted exactly where the answer
 // is exact. Each case runs g1 (the fast engine); test_reach_agree.cpp proves g1 == g0.
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-// allowed_spec(): SPEC §3's table written out again, independently of reference/pattern/,
+// allowed_spec(): contract §3's table written out again, independently of reference/pattern/,
 // one predicate per row of the table, straight from the text. Tests compare every
 // materialized mask with it, pair by pair. It is deliberately slow and literal: no tiles,
 // no band arithmetic shared with the library (band.h is not included), no PRNG — random
 // parts are read from Pattern::random_draws, the record of what was drawn.
 //
-// The decisions SPEC §3 leaves open are those docs/patterns.md lists; where this file
+// The decisions contract §3 leaves open are those docs/patterns.md lists; where this file
 // takes one, it says so with "DECISION" and the test that pins it.
 #pragma once
 
@@ -40,7 +40,7 @@ inline bool drawn(const Tensor<int64_t>& draws, int64_t h, int64_t row, int64_t 
   return std::find(p, p + r, value) != p + r;
 }
 
-// SPEC §3 for head h, query i, key j; key padding excluded (tested separately).
+// contract §3 for head h, query i, key j; key padding excluded (tested separately).
 // `draws` is the pattern's random_draws (random and bigbird kinds).
 inline bool allowed_spec(const PatternSpec& s, const PatternSizes& z, const Tensor<int64_t>& draws,
                          int64_t h, int64_t i, int64_t j) {

@@ -1,4 +1,4 @@
-// The grid of configurations every reference test walks: each pattern kind of SPEC §3 at
+// The grid of configurations every reference test walks: each pattern kind of contract §3 at
 // awkward shapes (STYLE §9): seq_len 1, seq_len not a multiple of the block and smaller
 // than one block, head_dim 1 and not a power of two, head_dim_v != head_dim, zero random
 // blocks, one head, batch > 1, seq_len_q != seq_len_k for token patterns, key padding

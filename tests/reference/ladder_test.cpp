@@ -145,7 +145,7 @@ TEST(LadderRefuses, A3OnLongformerAndA0OnCausalThrowInvalidArgumentNamingPattern
   }
 }
 
-// Bad calls: every step rejects them with the argument's name (SPEC §5).
+// Bad calls: every step rejects them with the argument's name (contract §5).
 TEST(LadderRejects, ShapeMismatchPatternSizeMismatchAndNonFiniteScaleInEveryStep) {
   const Pattern pattern =
       materialize(testing_grid::token(PatternKind::window, 1, 1, false, 5), {1, 2, 6, 6});

@@ -1,6 +1,6 @@
 // The oracle itself, checked two ways that do not go through reference/:
-//  1. an independent computation written here from SPEC §2's formulas, in long double,
-//     with the allowed set from tests/reference/allowed_spec.h (SPEC §3 restated), must
+//  1. an independent computation written here from contract §2's formulas, in long double,
+//     with the allowed set from tests/reference/allowed_spec.h (contract §3 restated), must
 //     agree with a1_dense_masked to 1e-12 relative;
 //  2. fully masked rows (explicit empty rows, every key padded, causal queries before the
 //     first key) give o = 0 and lse = -inf exactly in every step — never NaN.
@@ -20,7 +20,7 @@ namespace {
 
 using testing_grid::Case;
 
-// SPEC §2, literally: lse_i = log(sum_{j in A(i)} exp(s_ij)), o_i = sum exp(s_ij - lse_i) v_j,
+// contract §2, literally: lse_i = log(sum_{j in A(i)} exp(s_ij)), o_i = sum exp(s_ij - lse_i) v_j,
 // s_ij = scale <q_i, k_j>, in long double (64-bit mantissa on x86: a reference with ~3
 // more decimal digits than a1's double). No max subtraction is needed: inputs are in
 // [-1, 1), so |s_ij| <= sqrt(head_dim) and exp cannot overflow.

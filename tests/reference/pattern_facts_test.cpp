@@ -1,4 +1,4 @@
-// Pattern facts in closed form or by construction (SPEC §3), compared exactly:
+// Pattern facts in closed form or by construction (contract §3), compared exactly:
 // per-row key counts of causal/window/dilated patterns, BigBird's block structure (ITC
 // and ETC), token-level random keys, determinism of every draw, shortfall reporting.
 #include <gtest/gtest.h>

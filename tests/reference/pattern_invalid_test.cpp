@@ -1,4 +1,4 @@
-// SPEC §5: every invalid PatternSpec throws InvalidArgument whose argument() names the
+// contract §5: every invalid PatternSpec throws InvalidArgument whose argument() names the
 // offending parameter, and whose message carries its value and the allowed range.
 #include <gtest/gtest.h>
 

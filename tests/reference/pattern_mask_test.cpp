@@ -1,5 +1,5 @@
-// Pattern facts checked exactly (SPEC §3; integer products compare exactly, SPEC §4):
-// the materialized mask of every grid case equals allowed_spec(), SPEC §3 restated in
+// Pattern facts checked exactly (contract §3; integer products compare exactly, contract §4):
+// the materialized mask of every grid case equals allowed_spec(), contract §3 restated in
 // tests/reference/allowed_spec.h, pair by pair; it does not depend on `tile`; the forms
 // derived from the layout (HeadLayout::allowed, row_keys, nnz, full-tile flags) agree with
 // it; per-head patterns follow each head's own spec; key padding removes exactly the
@@ -29,7 +29,7 @@ void expect_mask_equals_spec(const PatternSpec& spec, const PatternSizes& z, con
       const bool got = mask.data[i * z.seq_len_k + j] != 0;
       if (want != got && reported++ < 5)
         ADD_FAILURE() << "head " << h << " query " << i << " key " << j << ": mask " << got
-                      << ", SPEC §3 " << want;
+                      << ", contract §3 " << want;
     }
 }
 
@@ -118,7 +118,7 @@ TEST_P(PatternMask, MaskDoesNotDependOnTile) {
   for (size_t t = 1; t < masks.size(); ++t) EXPECT_EQ(masks[t], masks[0]) << "tile variant " << t;
 }
 
-// SPEC §2 key padding: Pattern::allowed = layout && key j real && query i's position real.
+// contract §2 key padding: Pattern::allowed = layout && key j real && query i's position real.
 class PatternKeyPadding : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PatternKeyPadding, AllowedRemovesPaddedKeysAndEmptiesPaddedQueries) {
@@ -152,7 +152,7 @@ std::vector<Case> padded_cases() {
 INSTANTIATE_TEST_SUITE_P(Grid, PatternKeyPadding, ::testing::ValuesIn(padded_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
-// Extra window/longformer shapes for the bottom-right alignment (SPEC §3): many
+// Extra window/longformer shapes for the bottom-right alignment (contract §3): many
 // (seq_len_q, seq_len_k) pairs, dilation larger than the sequence, causal both ways.
 TEST(PatternMaskAlignment, WindowAndLongformerBottomRightOverManyLengthPairs) {
   using testing_grid::token;
