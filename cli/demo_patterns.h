@@ -1,5 +1,5 @@
 // The patterns `sparseattn demo` runs, in one place so that the demo and its
-// test (tests/cli/test_cli_demo.cpp) agree on what must appear.
+// test (tests/cli/cli_demo_test.cpp) agree on what must appear.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // g1 — reachability with bitsets. Must equal g0_reach_reference exactly (integers; contract §4
-// "integer products are compared exactly"); tests/graph/test_reach_agree.cpp enforces it.
+// "integer products are compared exactly"); tests/graph/reach_agree_test.cpp enforces it.
 //
 // What changed since g0, and why:
 //  1. 64 sources per machine word (multi-source BFS, Then et al., VLDB 2014): node i holds

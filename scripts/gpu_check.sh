@@ -78,14 +78,14 @@ if ! configure; then
   fi
 fi
 step build 400 "$LOG" cmake --build "$BUILD" -j "$JOBS" --target \
-  test_cuda_tiling test_cuda_kernels bench_cuda cuda_block_mask || { say "build failed"; exit 1; }
+  cuda_tiling_test cuda_kernels_test bench_cuda cuda_block_mask || { say "build failed"; exit 1; }
 # The CLI only serves the window-mask check of step 5; its failure must not stop the rest.
 step build_cli 200 "$LOG" cmake --build "$BUILD" -j "$JOBS" --target sparseattn
 
 # 2. Tests. On a GPU machine nothing may skip (a skip would mean the device was not seen).
 TESTS="$OUT/tests.log"
-step test_cuda_tiling 60 "$TESTS" "$BUILD/test_cuda_tiling"
-step test_cuda_kernels 150 "$TESTS" "$BUILD/test_cuda_kernels"
+step cuda_tiling_test 60 "$TESTS" "$BUILD/cuda_tiling_test"
+step cuda_kernels_test 150 "$TESTS" "$BUILD/cuda_kernels_test"
 # The one skip allowed: CudaNoDevice, which runs only where there is no device.
 skips=$(grep '^\[  SKIPPED \] ' "$TESTS" | grep -v CudaNoDevice | sed 's/ ([0-9]* ms)$//' | sort -u | wc -l)
 echo "no_skips rc=$([ "$skips" -eq 0 ] && echo 0 || echo 1) skipped=$skips" | tee -a "$STEPS" "$LOG"
@@ -100,9 +100,9 @@ SMALL+=':Grid/CudaVsOracle.*/bigbird_b16_r2_seed4_B3_H1_Lq200_Lk200_D64_Dv64_key
 SMALL+=':Grid/CudaVsOracle.*/perhead__window_w5_d1__dense_causal__bigbird_b32_r1_seed7_B1_H3_Lq150_Lk150_D8_Dv8_tile64'
 if [ -n "$SAN" ]; then
   step memcheck 150 "$OUT/sanitizer.log" "$SAN" --tool memcheck --error-exitcode 9 \
-    "$BUILD/test_cuda_kernels" --gtest_filter="$SMALL"
+    "$BUILD/cuda_kernels_test" --gtest_filter="$SMALL"
   step racecheck 90 "$OUT/sanitizer.log" "$SAN" --tool racecheck --error-exitcode 9 \
-    "$BUILD/test_cuda_kernels" --gtest_filter='Grid/CudaVsOracle.*/bigbird_b16_r2_seed4_B3_H1_Lq200_Lk200_D64_Dv64_keypadding'
+    "$BUILD/cuda_kernels_test" --gtest_filter='Grid/CudaVsOracle.*/bigbird_b16_r2_seed4_B3_H1_Lq200_Lk200_D64_Dv64_keypadding'
 else
   echo "memcheck rc=1 (compute-sanitizer not found)" | tee -a "$STEPS" "$LOG"
   failed=1

@@ -1,5 +1,5 @@
 // Index arithmetic every CUDA kernel shares, written once for host and device
-// (SPARSEATTN_HD) so tests/cuda/test_cuda_tiling.cpp can prove it on any machine, with
+// (SPARSEATTN_HD) so tests/cuda/cuda_tiling_test.cpp can prove it on any machine, with
 // no GPU and no nvcc: which key chunks a block of queries visits, how a kernel's
 // query blocks map onto the pattern's tiles, the key-padding predicate, and grid sizing.
 //

@@ -1,5 +1,5 @@
 // Known facts of the graph view (contract §6), asserted exactly where the answer
-// is exact. Each case runs g1 (the fast engine); test_reach_agree.cpp proves g1 == g0.
+// is exact. Each case runs g1 (the fast engine); reach_agree_test.cpp proves g1 == g0.
 #include <gtest/gtest.h>
 
 #include <cmath>
