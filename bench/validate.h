@@ -1,4 +1,4 @@
-// Validation of a kernel's output before it is timed (STYLE §11: benchmarks time only
+// Validation of a kernel's output before it is timed (benchmarks time only
 // validated code).
 //
 // Small problems (seq_len_q · seq_len_k <= kFullOracleMaxPairs): the whole output against

@@ -1,4 +1,4 @@
-// The one checker (STYLE §8): compares a candidate tensor with the float64 oracle.
+// The one checker (itself tested): compares a candidate tensor with the float64 oracle.
 //
 // Order of checks, as ggml's test-backend-ops does: shapes first, then non-finite values
 // (a NaN or Inf where the oracle is finite fails before any error metric), then per

@@ -1,6 +1,6 @@
-// The one list of attention implementations (STYLE: one registry). Tests, benchmarks,
+// The one list of attention implementations. Tests, benchmarks,
 // `sparseattn impls`, `sparseattn attend --impl` and the docs table iterate it; nothing
-// else keeps its own list. Entries live in registry/kernels.def (an X-macro file).
+// else keeps its own list. Entries live in registry/*_kernels.def (X-macro files).
 #pragma once
 
 #include <cstdint>

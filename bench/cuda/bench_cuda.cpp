@@ -8,7 +8,7 @@
 // float32 and naive kernels stop at the sizes noted in kFamilies: their time would eat
 // the gpu-check budget without telling anything new.
 //
-// Honest timing (STYLE §11): a kernel is timed only after it matched the float64 oracle
+// Honest timing (only validated code is timed): a kernel is timed only after it matched the float64 oracle
 // on the same pattern kind at a small size (its registry tolerance), and after a
 // poisoned run at the benchmark size left no NaN/Inf in o or lse. Inputs are generated
 // on the device and uploaded once; each iteration times one launch with CUDA events

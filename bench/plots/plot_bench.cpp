@@ -1,6 +1,6 @@
 // plot_bench — the figures of docs/benchmarks.md, drawn from bench_cpu's JSON with
 // gnuplot-iostream (PNG via pngcairo and SVG), plus the CPU performance targets table as
-// Markdown. Figures are derived from the C++ benchmark output only (STYLE §13).
+// Markdown. Figures are derived from the C++ benchmark output only, never recomputed.
 //
 //   build/plot_bench BENCH_JSON OUT_DIR        (make plots)
 //

@@ -1,6 +1,6 @@
 // The CUDA runtime, checked: every call and every launch goes through CUDA_CHECK, which
 // throws RuntimeError("<file>:<line>: <call>: <CUDA error string>") — never a silent
-// failure (STYLE §10). Also: whether a device exists, and RAII device buffers.
+// failure (fail loudly). Also: whether a device exists, and RAII device buffers.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -1,6 +1,6 @@
 // Standard normal numbers from the project's counter-based PRNG (reference/pattern/prng.h)
 // by Box–Muller (Box & Muller 1958) — no standard-library distribution, whose algorithm
-// differs between libraries (STYLE §12). Performer's random features and the Gaussian
+// differs between libraries (draws must reproduce). Performer's random features and the Gaussian
 // inputs of the approximation measurements both draw here.
 #pragma once
 

@@ -1,5 +1,5 @@
 // SPARSEATTN_HD marks index arithmetic shared by host code and CUDA kernels, so the
-// pattern's rules are written once and compiled for both (STYLE: the pattern is
+// pattern's rules are written once and compiled for both (the pattern is
 // defined once).
 #pragma once
 

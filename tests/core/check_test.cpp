@@ -1,4 +1,4 @@
-// The checker itself (STYLE §8: one checker, itself tested). A checker that passes bad
+// The checker itself (one checker, itself tested). A checker that passes bad
 // output hides every other bug, so each way an output can be wrong is shown to fail:
 // a perturbation just over the budget, a NaN, an Inf, a shifted row; and the ways it can
 // be right (exact, -inf against -inf, just inside the budget) are shown to pass.

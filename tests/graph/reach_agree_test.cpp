@@ -1,5 +1,5 @@
 // g1 (bitset, tiles, OpenMP, block level) must equal g0 (the definition) exactly: every
-// hop distance, every count, on a grid with awkward shapes (STYLE §9): seq_len not a
+// hop distance, every count, on a grid with awkward shapes: seq_len not a
 // multiple of the tile or block, smaller than one tile, tile 1, per-head unions,
 // non-uniform stacks, causal, dilation, global tokens, random keys and blocks.
 #include <gtest/gtest.h>

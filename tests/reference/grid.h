@@ -1,5 +1,5 @@
 // The grid of configurations every reference test walks: each pattern kind of contract §3 at
-// awkward shapes (STYLE §9): seq_len 1, seq_len not a multiple of the block and smaller
+// awkward shapes: seq_len 1, seq_len not a multiple of the block and smaller
 // than one block, head_dim 1 and not a power of two, head_dim_v != head_dim, zero random
 // blocks, one head, batch > 1, seq_len_q != seq_len_k for token patterns, key padding
 // (including a batch element whose every token is padding), tiles 1, 5 and 64.

@@ -1,6 +1,6 @@
 // Seeded inputs for the reference tests. Written here, on purpose without <random>: a
 // standard-library distribution's algorithm differs between libraries, so a failing case
-// would not reproduce elsewhere (STYLE §12). xorshift64* (Vigna 2016), one stream per seed.
+// would not reproduce elsewhere. xorshift64* (Vigna 2016), one stream per seed.
 #pragma once
 
 #include <cstdint>
