@@ -16,7 +16,7 @@ CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build test demo demo-synthetic help bench bench-quick plots plots-graph gpu-check clean
+.PHONY: all setup configure build test lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-check clean
 
 all: build
 
@@ -35,6 +35,16 @@ build: setup configure
 # CTest, then one line counting passed, failed and skipped apart (a skip is not a pass).
 test: build
 	@scripts/run_tests.sh $(BUILD) $(JOBS)
+
+# Every reference resolves inside the repository (scripts/check_refs.py: no outside
+# document, no issue number, no contract section or path that does not exist) and no
+# lower layer includes or links a higher one (scripts/check_layers.py). Python 3 only,
+# nothing built; each checker first proves on its own examples that it can fail.
+lint:
+	python3 scripts/check_refs.py --self-test
+	python3 scripts/check_refs.py
+	python3 scripts/check_layers.py --self-test
+	python3 scripts/check_layers.py
 
 # The main job needs only the CLI binary; building just it keeps a fresh `make demo` short.
 # `make demo` runs it on the stored real data (data/: all-MiniLM-L6-v2 on GPL-3, 4096
