@@ -38,7 +38,8 @@ OUTSIDE_DOCS = [
 ISSUE = re.compile(r"\bissues?\s*#?\s*\d+|\bissue\s+#\w+", re.IGNORECASE)
 # "contract §3", "contract §3.2", "contract.md §4", "contract §2-3", "contract §2–§3".
 CONTRACT_CITE = re.compile(
-    r"\bcontract(?:\.md)?\)?\s*§\s*(\d+(?:\.\d+)*)(?:\s*[-–]\s*§?\s*(\d+(?:\.\d+)*))?")
+    r"\bcontract(?:\.md)?\)?\s*§\s*(\d+(?:\.\d+)*)(?:\s*[-–]\s*§?\s*(\d+(?:\.\d+)*))?",
+    re.IGNORECASE)
 BARE_SECTION = re.compile(r"§\s*(\d+(?:\.\d+)*)")
 MD_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 # Top-level folders whose paths are checked wherever they appear (backticked or not).
@@ -204,7 +205,11 @@ def load_repo(root: str) -> dict[str, str | None]:
     return files
 
 
-def check_repo(files: dict[str, str | None], checker_path: str = "scripts/check_refs.py") -> list[str]:
+# The checkers spell out, in their self-tests, the very references they must flag.
+CHECKERS = ("scripts/check_refs.py", "scripts/check_layers.py")
+
+
+def check_repo(files: dict[str, str | None]) -> list[str]:
     repo = Repo(files)
     contract = files.get(CONTRACT)
     problems = []
@@ -212,8 +217,7 @@ def check_repo(files: dict[str, str | None], checker_path: str = "scripts/check_
         problems.append(f"{CONTRACT}:1: missing: every 'contract §n' in the repository refers to it")
     sections = contract_sections(contract or "")
     for path, text in sorted(files.items()):
-        # This file spells the forbidden forms out to describe them.
-        if text is None or path == checker_path:
+        if text is None or path in CHECKERS:
             continue
         problems.extend(check_file(path, text, repo, sections))
     return problems
@@ -237,6 +241,7 @@ def self_test() -> int:
         "// Issues 3 and 4",
         "// contract §2 defines it",             # no §2 heading
         "// contract §3.2: the window",           # §3.2 missing, §3 exists
+        "// Contract §2 at the start of a sentence",
         "// contract §1-2",                       # range end missing
         "// written from contract §1–§4",
         "// the layout of docs/nonexistent.md",
