@@ -11,6 +11,8 @@ A reader has only the repository, so a source or doc file may not cite
     inside docs/contract.md every bare "§n" is checked the same way;
   * a relative Markdown link, a #anchor of a Markdown file, or a repository path
     (`docs/foo.md`, tests/x/y_test.cpp, backticked or not) that does not exist.
+And every test file (tests/**/*_test.cpp) names on its first line the contract section
+it checks ("// Checks contract §3 ..."), so a reader can go from a test to its rule.
 Paper citations ("Longformer §3.1") are not contract citations and are left alone.
 
 Skipped: binary files, *.npy, *.json, *.svg, *.png (data, not prose).
@@ -49,6 +51,7 @@ REPO_PATH = re.compile(
     r"(?<![\w./$@{-])((?:" + "|".join(re.escape(r) for r in PATH_ROOTS) + r")/[A-Za-z0-9_.+/-]*)")
 BACKTICKED = re.compile(r"`([^`\s]+)`")
 PATTERN_CHARS = set("*<>{[$…")
+TEST_SUFFIXES = ("_test.cpp", "_test.cu", "_test.py")
 TOP_LEVEL_FILES = ("README.md", "CONTRIBUTING.md", "Makefile", "CMakeLists.txt")
 
 
@@ -220,6 +223,12 @@ def check_repo(files: dict[str, str | None]) -> list[str]:
         if text is None or path in CHECKERS:
             continue
         problems.extend(check_file(path, text, repo, sections))
+        # A reader finds, for each test file, the contract section it checks.
+        if path.startswith("tests/") and path.endswith(TEST_SUFFIXES):
+            first = text.split("\n", 1)[0]
+            if not CONTRACT_CITE.search(first):
+                problems.append(f"{path}:1: a test file's first line must name the contract "
+                                "section it checks, e.g. '// Checks contract §3 (patterns) ...'")
     return problems
 
 
@@ -308,12 +317,22 @@ def self_test() -> int:
     if not got:
         print("self-test FAILED: a missing docs/contract.md was not flagged")
         failures += 1
+    # Test files name their section on the first line.
+    got = run({**base, "tests/core/x_test.cpp": "// Checks the checker.\n// contract §1 here is too late\n"})
+    if not any(g.startswith("tests/core/x_test.cpp:1:") for g in got):
+        print("self-test FAILED: a test file without a contract section on line 1 was not flagged")
+        failures += 1
+    got = run({**base, "tests/core/x_test.cpp": "// Checks contract §1.2 (files).\n",
+               "tests/core/helper.h": "// no section needed in a helper\n"})
+    if got:
+        print(f"self-test FAILED: a test file naming its section was flagged: {got}")
+        failures += 1
     # Binary and data files are not read.
     got = run({**base, "data/x.json": None})
     if got:
         print(f"self-test FAILED: a skipped file was checked: {got}")
         failures += 1
-    total = len(must_flag) + len(must_flag_md) + len(must_pass) + len(must_pass_md) + 3
+    total = len(must_flag) + len(must_flag_md) + len(must_pass) + len(must_pass_md) + 5
     if failures:
         print(f"check_refs self-test: {failures} of {total} cases failed")
         return 1

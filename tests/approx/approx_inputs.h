@@ -1,3 +1,4 @@
+// Serves the tests of contract §4.8 (approximations).
 // Inputs of the approximation tests: Gaussian q/k/v (the kind case for both methods)
 // drawn by reference/approx/gaussian.h, and the dense pattern they serve.
 #pragma once

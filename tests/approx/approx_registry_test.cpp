@@ -1,3 +1,4 @@
+// Checks contract §4.8 (approximations: registered exact = false, measured, not judged).
 // The approximations' registry entries (registry/reference_kernels.def): marked
 // exact = false, serving exactly the dense non-causal pattern, and their adapters giving
 // the same bits as the functions called with the documented defaults.

@@ -1,3 +1,4 @@
+// Checks contract §4.8 (approximations): Nyströmformer.
 // Nyströmformer (reference/approx/nystrom.h): segment means by hand, the pseudo-inverse
 // against its definition, the limit c = seq_len where Nyström is exact, the paper's
 // iteration converging to Eigen's exact A⁺, the error falling as landmarks grow, and bad

@@ -1,3 +1,4 @@
+// Checks contract §4.8 (approximations): Performer FAVOR+.
 // Performer FAVOR+ (reference/approx/performer_favor.h): facts that hold exactly (ORF
 // rows orthogonal, determinism, bad input) or in expectation (Lemma 1: the positive
 // features estimate exp(x·y) without bias, checked with a stated statistical bound),

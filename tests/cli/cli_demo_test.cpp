@@ -1,3 +1,4 @@
+// Checks contract §4.7 (registered kernels pass at their tolerance) and §5.3, through `demo`.
 // `sparseattn demo` at a small, awkward size (seq_len 67: a partial block; head_dim 7):
 // every registry kernel that serves a demo pattern appears in its JSON, each exact one
 // passes its own tolerance, and the exit status says so.

@@ -1,3 +1,4 @@
+// Serves the command-line tests of contract §2, §3 and §5.
 // Runs the built `sparseattn` binary (its path comes from CMake as SPARSEATTN_BIN) on
 // files in a fresh temp directory, and captures exit status, stdout and stderr.
 #pragma once

@@ -1,3 +1,4 @@
+// Checks contract §3 (every pattern kind) and §3.13 (one source) through `mask` and `info`.
 // `sparseattn mask` writes exactly the library's dense_mask for every pattern kind (the
 // flags reach the one pattern source unchanged), and for the token-level kinds it also
 // equals a predicate written here from contract §3. `sparseattn info` reports the pattern's

@@ -1,3 +1,4 @@
+// Checks contract §4.2 (the pass rule and its one checker).
 // The checker itself (one checker, itself tested). A checker that passes bad
 // output hides every other bug, so each way an output can be wrong is shown to fail:
 // a perturbation just over the budget, a NaN, an Inf, a shifted row; and the ways it can

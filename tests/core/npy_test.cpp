@@ -1,3 +1,4 @@
+// Checks contract §1.3 (.npy files) and §5.1 (malformed files refused).
 // core/npy: round trips for every dtype, float16 widening (subnormals, inf, nan), the
 // exact bytes NumPy writes, and every malformed file of npy.h's list.
 #include <gtest/gtest.h>

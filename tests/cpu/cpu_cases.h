@@ -1,3 +1,4 @@
+// Serves the tests of contract §4.3 and §4.6 (the optimized CPU kernels).
 // The grid the optimized CPU kernels are checked on: the reference grid
 // (tests/reference/grid.h: seq_len 1, smaller than a block, not a multiple of it, head_dim
 // 1/3/17, zero random blocks, batch > 1, key padding with fully padded batch elements,

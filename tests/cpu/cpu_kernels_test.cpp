@@ -1,3 +1,4 @@
+// Checks contract §4.3 and §4.7 (every CPU kernel against the oracle at its dtype's tolerance).
 // Every optimized CPU kernel of the registry against the float64 oracle a1_dense_masked,
 // over tests/cpu/cpu_cases.h, at the tolerance the kernel declares (which must be exactly
 // kTolFloat32 — nothing looser). The kernel list comes from the registry, so a kernel

@@ -1,3 +1,4 @@
+// Checks contract §4.3 and §4.7 (every CUDA kernel against the oracle at its dtype's tolerance).
 // Every CUDA kernel of the registry against the float64 oracle a1_dense_masked, over the
 // awkward-shape grid of tests/cpu/cpu_cases.h plus shapes sized for the GPU blocks, at
 // the tolerance the kernel declares — exactly kTolFloat32, kTolFloat16 or kTolBfloat16

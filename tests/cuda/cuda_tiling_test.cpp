@@ -1,3 +1,4 @@
+// Checks contract §3.13 (the GPU's copy of the layout allows exactly the pattern's pairs).
 // Host-side proofs of the index arithmetic the CUDA kernels share (optimized/cuda/
 // tiling.h, head_view.h, packed_pattern.h). No GPU and no nvcc needed: these run in CI.
 // Ground truth is always the materialized Pattern (HeadLayout::allowed, query_valid,

@@ -1,3 +1,4 @@
+// Serves the tests of contract §6 (graph view).
 // Pattern builders shared by the graph tests: the field's names, one line per pattern.
 #pragma once
 

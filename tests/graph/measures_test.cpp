@@ -1,3 +1,4 @@
+// Checks contract §6.2 (graph measures) and §5.1 (their bad input).
 // The measures built on reachability: analytic cases, the path printer,
 // spectral gap, rollout, bad input.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// Checks contract §6.3 (the fast reachability engine equals the definition, exactly).
 // g1 (bitset, tiles, OpenMP, block level) must equal g0 (the definition) exactly: every
 // hop distance, every count, on a grid with awkward shapes: seq_len not a
 // multiple of the tile or block, smaller than one tile, tile 1, per-head unions,

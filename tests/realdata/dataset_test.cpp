@@ -1,3 +1,4 @@
+// Checks contract §1.5 (the stored real data, verified on load).
 // The stored real data (data/): documented shapes, sha256 checksums, slicing, and the
 // loader's refusals (a changed byte, a wrong shape, a missing file).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// Checks contract §2.5 (quantities derived from attention: mass kept, distance).
 // Locality analysis (realdata/locality.h) on hand-made q, k whose attention is known in
 // closed form, and against the float64 oracle's lse on random data.
 #include <gtest/gtest.h>

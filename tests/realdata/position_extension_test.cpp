@@ -1,3 +1,4 @@
+// Checks contract §1.5 (the extended position table).
 // Su Jianlin's hierarchical position extension (realdata/position_extension.h): the first
 // n rows are the table, a hand-computed 3×2 case, the n² limit, α = 0.5 rejected, and the
 // stored 4096-row table (written by tools/extract_qkv.py in numpy) reproduced.

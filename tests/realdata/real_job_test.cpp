@@ -1,3 +1,4 @@
+// Checks contract §4.7 and §2.5 (the real-data report: every figure recomputed).
 // The main job (realdata/real_job.h) on a 512-token slice of the stored real data: every
 // figure it reports is recomputed here from the float64 oracle (a1_dense_masked), the
 // locality analysis and the kernels themselves.

@@ -1,3 +1,4 @@
+// Serves the tests of contract §4.7 (the reference steps, from the registry).
 // The reference steps as the registry lists them, generated from the same X-macro file
 // (registry/reference_kernels.def), so a step added there is tested here with the
 // tolerance it declares there — no second list to drift.

@@ -1,3 +1,4 @@
+// Checks contract §2 and §4.3 (every reference step against the oracle at kTolFloat64).
 // Every step of the reference ladder against the oracle a1_dense_masked, over the grid of
 // tests/reference/grid.h, at the tolerance each step declares in the registry
 // (kTolFloat64 for all of them: only the summation order differs).

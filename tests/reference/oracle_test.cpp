@@ -1,3 +1,4 @@
+// Checks contract §2.1 and §4.1 (the oracle itself).
 // The oracle itself, checked two ways that do not go through reference/:
 //  1. an independent computation written here from contract §2's formulas, in long double,
 //     with the allowed set from tests/reference/allowed_spec.h (contract §3 restated), must

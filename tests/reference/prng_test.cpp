@@ -1,3 +1,4 @@
+// Checks contract §3.10 (random draws: the counter-based PRNG).
 // The counter-based PRNG (reference/pattern/prng.h) against values computed outside this
 // code base: SplitMix64's published first output for seed 0, and a Python restatement of
 // docs/patterns.md's algorithm. A change of mixing constants, key derivation, counter

@@ -1,3 +1,4 @@
+// Serves every test of contract §2–§4 (seeded inputs).
 // Seeded inputs for the reference tests. Written here, on purpose without <random>: a
 // standard-library distribution's algorithm differs between libraries, so a failing case
 // would not reproduce elsewhere. xorshift64* (Vigna 2016), one stream per seed.
