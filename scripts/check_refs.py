@@ -51,7 +51,7 @@ REPO_PATH = re.compile(
     r"(?<![\w./$@{-])((?:" + "|".join(re.escape(r) for r in PATH_ROOTS) + r")/[A-Za-z0-9_.+/-]*)")
 BACKTICKED = re.compile(r"`([^`\s]+)`")
 PATTERN_CHARS = set("*<>{[$…")
-TEST_SUFFIXES = ("_test.cpp", "_test.cu", "_test.py")
+TEST_SUFFIXES = ("_test.cpp", "_test.cu")
 TOP_LEVEL_FILES = ("README.md", "CONTRIBUTING.md", "Makefile", "CMakeLists.txt")
 
 
