@@ -33,6 +33,8 @@ SKIP_SUFFIXES = (".npy", ".json", ".svg", ".png", ".jpg", ".gif", ".pdf")
 # Documents outside the repository, cited by name.
 OUTSIDE_DOCS = [
     (re.compile(r"\bSPEC\b"), "cites SPEC, a document outside the repository (cite docs/contract.md: 'contract §n')"),
+    (re.compile(r"\bspec(?:\.md)?\s*§", re.IGNORECASE),
+     "cites a section of a spec outside the repository (cite 'contract §n')"),
     (re.compile(r"\bSTYLE\b"), "cites STYLE, a document outside the repository (say what is meant instead)"),
     (re.compile(r"\bCOMMON\.md\b"), "cites COMMON.md, a document outside the repository"),
     (re.compile(r"/work/"), "names a path of one machine (/work/...), not of the repository"),
@@ -243,6 +245,7 @@ def self_test() -> int:
     must_flag = [
         "// See SPEC §3 for the rule.",
         "// (SPEC.md)",
+        "// as the spec §3 says",
         "// the practice of STYLE §8",
         "// see /work/shared/notes.txt",
         "// fixed in issue 12",
