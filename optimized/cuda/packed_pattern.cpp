@@ -50,21 +50,34 @@ PackedPattern pack_pattern(const Pattern& pattern) {
   }
 
   const PatternKind kind = pattern.spec.kind;
-  if (kind == PatternKind::longformer) {
-    p.global_sorted = pattern.spec.global;
-    std::sort(p.global_sorted.begin(), p.global_sorted.end());
-    p.global_sorted.erase(std::unique(p.global_sorted.begin(), p.global_sorted.end()),
-                          p.global_sorted.end());
-    p.is_global.assign(static_cast<size_t>(s.seq_len_k), 0);
-    for (int64_t g : p.global_sorted) p.is_global[static_cast<size_t>(g)] = 1;
-  }
   if (kind == PatternKind::window || kind == PatternKind::longformer ||
       kind == PatternKind::random) {
     p.has_band = true;
     p.band = pattern.band();
   }
   p.causal = pattern.spec.causal;
+  p.schedule = heavy_first_schedule(p);
   return p;
+}
+
+std::vector<int64_t> heavy_first_schedule(const PackedPattern& packed) {
+  struct Entry {
+    int64_t work, head, tile;
+  };
+  std::vector<Entry> entries;
+  for (int64_t h = 0; h < packed.num_heads; ++h) {
+    const auto hh = static_cast<size_t>(h);
+    const int64_t tile = packed.head_tile[hh];
+    const int64_t q_tiles = (packed.seq_len_q + tile - 1) / tile;
+    const int64_t* row_ptr = packed.row_ptr.data() + packed.head_row_ptr_offset[hh];
+    for (int64_t qt = 0; qt < q_tiles; ++qt)
+      entries.push_back(Entry{(row_ptr[qt + 1] - row_ptr[qt]) * tile, h, qt});
+  }
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.work > b.work; });
+  std::vector<int64_t> schedule;
+  schedule.reserve(entries.size());
+  for (const Entry& e : entries) schedule.push_back((e.head << 32) | e.tile);
+  return schedule;
 }
 
 HeadView head_view(const PackedPattern& packed, int64_t h, const int64_t* row_ptr,

@@ -32,10 +32,12 @@ struct PackedPattern {
   // Key padding [batch, seq_len_k] (nonzero = real), empty when the pattern has none.
   std::vector<uint8_t> key_valid;
 
-  // Longformer global token positions, ascending and distinct; empty otherwise.
-  std::vector<int64_t> global_sorted;
-  // [seq_len_k] 1 where a token is global (longformer), empty otherwise.
-  std::vector<uint8_t> is_global;
+  // The block-sparse kernels' heavy-first order (c06, c07, c08): every (head, query tile)
+  // once, as (head << 32) | tile, by descending work = listed key tiles x tile side (the
+  // keys one row visits), ties in (head, tile) order. Global rows (Longformer's global
+  // tokens, BigBird's first and last block) list every key tile: started first, they
+  // run while the light tiles fill the other multiprocessors instead of after them.
+  std::vector<int64_t> schedule;
 
   // The band of window-like kinds (window, longformer, random); has_band false otherwise.
   bool has_band = false;
@@ -52,6 +54,9 @@ PackedPattern pack_pattern(const Pattern& pattern);
 // corresponding array is empty.
 HeadView head_view(const PackedPattern& packed, int64_t h, const int64_t* row_ptr,
                    const int32_t* col, const int64_t* bits_at, const uint64_t* bits);
+
+// The heavy-first schedule of `packed` (its layouts only): see PackedPattern::schedule.
+std::vector<int64_t> heavy_first_schedule(const PackedPattern& packed);
 
 // Whether every listed tile of every head is full (no bitmask needed): BigBird's block
 // layouts. c07 serves only such patterns.
