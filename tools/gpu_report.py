@@ -234,6 +234,9 @@ def classify(step, out):
             s["status"] = "fail"
             note = f"{errors} sanitizer error(s)"
         s["sanitizer_errors"] = errors
+    if s["status"] in ("fail", "timeout", "crashed") and not note:
+        tail = [l.strip() for l in log.splitlines() if l.strip()]
+        note = ("last line of its log: " + tail[-1][:200]) if tail else "no output"
     s["note"] = note
     return s
 

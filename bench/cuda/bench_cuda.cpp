@@ -19,6 +19,8 @@
 // "launches_per_timing"). Counters: TFLOPs over the FLOPs the pattern actually needs
 // (4 * nnz * head_dim, attention_flops), dense-equivalent TFLOPs, density.
 //
+// --split-cap=N: the block-sparse kernels' split-K cap (packed_pattern.h: plan_schedule;
+// 0, the default, plans automatically; a large N turns splitting off), to compare.
 // --jsonl=PATH (before Google Benchmark's own flags): one JSON object per finished case,
 // written and flushed as the case ends — {"name", "ms", "TFLOPs", "error_occurred",
 // "error_message", counters...} — so a run killed at its timeout keeps every finished case
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -40,6 +43,7 @@
 #include "optimized/cuda/device_problem.h"
 #include "optimized/cuda/device_runtime.h"
 #include "optimized/cuda/launchers.h"
+#include "optimized/cuda/packed_pattern.h"
 #include "reference/attention.h"
 #include "reference/pattern/prng.h"
 #include "registry/registry.h"
@@ -51,6 +55,7 @@ constexpr int64_t kBatch = 1;
 constexpr int64_t kHeads = 16;
 const int64_t kHeadDims[] = {64, 128};
 const int64_t kSeqLens[] = {4096, 8192, 16384, 32768, 65536};
+constexpr int64_t kTargetSeqLen = 32768;  // the CUDA targets' size (docs/cuda.md)
 
 struct KernelLimit {
   const char* name;
@@ -257,26 +262,42 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_cuda: no CUDA device (%s): nothing to time\n", why.c_str());
     return 2;
   }
+  // Registered (and so run) in priority order: the targets' seq_len 32768 first, every
+  // family and kernel, then the rest of the sweep; a run cut at its timeout loses the
+  // least important cases.
   static const std::vector<Family> all = families();
-  for (const Family& f : all)
-    for (const KernelLimit& limit : f.kernels) {
-      const Kernel& kernel = find_kernel(limit.name);
-      for (int64_t d : kHeadDims)
-        for (int64_t n : kSeqLens) {
-          if (n > limit.max_seq_len || d > limit.max_head_dim) continue;
-          const std::string name = f.name + "/" + kernel.name + "/D" + std::to_string(d) + "/n" + std::to_string(n);
-          benchmark::RegisterBenchmark(name.c_str(), run_benchmark, &kernel, &f, n, d)
-              ->UseManualTime()
-              ->Unit(benchmark::kMillisecond)
-              ->MinTime(0.1);
-        }
-    }
-  // --jsonl=PATH is ours: taken out before Google Benchmark reads the flags.
+  for (const bool targets : {true, false})
+    for (const Family& f : all)
+      for (const KernelLimit& limit : f.kernels) {
+        const Kernel& kernel = find_kernel(limit.name);
+        for (int64_t d : kHeadDims)
+          for (int64_t n : kSeqLens) {
+            if (n > limit.max_seq_len || d > limit.max_head_dim || (n == kTargetSeqLen) != targets) continue;
+            const std::string name = f.name + "/" + kernel.name + "/D" + std::to_string(d) + "/n" + std::to_string(n);
+            benchmark::RegisterBenchmark(name.c_str(), run_benchmark, &kernel, &f, n, d)
+                ->UseManualTime()
+                ->Unit(benchmark::kMillisecond)
+                ->MinTime(0.1);
+          }
+      }
+  // --jsonl=PATH and --split-cap=N are ours: taken out before Google Benchmark reads the flags.
   std::string jsonl;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--jsonl=", 8) == 0) jsonl = argv[i] + 8;
-    else argv[kept++] = argv[i];
+    if (std::strncmp(argv[i], "--jsonl=", 8) == 0) {
+      jsonl = argv[i] + 8;
+    } else if (std::strncmp(argv[i], "--split-cap=", 12) == 0) {
+      char* end = nullptr;
+      const long long cap = std::strtoll(argv[i] + 12, &end, 10);
+      if (end == argv[i] + 12 || *end != '\0' || cap < 0) {
+        std::fprintf(stderr, "bench_cuda: invalid --split-cap = %s: must be 0 (automatic) or a number of key tiles >= 1\n",
+                     argv[i] + 12);
+        return 2;
+      }
+      cuda::set_split_cap(cap);
+    } else {
+      argv[kept++] = argv[i];
+    }
   }
   argc = kept;
   benchmark::Initialize(&argc, argv);

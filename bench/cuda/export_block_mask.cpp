@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     PatternSpec spec = cli::to_spec(flags);
     spec.tile = tile;
     if (element)
-      require(seq_len >= 1 && seq_len <= 8192, "seq-len", seq_len, "--element writes seq_len^2 bytes per head: 1 .. 8192");
+      require(seq_len >= 1 && seq_len <= 8192, "--seq-len", seq_len, "--element writes seq_len^2 bytes per head: 1 .. 8192");
     const Pattern p = materialize(spec, PatternSizes{1, num_heads, seq_len, seq_len});
     if (element) {
       Tensor<uint8_t> mask({num_heads, seq_len, seq_len}, 0);

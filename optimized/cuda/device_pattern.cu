@@ -15,6 +15,7 @@ DevicePattern upload_pattern(const Pattern& pattern) {
   d.bits.upload(p.bits);
   d.key_valid.upload(p.key_valid);
   d.schedule.upload(p.schedule);
+  d.split_groups.upload(p.split_groups);
   std::vector<HeadView> views;
   for (int64_t h = 0; h < p.num_heads; ++h)
     views.push_back(head_view(p, h, d.row_ptr.ptr(), d.col.ptr(), d.bits_at.ptr(), d.bits.ptr()));
@@ -27,6 +28,10 @@ void DevicePattern::bind(AttnArgs& args) const {
   args.heads = heads.ptr();
   args.schedule = schedule.ptr();
   args.num_scheduled = static_cast<int64_t>(packed.schedule.size());
+  args.split_groups = split_groups.ptr();
+  args.num_split_groups = static_cast<int64_t>(packed.split_groups.size());
+  args.num_slots = packed.num_slots;
+  args.max_tile = packed.max_tile;
   args.band = packed.has_band ? packed.band
                               : dense_band(packed.seq_len_q, packed.seq_len_k, packed.causal);
 }

@@ -14,7 +14,9 @@ namespace cuda {
 
 struct DevicePattern {
   PackedPattern packed;  // the host copy, for sizes and launch decisions
-  DeviceBuffer<int64_t> row_ptr, bits_at, schedule;
+  DeviceBuffer<int64_t> row_ptr, bits_at;
+  DeviceBuffer<ScheduleEntry> schedule;
+  DeviceBuffer<SplitGroup> split_groups;
   DeviceBuffer<int32_t> col;
   DeviceBuffer<uint64_t> bits;
   DeviceBuffer<uint8_t> key_valid;

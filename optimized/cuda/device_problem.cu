@@ -61,6 +61,8 @@ AttnArgs DeviceProblem::args() const {
   a.div_dp = make_fast_div(pad16(shape.head_dim));
   a.div_dvp = make_fast_div(pad16(shape.head_dim_v));
   pattern.bind(a);
+  a.split_o = split_o.ptr();
+  a.split_lse = split_lse.ptr();
   return a;
 }
 

@@ -127,8 +127,10 @@ class FlashF32Block {
     }
   }
 
-  // o = o / l and lse = m + log l; a row with no allowed key gets o = 0, lse = -inf.
-  __device__ void finish() {
+  // o = o / l and lse = m + log l; a row with no allowed key gets o = 0, lse = -inf. Into
+  // a.o / a.lse, or for a split-K part into its workspace rows: o_rows [row - first_row][Dv],
+  // lse_rows [row - first_row].
+  __device__ void finish(float* o_rows = nullptr, float* lse_rows = nullptr, int64_t first_row = 0) {
 #pragma unroll
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
       const int r = warp_ * kRowsPerWarp + rr;
@@ -136,13 +138,14 @@ class FlashF32Block {
       const int64_t i = rows_.at(r);
       const bool empty = l_[rr] == 0.f;
       const float inv_l = empty ? 0.f : 1.f / l_[rr];
-      float* o = a_.o + a_.offset(b_, h_, a_.seq_len_q, i, Dv_);
+      float* o = o_rows != nullptr ? o_rows + (i - first_row) * Dv_ : a_.o + a_.offset(b_, h_, a_.seq_len_q, i, Dv_);
 #pragma unroll
       for (int t = 0; t < kDvPerLane; ++t) {
         const int64_t d = lane_ + 32 * t;
         if (d < Dv_) o[d] = o_[rr][t] * inv_l;
       }
-      if (lane_ == 0) a_.lse[(b_ * a_.num_heads + h_) * a_.seq_len_q + i] = empty ? -INFINITY : m_[rr] + logf(l_[rr]);
+      float* lse = lse_rows != nullptr ? lse_rows + (i - first_row) : a_.lse + (b_ * a_.num_heads + h_) * a_.seq_len_q + i;
+      if (lane_ == 0) *lse = empty ? -INFINITY : m_[rr] + logf(l_[rr]);
     }
   }
 

@@ -194,17 +194,20 @@ class FlashMmaBlock {
     __syncwarp();
   }
 
-  __device__ void finish() {
+  // o = O / l and lse = m + log l for the block's rows (o = 0, lse = -inf for a row with no
+  // allowed key), into a.o / a.lse — or, for a split-K part, into its workspace rows:
+  // o_rows [row - first_row][Dv], lse_rows [row - first_row].
+  __device__ void finish(float* o_rows = nullptr, float* lse_rows = nullptr, int64_t first_row = 0) {
     __syncwarp();
     const int r = warp_ * 16 + lane_ / 2;
     if (r >= rows_.count) return;
     const int64_t i = rows_.at(r);
     const bool empty = l_ == 0.f;
     const float inv_l = empty ? 0.f : 1.f / l_;
-    float* o = a_.o + a_.offset(b_, h_, a_.seq_len_q, i, Dv_);
+    float* o = o_rows != nullptr ? o_rows + (i - first_row) * Dv_ : a_.o + a_.offset(b_, h_, a_.seq_len_q, i, Dv_);
+    float* lse = lse_rows != nullptr ? lse_rows + (i - first_row) : a_.lse + (b_ * a_.num_heads + h_) * a_.seq_len_q + i;
     for (int d = lane_ % 2; d < Dv_; d += 2) o[d] = Os_[r * ldo_ + d] * inv_l;
-    if (lane_ % 2 == 0)
-      a_.lse[(b_ * a_.num_heads + h_) * a_.seq_len_q + i] = empty ? -INFINITY : m_ + logf(l_);
+    if (lane_ % 2 == 0) *lse = empty ? -INFINITY : m_ + logf(l_);
   }
 
  private:

@@ -26,8 +26,15 @@ struct AttnArgs {
 
   const uint8_t* key_valid = nullptr;      // [batch, seq_len_k] or null (no padding)
   const HeadView* heads = nullptr;         // [num_heads] layouts in device memory
-  const int64_t* schedule = nullptr;       // heavy-first (head, query tile) order (tiling.h)
+  // Block-sparse kernels (block_sparse.cuh): the heavy-first, split-K schedule, its split
+  // groups, and the workspace of the split parts: o [batch, num_slots, max_tile, head_dim_v]
+  // and lse [batch, num_slots, max_tile] (DeviceProblem::split_o / split_lse).
+  const ScheduleEntry* schedule = nullptr;
   int64_t num_scheduled = 0;
+  const SplitGroup* split_groups = nullptr;
+  int64_t num_split_groups = 0, num_slots = 0, max_tile = 1;
+  float* split_o = nullptr;
+  float* split_lse = nullptr;
   BandParams band;                         // window-like kinds; dense: dense_band()
 
   // Divisions fixed before the launch (tiling.h: FastDiv), set by DeviceProblem::args():

@@ -9,6 +9,7 @@
 // inside a chunk always comes from the Pattern (band.h, the HeadLayout tiles).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -216,13 +217,70 @@ SPARSEATTN_HD TileBlock tile_block(int64_t block, int64_t tile, int64_t block_ro
   return t;
 }
 
-// The heavy-first schedule (packed_pattern.h: PackedPattern::schedule) drives the
-// block-sparse kernels' grid: entry e = (head << 32) | query tile, each entry served by
-// `per_entry` consecutive thread blocks (blocks_per_tile of the largest tile), so blockIdx.x
-// = e * per_entry + sub. Blocks are dispatched roughly in blockIdx order, so the heaviest
-// tiles of every head start first.
-SPARSEATTN_HD int64_t schedule_head(int64_t entry) { return entry >> 32; }
-SPARSEATTN_HD int64_t schedule_tile(int64_t entry) { return entry & 0xffffffffLL; }
+// The heavy-first, split-K schedule (packed_pattern.h: plan_schedule) drives the
+// block-sparse kernels' grid. Entry e names one (head, query tile) — or, for a tile whose
+// list of key tiles is long (Longformer's global rows, BigBird's first and last block),
+// one PART of that list: `parts` entries split the listed tiles into contiguous ranges
+// (split_range), each written to its own workspace slot, and a merge kernel combines the
+// parts with the lse algebra below (split-K, as FlashDecoding does over keys). Each entry
+// is served by `per_entry` consecutive thread blocks (blocks_per_tile of the largest
+// tile): blockIdx.x = e * per_entry + sub. Entries are ordered by work per part,
+// descending, and blocks are dispatched roughly in blockIdx order, so the heaviest
+// blocks start first.
+struct ScheduleEntry {
+  int32_t head;
+  int32_t tile;   // query tile
+  int32_t part;   // 0 .. parts-1
+  int32_t parts;  // 1: the whole list, written straight to o / lse
+  int64_t slot;   // workspace slot of this part; -1 when parts == 1
+};
+// One split (head, query tile): its parts' slots are slot .. slot + parts - 1.
+struct SplitGroup {
+  int32_t head;
+  int32_t tile;
+  int32_t parts;
+  int32_t unused = 0;
+  int64_t slot;
+};
+// Part `part` of `parts` of the listed-tile range [begin, end): contiguous, in order, and
+// together exactly [begin, end) (the first n mod parts parts one tile shorter or not:
+// [begin + n*part/parts, begin + n*(part+1)/parts)).
+struct EntryRange {
+  int64_t begin, end;
+};
+SPARSEATTN_HD EntryRange split_range(int64_t begin, int64_t end, int64_t part, int64_t parts) {
+  const int64_t n = end - begin;
+  EntryRange r;
+  r.begin = begin + n * part / parts;
+  r.end = begin + n * (part + 1) / parts;
+  return r;
+}
+
+// The split-K merge (the same lse algebra as the tiled reference): parts over disjoint key
+// sets, each with its normalized output o_p and lse_p = m_p + log l_p (-inf when the part
+// allowed no key), combine to lse = log sum_p exp(lse_p) and o = sum_p exp(lse_p - lse) o_p.
+// Computed around the largest lse_p so no exp overflows; every part -inf -> -inf (the row
+// is fully masked: o = 0, contract §2). Proven against the float64 oracle on the host.
+SPARSEATTN_HD float exp_of(float x) { return expf(x); }
+SPARSEATTN_HD double exp_of(double x) { return exp(x); }
+SPARSEATTN_HD float log_of(float x) { return logf(x); }
+SPARSEATTN_HD double log_of(double x) { return log(x); }
+template <class Real>
+SPARSEATTN_HD Real merge_lse(const Real* lse, int64_t parts, int64_t stride) {
+  Real m = -INFINITY;
+  for (int64_t p = 0; p < parts; ++p) m = lse[p * stride] > m ? lse[p * stride] : m;
+  if (m == -INFINITY) return m;
+  Real sum = 0;
+  for (int64_t p = 0; p < parts; ++p)
+    if (lse[p * stride] != -INFINITY) sum += exp_of(lse[p * stride] - m);
+  return m + log_of(sum);
+}
+// The weight of part p in the merged output: exp(lse_p - lse), 0 for an empty part.
+template <class Real>
+SPARSEATTN_HD Real merge_weight(Real lse_part, Real lse_merged) {
+  return lse_part == -INFINITY ? Real(0) : exp_of(lse_part - lse_merged);
+}
+
 // Rows of sub-block `sub` of query tile qt: [qt*tile + sub*Br, ...) clipped to the tile and
 // the sequence; empty when sub is past the tile (a head with a smaller tile than the
 // largest one).

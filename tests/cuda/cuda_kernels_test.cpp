@@ -138,27 +138,53 @@ INSTANTIATE_TEST_SUITE_P(Grid, CudaServes, ::testing::ValuesIn(served_cases()),
 // with only the cases some kernel of that family serves, so scripts/gpu_check.sh runs each
 // family in its own process (--gtest_filter=c05/*): a fault that poisons one CUDA context
 // cannot hide the other families' results.
+// The block-sparse families (c06, c07, c08) also run every Longformer and BigBird case with
+// the split-K path forced (split cap 1: each listed key tile its own part, merged by
+// split_merge_kernel), named <case>_splitK: at these sizes the automatic plan splits
+// nothing, and the path must not first run at the benchmarks' 65,536 tokens.
 struct FamilyCase {
   std::string family;
   Case c;
+  int64_t split_cap = 0;  // 0: the automatic plan
 };
+void PrintTo(const FamilyCase& fc, std::ostream* os) { *os << fc.family << "/" << fc.c.name; }
+void PrintTo(const ServedCase& sc, std::ostream* os) { *os << sc.c.name; }
 std::vector<FamilyCase> family_cases(const std::string& family) {
   std::vector<FamilyCase> out;
+  const bool block_sparse = family == "c06" || family == "c07" || family == "c08";
   for (const ServedCase& sc : served_cases())
     for (const std::string& name : sc.served)
       if (name.rfind("cuda_" + family + "_", 0) == 0) {
         out.push_back(FamilyCase{family, sc.c});
+        const PatternKind kind = sc.c.spec.kind;
+        if (block_sparse && (kind == PatternKind::longformer || kind == PatternKind::bigbird ||
+                             kind == PatternKind::bigbird_etc)) {
+          FamilyCase split{family, sc.c, 1};
+          split.c.name += "_splitK";
+          out.push_back(split);
+        }
         break;
       }
   return out;
 }
 std::string family_case_name(const ::testing::TestParamInfo<FamilyCase>& info) { return info.param.c.name; }
 
+// Sets the process-wide split cap for one test, and restores it.
+class SplitCapGuard {
+ public:
+  explicit SplitCapGuard(int64_t cap) : saved_(cuda::split_cap()) { cuda::set_split_cap(cap); }
+  ~SplitCapGuard() { cuda::set_split_cap(saved_); }
+
+ private:
+  int64_t saved_;
+};
+
 class CudaVsOracle : public ::testing::TestWithParam<FamilyCase> {};
 
 TEST_P(CudaVsOracle, EveryServingKernelMatchesA1AtItsDtypesTolerance) {
   if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device";
   const Case& c = GetParam().c;
+  const SplitCapGuard split(GetParam().split_cap);
   const Pattern pattern = materialize(c.spec, c.sizes);
   const uint64_t seed = testing_inputs::seed_of(c.name);
   const PatternSizes& z = c.sizes;

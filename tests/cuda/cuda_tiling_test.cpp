@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <vector>
 
 #include "core/error.h"
 #include "optimized/cuda/head_view.h"
+#include "reference/attention.h"
+#include "tests/reference/test_inputs.h"
 #include "optimized/cuda/packed_pattern.h"
 #include "optimized/cuda/tiling.h"
 #include "tests/cpu/cpu_cases.h"
@@ -188,53 +191,187 @@ TEST_P(CudaBandRange, DivisionFreeTestAndFullChunksAgreeWithBandAllows) {
   }
 }
 
-// The heavy-first schedule is a permutation of every (head, query tile), by descending
-// work (listed key tiles x tile side), ties in (head, tile) order; the blocks it drives
-// own every row of every head exactly once, never straddling a tile.
-TEST_P(CudaSchedule, HeavyFirstPermutationWhoseBlocksOwnEveryRowOnce) {
+// The heavy-first, split-K schedule, planned automatically and with splitting forced
+// (cap 1: every listed tile its own part; cap 2): every (head, query tile) appears as parts
+// 0 .. parts-1 whose ranges partition its listed tiles; split parts own distinct workspace
+// slots matching their group; entries are ordered by work per part, descending, ties in
+// (head, tile, part) order; and the blocks of every entry own each row of its tile once.
+TEST_P(CudaSchedule, HeavyFirstSplitKPlanCoversEveryTileAndRowOnce) {
   const Case& c = GetParam();
   const Pattern pattern = materialize(c.spec, c.sizes);
-  const cuda::PackedPattern packed = cuda::pack_pattern(pattern);
   const PatternSizes& z = c.sizes;
-  std::set<std::pair<int64_t, int64_t>> seen;
-  int64_t prev_work = -1, prev_key = -1;
-  for (int64_t e : packed.schedule) {
-    const int64_t h = cuda::schedule_head(e), qt = cuda::schedule_tile(e);
-    ASSERT_TRUE(h >= 0 && h < z.num_heads) << e;
-    const HeadLayout& layout = pattern.head(h);
-    ASSERT_TRUE(qt >= 0 && qt < layout.num_q_tiles()) << e;
-    ASSERT_TRUE(seen.insert({h, qt}).second) << "twice: head " << h << " tile " << qt;
-    const int64_t work = (layout.row_ptr[qt + 1] - layout.row_ptr[qt]) * layout.tile;
-    if (prev_work >= 0) {
-      ASSERT_LE(work, prev_work) << "not heavy-first at head " << h << " tile " << qt;
-      if (work == prev_work) {
-        ASSERT_GT(h * (int64_t{1} << 32) + qt, prev_key) << "ties out of order";
+  for (int64_t cap : {int64_t{0}, int64_t{1}, int64_t{2}}) {
+    SCOPED_TRACE("cap " + std::to_string(cap));
+    cuda::PackedPattern packed = cuda::pack_pattern(pattern);
+    cuda::plan_schedule(packed, cap);
+    std::map<std::pair<int64_t, int64_t>, std::vector<int>> parts_seen;
+    std::set<int64_t> slots;
+    int64_t prev_work = -1, prev_key = -1;
+    for (const cuda::ScheduleEntry& e : packed.schedule) {
+      ASSERT_TRUE(e.head >= 0 && e.head < z.num_heads);
+      const HeadLayout& layout = pattern.head(e.head);
+      ASSERT_TRUE(e.tile >= 0 && e.tile < layout.num_q_tiles());
+      ASSERT_TRUE(e.part >= 0 && e.part < e.parts && e.parts <= cuda::kMaxParts);
+      auto& seen = parts_seen[{e.head, e.tile}];
+      if (seen.empty()) seen.assign(static_cast<size_t>(e.parts), 0);
+      ASSERT_EQ(static_cast<int>(seen.size()), e.parts);
+      ++seen[static_cast<size_t>(e.part)];
+      const int64_t n = layout.row_ptr[e.tile + 1] - layout.row_ptr[e.tile];
+      const cuda::EntryRange r = cuda::split_range(0, n, e.part, e.parts);
+      if (e.parts > 1) {
+        ASSERT_TRUE(slots.insert(e.slot).second) << "slot " << e.slot << " twice";
+        ASSERT_TRUE(e.slot >= 0 && e.slot < packed.num_slots);
+      } else {
+        ASSERT_EQ(e.slot, -1);
+      }
+      const int64_t work = (r.end - r.begin) * layout.tile;
+      const int64_t key = ((int64_t{e.head} << 20) + e.tile) * 128 + e.part;
+      if (prev_work >= 0) {
+        ASSERT_LE(work, prev_work) << "not heavy-first";
+        if (work == prev_work) {
+          ASSERT_GT(key, prev_key) << "ties out of order";
+        }
+      }
+      prev_work = work;
+      prev_key = key;
+      if (cap == 1) {
+        ASSERT_EQ(e.parts, std::max<int64_t>(1, std::min(n, cuda::kMaxParts)));
       }
     }
-    prev_work = work;
-    prev_key = h * (int64_t{1} << 32) + qt;
+    int64_t tiles = 0;
+    for (int64_t h = 0; h < z.num_heads; ++h) tiles += pattern.head(h).num_q_tiles();
+    ASSERT_EQ(static_cast<int64_t>(parts_seen.size()), tiles);
+    for (const auto& kv : parts_seen) {
+      const HeadLayout& layout = pattern.head(kv.first.first);
+      const int64_t n = layout.row_ptr[kv.first.second + 1] - layout.row_ptr[kv.first.second];
+      int64_t next = 0;
+      for (size_t part = 0; part < kv.second.size(); ++part) {
+        ASSERT_EQ(kv.second[part], 1) << "part " << part;
+        const cuda::EntryRange r = cuda::split_range(0, n, static_cast<int64_t>(part), static_cast<int64_t>(kv.second.size()));
+        ASSERT_EQ(r.begin, next);
+        next = r.end;
+      }
+      ASSERT_EQ(next, n);
+    }
+    int64_t group_slots = 0;
+    for (const cuda::SplitGroup& g : packed.split_groups) {
+      ASSERT_EQ(g.slot, group_slots);
+      ASSERT_EQ(static_cast<int>(parts_seen[{g.head, g.tile}].size()), g.parts);
+      for (int32_t p = 0; p < g.parts; ++p) ASSERT_TRUE(slots.count(g.slot + p));
+      group_slots += g.parts;
+    }
+    ASSERT_EQ(group_slots, packed.num_slots);
+    ASSERT_EQ(static_cast<int64_t>(slots.size()), packed.num_slots);
+    for (int64_t br : kBlockRows) {
+      int64_t per_entry = 1;
+      for (int64_t t : packed.head_tile) per_entry = std::max(per_entry, cuda::blocks_per_tile(t, br));
+      const cuda::FastDiv div = cuda::make_fast_div(per_entry);
+      std::vector<int> owners(static_cast<size_t>(z.num_heads * z.seq_len_q), 0);
+      for (int64_t x = 0; x < static_cast<int64_t>(packed.schedule.size()) * per_entry; ++x) {
+        const uint32_t entry = cuda::fast_div(div, static_cast<uint32_t>(x));
+        const uint32_t sub = static_cast<uint32_t>(x) - entry * div.divisor;
+        const cuda::ScheduleEntry& e = packed.schedule[entry];
+        const int64_t tile = packed.head_tile[static_cast<size_t>(e.head)];
+        const cuda::TileBlock t = cuda::scheduled_block(e.tile, sub, tile, br, z.seq_len_q);
+        ASSERT_LE(t.i1 - t.i0, br);
+        for (int64_t i = t.i0; i < t.i1; ++i) {
+          ASSERT_EQ(i / tile, t.qt);
+          owners[static_cast<size_t>(e.head * z.seq_len_q + i)] += e.part == 0 ? 1 : 0;
+        }
+      }
+      for (size_t i = 0; i < owners.size(); ++i) ASSERT_EQ(owners[i], 1) << "head*Lq+row " << i;
+    }
   }
-  int64_t tiles = 0;
-  for (int64_t h = 0; h < z.num_heads; ++h) tiles += pattern.head(h).num_q_tiles();
-  ASSERT_EQ(static_cast<int64_t>(seen.size()), tiles);
-  for (int64_t br : kBlockRows) {
-    int64_t per_entry = 1;
-    for (int64_t t : packed.head_tile) per_entry = std::max(per_entry, cuda::blocks_per_tile(t, br));
-    const cuda::FastDiv div = cuda::make_fast_div(per_entry);
-    std::vector<int> owners(static_cast<size_t>(z.num_heads * z.seq_len_q), 0);
-    for (int64_t x = 0; x < static_cast<int64_t>(packed.schedule.size()) * per_entry; ++x) {
-      const uint32_t entry = cuda::fast_div(div, static_cast<uint32_t>(x));
-      const uint32_t sub = static_cast<uint32_t>(x) - entry * div.divisor;
-      const int64_t h = cuda::schedule_head(packed.schedule[entry]);
-      const int64_t tile = packed.head_tile[static_cast<size_t>(h)];
-      const cuda::TileBlock t = cuda::scheduled_block(cuda::schedule_tile(packed.schedule[entry]), sub, tile, br, z.seq_len_q);
-      ASSERT_LE(t.i1 - t.i0, br);
-      for (int64_t i = t.i0; i < t.i1; ++i) {
-        ASSERT_EQ(i / tile, t.qt);
-        ++owners[static_cast<size_t>(h * z.seq_len_q + i)];
-      }
+}
+
+// The split-K merge against the float64 oracle: every query tile split as the kernels
+// split it (cap 1 and 3), each part's softmax over exactly its key tiles (pattern,
+// key padding), merged with merge_lse / merge_weight, equals a1_dense_masked's o and lse
+// — empty parts, fully masked and padded rows included.
+TEST_P(CudaSchedule, SplitKMergeOfPartsEqualsTheOracle) {
+  const Case& c = GetParam();
+  const Pattern pattern = materialize(c.spec, c.sizes);
+  const PatternSizes& z = c.sizes;
+  const uint64_t seed = testing_inputs::seed_of(c.name);
+  const Tensor<double> q = testing_inputs::random_tensor({z.batch, z.num_heads, z.seq_len_q, c.head_dim}, seed);
+  const Tensor<double> k = testing_inputs::random_tensor({z.batch, z.num_heads, z.seq_len_k, c.head_dim}, seed + 1);
+  const Tensor<double> v = testing_inputs::random_tensor({z.batch, z.num_heads, z.seq_len_k, c.head_dim_v}, seed + 2);
+  const double* scale_ptr = std::isnan(c.scale) ? nullptr : &c.scale;
+  const double scale = scale_ptr ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, scale_ptr);
+  const int64_t D = c.head_dim, Dv = c.head_dim_v;
+  for (int64_t cap : {int64_t{1}, int64_t{3}}) {
+    cuda::PackedPattern packed = cuda::pack_pattern(pattern);
+    cuda::plan_schedule(packed, cap);
+    for (const cuda::SplitGroup& g : packed.split_groups) {
+      const HeadLayout& layout = pattern.head(g.head);
+      const int64_t h = g.head, tile = layout.tile, i0 = int64_t{g.tile} * tile;
+      for (int64_t b = 0; b < z.batch; ++b)
+        for (int64_t i = i0; i < std::min(i0 + tile, z.seq_len_q); ++i) {
+          std::vector<double> lse(static_cast<size_t>(g.parts)), o(static_cast<size_t>(g.parts * Dv), 0.0);
+          for (int32_t p = 0; p < g.parts; ++p) {
+            const cuda::EntryRange r = cuda::split_range(layout.row_ptr[g.tile], layout.row_ptr[g.tile + 1], p, g.parts);
+            std::vector<std::pair<double, int64_t>> scores;
+            for (int64_t e = r.begin; e < r.end; ++e)
+              for (int64_t j = int64_t{layout.col[static_cast<size_t>(e)]} * tile;
+                   j < std::min((int64_t{layout.col[static_cast<size_t>(e)]} + 1) * tile, z.seq_len_k); ++j) {
+                if (!layout.allowed(i, j) || !pattern.query_valid(b, i) || !pattern.key_valid(b, j)) continue;
+                double dot = 0;
+                for (int64_t d = 0; d < D; ++d)
+                  dot += q.data[static_cast<size_t>(((b * z.num_heads + h) * z.seq_len_q + i) * D + d)] *
+                         k.data[static_cast<size_t>(((b * z.num_heads + h) * z.seq_len_k + j) * D + d)];
+                scores.push_back({scale * dot, j});
+              }
+            if (scores.empty()) {
+              lse[static_cast<size_t>(p)] = -INFINITY;  // o_p stays 0
+              continue;
+            }
+            double m = -INFINITY, l = 0;
+            for (const auto& s : scores) m = std::max(m, s.first);
+            for (const auto& s : scores) {
+              const double w = std::exp(s.first - m);
+              l += w;
+              for (int64_t d = 0; d < Dv; ++d)
+                o[static_cast<size_t>(p * Dv + d)] +=
+                    w * v.data[static_cast<size_t>(((b * z.num_heads + h) * z.seq_len_k + s.second) * Dv + d)];
+            }
+            for (int64_t d = 0; d < Dv; ++d) o[static_cast<size_t>(p * Dv + d)] /= l;
+            lse[static_cast<size_t>(p)] = m + std::log(l);
+          }
+          const double merged = cuda::merge_lse(lse.data(), g.parts, 1);
+          const double want_lse = oracle.lse.data[static_cast<size_t>((b * z.num_heads + h) * z.seq_len_q + i)];
+          if (std::isinf(want_lse)) {
+            ASSERT_TRUE(std::isinf(merged) && merged < 0) << "row " << i << " batch " << b;
+          } else {
+            ASSERT_NEAR(merged, want_lse, 1e-12 * (1 + std::abs(want_lse))) << "row " << i << " batch " << b;
+          }
+          for (int64_t d = 0; d < Dv; ++d) {
+            double got = 0;
+            for (int32_t p = 0; p < g.parts; ++p)
+              got += cuda::merge_weight(lse[static_cast<size_t>(p)], merged) * o[static_cast<size_t>(p * Dv + d)];
+            const double want = oracle.o.data[static_cast<size_t>(((b * z.num_heads + h) * z.seq_len_q + i) * Dv + d)];
+            ASSERT_NEAR(got, want, 1e-12 * (1 + std::abs(want))) << "row " << i << " d " << d;
+          }
+        }
     }
-    for (size_t i = 0; i < owners.size(); ++i) ASSERT_EQ(owners[i], 1) << "head*Lq+row " << i;
+  }
+}
+
+// Automatic planning splits only rows far heavier than the typical one: BigBird's global
+// blocks at 4096 tokens (64 key tiles against about 8), never a dense or window pattern.
+TEST(CudaTiling, AutomaticSplitOnlyForHeavyRows) {
+  const Pattern bigbird = materialize(testing_grid::bigbird(64, 3, 1), PatternSizes{1, 2, 4096, 4096});
+  const cuda::PackedPattern bb = cuda::pack_pattern(bigbird);
+  ASSERT_FALSE(bb.split_groups.empty());
+  for (const cuda::SplitGroup& g : bb.split_groups) {
+    EXPECT_TRUE(g.tile == 0 || g.tile == 63) << g.tile;  // the first and last block
+    EXPECT_EQ(g.parts, 2);                               // 64 tiles, cap max(32, 4 x 8)
+  }
+  EXPECT_EQ(bb.schedule.front().parts, 2);  // heavy first
+  for (PatternSpec spec : {PatternSpec{}, testing_grid::token(PatternKind::window, 256, 1, false, 64)}) {
+    const cuda::PackedPattern p = cuda::pack_pattern(materialize(spec, PatternSizes{1, 2, 4096, 4096}));
+    EXPECT_TRUE(p.split_groups.empty()) << describe(spec);
+    EXPECT_EQ(p.num_slots, 0);
   }
 }
 
