@@ -3,7 +3,7 @@
 # CUDA ladder needs checked and measured on a machine with an NVIDIA GPU, in one command
 # that ends by one deadline (default 8 minutes) and leaves results whatever happens.
 #
-#   bash scripts/gpu_check.sh [--deadline SECONDS] [--out DIR] [--build DIR]
+#   bash scripts/gpu_check.sh [--deadline SECONDS] [--out DIR] [--build DIR] [--only STEPS]
 #   bash scripts/gpu_check.sh --dry-run        # CI: no GPU; checks the script itself
 #
 # Steps, most important first; each one's timeout is cut to what is left of the deadline,
@@ -37,12 +37,16 @@
 # step killed at the deadline, then checks the results file against
 # tests/cuda/fixtures/expected.json. Exit status: 0 when everything matches.
 #
+# --only tests,memcheck,bench,torch (any of them): run just those after the build — e.g. a
+# second call on a machine still warm, whose build folder is kept: `--only bench,torch`.
+#
 # Exit status of a real run: 0 when every step passed (skips of the sanitizer allowed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 DRY=0
+ONLY=tests,memcheck,bench,torch
 DEADLINE_S=${GPU_CHECK_DEADLINE_S:-480}
 BUILD=${GPU_BUILD:-build-gpu}
 OUT=${OUT:-}
@@ -55,8 +59,10 @@ while [ $# -gt 0 ]; do
     --out=*) OUT=${1#*=} ;;
     --build) BUILD=$2; shift ;;
     --build=*) BUILD=${1#*=} ;;
+    --only) ONLY=$2; shift ;;
+    --only=*) ONLY=${1#*=} ;;
     -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
-    *) echo "gpu_check.sh: invalid argument $1: expected --dry-run, --deadline S, --out DIR, --build DIR" >&2; exit 2 ;;
+    *) echo "gpu_check.sh: invalid argument $1: expected --dry-run, --deadline S, --out DIR, --build DIR, --only STEPS" >&2; exit 2 ;;
   esac
   shift
 done
@@ -64,6 +70,12 @@ case $DEADLINE_S in
   ''|*[!0-9]*) echo "gpu_check.sh: invalid --deadline = $DEADLINE_S: must be a whole number of seconds >= 60" >&2; exit 2 ;;
 esac
 DEADLINE_S=$((10#$DEADLINE_S))
+for part in ${ONLY//,/ }; do
+  case $part in tests|memcheck|bench|torch) ;;
+    *) echo "gpu_check.sh: invalid --only = $ONLY: a comma-separated list of tests, memcheck, bench, torch" >&2; exit 2 ;;
+  esac
+done
+wants() { [ $DRY -eq 1 ] || [[ ",$ONLY," == *",$1,"* ]]; }
 if [ "$DEADLINE_S" -lt 60 ]; then
   echo "gpu_check.sh: invalid --deadline = $DEADLINE_S: must be a whole number of seconds >= 60" >&2
   exit 2
@@ -235,7 +247,7 @@ step build build 420 -- cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]
 
 # ---------------------------------------------------------------- tests, one family per process
 FAMILIES=(c01 c02 c03 c04 c05 c06 c07 c08)
-if [ $DRY -eq 0 ]; then
+if [ $DRY -eq 0 ] && wants tests; then
   step tests_tiling gtest 60 gtest_tiling.json -- "$BUILD/cuda_tiling_test" \
     --gtest_output="json:$WORK/gtest_tiling.json"
   step tests_common gtest 60 gtest_common.json -- "$BUILD/cuda_kernels_test" \
@@ -244,7 +256,7 @@ if [ $DRY -eq 0 ]; then
     step "tests_$f" gtest 90 "gtest_$f.json" -- "$BUILD/cuda_kernels_test" \
       --gtest_filter="$f/*" --gtest_output="json:$WORK/gtest_$f.json"
   done
-else
+elif [ $DRY -eq 1 ]; then
   # The recorded outputs stand in for the processes; the accounting is the same code.
   step tests_tiling gtest 60 gtest_tiling.json -- "$BUILD/cuda_tiling_test" \
     --gtest_output="json:$WORK/gtest_tiling.json"   # host-only: really runs here
@@ -262,10 +274,12 @@ SMALL+=':c0*/CudaVsOracle.*/longformer_w30_d1_Gx0x5x150x299_B1_H2_Lq300_Lk300_D6
 SMALL+=':c0*/CudaVsOracle.*/bigbird_b16_r2_seed4_B3_H1_Lq200_Lk200_D64_Dv64_keypadding*'  # + _splitK
 if [ $DRY -eq 1 ]; then
   step memcheck sanitizer 60 -- bash -c "cat '$FIX/sanitizer_refused.log'; exit 255"
+elif ! wants memcheck; then
+  :
 elif [ -n "$SAN" ]; then
   step memcheck sanitizer 90 -- "$SAN" --tool memcheck --error-exitcode 9 \
     "$BUILD/cuda_kernels_test" --gtest_filter="$SMALL"
-  if grep -q "Device not supported" "$WORK/memcheck.log" 2>/dev/null; then
+  if grep -qi "not supported" "$WORK/memcheck.log" 2>/dev/null; then
     say "racecheck: not started, compute-sanitizer refused this device in memcheck"
   else
     step racecheck sanitizer 45 -- "$SAN" --tool racecheck --error-exitcode 9 \
@@ -279,8 +293,8 @@ fi
 if [ $DRY -eq 1 ]; then
   step bench bench 60 -- bash -c "cp '$FIX/bench_cuda_truncated.json' '$WORK/bench_cuda.json';
                                   cp '$FIX/bench_cuda_truncated.jsonl' '$WORK/bench_cuda.jsonl'"
-else
-  step bench bench 170 -- "$BUILD/bench_cuda" --jsonl="$WORK/bench_cuda.jsonl" \
+elif wants bench; then
+  step bench bench 240 -- "$BUILD/bench_cuda" --jsonl="$WORK/bench_cuda.jsonl" \
     --benchmark_out="$WORK/bench_cuda.json" --benchmark_out_format=json
 fi
 
@@ -292,8 +306,8 @@ if [ $DRY -eq 1 ]; then
   END=$(($(date +%s) + 12 + RESERVE))
   step deadline_probe other 300 -- sleep 300
   step after_deadline other 300 -- true
-elif [ -n "$PY" ]; then
-  step torch torch 150 -- env PYTHONUNBUFFERED=1 "$PY" tools/torch_baseline.py --build "$BUILD" \
+elif [ -n "$PY" ] && wants torch; then
+  step torch torch 180 -- env PYTHONUNBUFFERED=1 "$PY" tools/torch_baseline.py --build "$BUILD" \
     --out "$WORK/torch.jsonl" --tmp "$BUILD/torch-masks" --budget-s "$(( $(left) > 40 ? $(left) - 30 : 10 ))"
 fi
 rm -rf "$BUILD/torch-masks"
