@@ -14,7 +14,8 @@ Inputs in OUT (all optional; every reader tolerates a missing or truncated file)
   bench_cuda.jsonl   bench_cuda's per-case lines (written and flushed as each case ends);
   bench_cuda.json    Google Benchmark's JSON (complete or cut off mid-file);
   torch.jsonl        tools/torch_baseline.py's per-figure lines;
-  env.txt            device, driver, toolchain.
+  env.txt            device, driver, toolchain;
+  cuda_resources.md  the build's register table (tools/cuda_resources.py).
 
 Test accounting is read from the gtest JSON, never from text: a test passes when it ran
 to completion with no failure; a SKIPPED test is never counted as passed. The one skip
@@ -324,7 +325,8 @@ def build(out):
         writes=int(prev.get("writes", 0)) + 1,
         healthy=not bad and bool(steps), bad_steps=bad, tests=counts, steps=steps,
         bench_context=context, bench_truncated=bench_truncated, ours=ours,
-        torch=tmeta, torch_records=theirs, torch_errors=terrors, targets=summarize(ours, theirs))
+        torch=tmeta, torch_records=theirs, torch_errors=terrors, targets=summarize(ours, theirs),
+        registers=[l for l in read_text(os.path.join(out, "cuda_resources.md")).splitlines() if l.startswith("|")])
 
 
 def markdown(r):
@@ -368,6 +370,8 @@ def markdown(r):
                      f"{str(x.get('note') or '').replace('|', '/')[:120]} |")
         for e in r["torch_errors"]:
             L.append(f"\nPyTorch side: {e[:300]}")
+    if r.get("registers"):
+        L += ["", "## Registers and spills (build/cuda_resources.md, from -Xptxas=-v)", ""] + r["registers"]
     return "\n".join(L) + "\n"
 
 

@@ -1,4 +1,5 @@
-// bench_cuda — the CUDA ladder on the shapes (Google Benchmark, manual time).
+// bench_cuda — the CUDA ladder on the shapes of the CUDA targets (docs/cuda.md; Google
+// Benchmark, manual time).
 //
 //   build/bench_cuda --benchmark_out=cuda.json --benchmark_out_format=json
 //   build/bench_cuda --benchmark_filter='bigbird.*bf16'
