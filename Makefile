@@ -16,7 +16,7 @@ CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build test lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-check clean
+.PHONY: all setup configure build test lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-deps gpu-check clean
 
 all: build
 
@@ -83,10 +83,16 @@ plots-graph: setup configure
 	@mkdir -p docs/figures
 	$(BUILD)/plot_reach docs/figures
 
-# On a machine with an NVIDIA GPU (nvcc, PyTorch, compute-sanitizer): CUDA tests, memcheck,
-# GPU benchmarks and PyTorch baselines side by side, into $OUT or gpu-results/ (docs/cuda.md).
+# The GPU run (docs/cuda.md): `make gpu-deps` here (Debian, apt) packs the C++ libraries a
+# bare GPU machine lacks into .gpu-deps/ (sources and headers, ~2 MB); there, carrying
+# .gpu-deps, `make gpu-check` (or `bash scripts/gpu_check.sh` where make is absent) builds,
+# runs the CUDA tests one kernel family per process, memcheck, the GPU benchmarks and the
+# PyTorch baselines within one deadline (8 min; --deadline), results into $OUT or gpu-results/.
+gpu-deps:
+	@scripts/gpu_deps.sh
+
 gpu-check:
-	@scripts/gpu_check.sh
+	@bash scripts/gpu_check.sh
 
 help:
 	@scripts/help.sh

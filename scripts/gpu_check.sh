@@ -1,123 +1,332 @@
 #!/usr/bin/env bash
-# `make gpu-check`: everything the CUDA ladder needs checked and measured on a machine
-# with an NVIDIA GPU, in one command, in under 8 minutes:
-#   1. build the CUDA targets (sm_80 + sm_90 + PTX), Release;
-#   2. run the host-side tiling tests and every CUDA kernel test against the float64
-#      oracle — and fail if any test SKIPPED, since on a GPU machine a skip means the
-#      device was not seen;
-#   3. compute-sanitizer memcheck on a small case of each kernel (racecheck on one);
-#   4. bench_cuda (validated first, CUDA events, manual time) -> bench_cuda.json;
-#   5. tools/torch_baseline.py: SDPA and FlexAttention on the same shapes, and the
-#      side-by-side results.md + results.json.
-# Results go to $OUT (the device tool's folder) or ./gpu-results. Exit status: non-zero
-# if any step failed; every step still runs so one failure does not hide the others.
+# `make gpu-check` (or, where make is absent, `bash scripts/gpu_check.sh`): everything the
+# CUDA ladder needs checked and measured on a machine with an NVIDIA GPU, in one command
+# that ends by one deadline (default 8 minutes) and leaves results whatever happens.
 #
-# Assumes nvcc, PyTorch and compute-sanitizer on the machine and no network. If CMake
-# cannot find this project's C++ dependencies there, it unpacks the Debian packages that
-# scripts/gpu_deps.sh downloaded into .gpu-deps/ (carry that folder along).
+#   bash scripts/gpu_check.sh [--deadline SECONDS] [--out DIR] [--build DIR] [--only STEPS]
+#   bash scripts/gpu_check.sh --dry-run        # CI: no GPU; checks the script itself
+#
+# Steps, most important first; each one's timeout is cut to what is left of the deadline,
+# and a step with no time left is recorded as not run:
+#   deps       only when .gpu-deps/ is here (`make gpu-deps`): unpack it under the build
+#              folder, build googletest, Google Benchmark and {fmt} from source there;
+#   configure  CMake (Ninja when ninja exists), Release, nvcc, sm_80 + sm_90;
+#   build      cuda_tiling_test cuda_kernels_test bench_cuda cuda_block_mask;
+#   tests      cuda_tiling_test, then cuda_kernels_test once per kernel family (c01 ... c08
+#              and the device-free tests), EACH IN ITS OWN PROCESS (--gtest_filter), so a
+#              fault that poisons one CUDA context cannot hide the other families' results;
+#              accounting from --gtest_output=json: a skip is never a pass, and the only
+#              skip allowed is the no-device test (tools/gpu_report.py, EXPECTED_SKIPS);
+#   memcheck   compute-sanitizer memcheck on a small case of every kernel family, then
+#              racecheck on one; a sanitizer that refuses the device ("Device not
+#              supported") is a recorded skip of that step, not a failure;
+#   bench      bench_cuda, one JSON line per case flushed as it ends (bench_cuda.jsonl),
+#              so a benchmark killed at its timeout keeps every finished case;
+#   torch      tools/torch_baseline.py: SDPA first (kept even if FlexAttention fails),
+#              then FlexAttention on our window and BigBird masks, one JSON line per figure.
+# After EVERY step, tools/gpu_report.py rewrites OUT/results.json and OUT/results.md from
+# whatever is there. OUT holds at most 5 files (the device tool brings back 8): results.json,
+# results.md, gpu_check.log (this script's own lines), raw.tar.gz (every step's log, the
+# gtest JSON files, the benchmark lines) and env.txt.
+#
+# --dry-run (CI, after `make test`; no GPU needed): configures and builds exactly as on the
+# GPU machine (reusing build/ when it is configured identically), then runs every parsing
+# and reporting step on the recorded outputs in tests/cuda/fixtures/ — gtest JSON with the
+# expected skip, an unexpected skip and a failure, a process that died, a compute-sanitizer
+# refusal, a truncated benchmark JSON, PyTorch lines with a FlexAttention error — and a
+# step killed at the deadline, then checks the results file against
+# tests/cuda/fixtures/expected.json. Exit status: 0 when everything matches.
+#
+# --only tests,memcheck,bench,torch (any of them): run just those after the build — e.g. a
+# second call on a machine still warm, whose build folder is kept: `--only bench,torch`.
+#
+# Exit status of a real run: 0 when every step passed (skips of the sanitizer allowed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$PWD
 
-OUT=${OUT:-$PWD/gpu-results}
+DRY=0
+ONLY=tests,memcheck,bench,torch
+DEADLINE_S=${GPU_CHECK_DEADLINE_S:-480}
 BUILD=${GPU_BUILD:-build-gpu}
-JOBS=$(nproc 2>/dev/null || echo 4)
-mkdir -p "$OUT"
-LOG="$OUT/gpu_check.log"
-STEPS="$OUT/steps.txt"
-: >"$LOG"
-: >"$STEPS"
-t0=$(date +%s)
-failed=0
+OUT=${OUT:-}
+while [ $# -gt 0 ]; do
+  case $1 in
+    --dry-run) DRY=1 ;;
+    --deadline) DEADLINE_S=$2; shift ;;
+    --deadline=*) DEADLINE_S=${1#*=} ;;
+    --out) OUT=$2; shift ;;
+    --out=*) OUT=${1#*=} ;;
+    --build) BUILD=$2; shift ;;
+    --build=*) BUILD=${1#*=} ;;
+    --only) ONLY=$2; shift ;;
+    --only=*) ONLY=${1#*=} ;;
+    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+    *) echo "gpu_check.sh: invalid argument $1: expected --dry-run, --deadline S, --out DIR, --build DIR, --only STEPS" >&2; exit 2 ;;
+  esac
+  shift
+done
+case $DEADLINE_S in
+  ''|*[!0-9]*) echo "gpu_check.sh: invalid --deadline = $DEADLINE_S: must be a whole number of seconds >= 60" >&2; exit 2 ;;
+esac
+DEADLINE_S=$((10#$DEADLINE_S))
+for part in ${ONLY//,/ }; do
+  case $part in tests|memcheck|bench|torch) ;;
+    *) echo "gpu_check.sh: invalid --only = $ONLY: a comma-separated list of tests, memcheck, bench, torch" >&2; exit 2 ;;
+  esac
+done
+wants() { [ $DRY -eq 1 ] || [[ ",$ONLY," == *",$1,"* ]]; }
+if [ "$DEADLINE_S" -lt 60 ]; then
+  echo "gpu_check.sh: invalid --deadline = $DEADLINE_S: must be a whole number of seconds >= 60" >&2
+  exit 2
+fi
 
-say() { echo "gpu-check [$(($(date +%s) - t0))s] $*" | tee -a "$LOG"; }
-# step NAME TIMEOUT_S LOGFILE CMD...: runs CMD under a timeout, appends its output to
-# LOGFILE, records "NAME rc seconds" in steps.txt.
+T0=$(date +%s)
+END=$((T0 + DEADLINE_S))
+RESERVE=15  # seconds kept back for the last results write
+NVCC=${GPU_CHECK_NVCC-$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)}  # GPU_CHECK_NVCC= : none
+PY=$(command -v python3 || command -v python || true)
+JOBS=$(nproc 2>/dev/null || echo 4)
+GEN=()
+command -v ninja >/dev/null 2>&1 && GEN=(-G Ninja)
+FIX=$ROOT/tests/cuda/fixtures
+
+# The main build tree is reused when it is configured as this script would configure it
+# (CI: `make test` built it a minute ago); otherwise build-gpu (or --build) is used.
+cache_get() { sed -n "s/^$2:[A-Z]*=//p" "$1/CMakeCache.txt" 2>/dev/null | head -1; }
+same_config() {
+  local d=$1
+  [ -f "$d/CMakeCache.txt" ] || return 1
+  [ "$(cache_get "$d" CMAKE_BUILD_TYPE)" = Release ] || return 1
+  [ "$(cache_get "$d" SPARSEATTN_NATIVE)" != OFF ] || return 1
+  [ "$(cache_get "$d" SPARSEATTN_CUDA)" != OFF ] || return 1
+  if [ -n "$NVCC" ]; then
+    [ "$(readlink -f "$(cache_get "$d" CMAKE_CUDA_COMPILER)")" = "$(readlink -f "$NVCC")" ] || return 1
+  fi
+  [ -z "$(cache_get "$d" CMAKE_PREFIX_PATH)" ] || return 1
+  [ "$(cache_get "$d" CMAKE_SOURCE_DIR)" -ef "$ROOT" ] 2>/dev/null || [ "$(cache_get "$d" CMAKE_HOME_DIRECTORY)" -ef "$ROOT" ] || return 1
+}
+if [ ! -d .gpu-deps ] && [ -z "${GPU_BUILD:-}" ] && same_config build; then BUILD=build; fi
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+if [ -z "$OUT" ]; then
+  if [ $DRY -eq 1 ]; then OUT=$BUILD/gpu-check-dry-run; else OUT=$ROOT/gpu-results; fi
+fi
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+WORK=$BUILD/gpu-check-work  # step logs, gtest JSON, bench lines: packed into OUT/raw.tar.gz
+rm -rf "$WORK"
+mkdir -p "$WORK"
+rm -f "$OUT"/results.json "$OUT"/results.md "$OUT"/raw.tar.gz
+LOG=$OUT/gpu_check.log
+: >"$LOG"
+MODE=gpu
+[ $DRY -eq 1 ] && MODE=dry-run
+CMD="bash scripts/gpu_check.sh$([ $DRY -eq 1 ] && echo ' --dry-run') --deadline $DEADLINE_S"
+printf '{"command": "%s", "mode": "%s", "deadline_s": %d, "started": "%s", "git": "%s"}\n' \
+  "$CMD" "$MODE" "$DEADLINE_S" "$(date -u '+%Y-%m-%d %H:%M:%S UTC')" \
+  "$(git rev-parse --short HEAD 2>/dev/null) +$(git status --porcelain 2>/dev/null | wc -l) uncommitted" >"$WORK/run.json"
+: >"$WORK/steps.jsonl"
+
+say() { echo "gpu-check [$(($(date +%s) - T0))s/${DEADLINE_S}s] $*" | tee -a "$LOG"; }
+left() { echo $((END - $(date +%s) - RESERVE)); }
+
+# Results after every step: tools/gpu_report.py reads WORK, writes OUT/results.{json,md}.
+report() {
+  if [ -z "$PY" ]; then
+    say "no python3: results.json not written (step records in raw.tar.gz/steps.jsonl)"
+  else
+    timeout 60 "$PY" "$ROOT/tools/gpu_report.py" write --out "$WORK" >>"$LOG" 2>&1
+    cp -f "$WORK/results.json" "$WORK/results.md" "$OUT/" 2>/dev/null
+  fi
+  tar -czf "$OUT/raw.tar.gz.tmp" -C "$WORK" --exclude=results.json --exclude=results.md . 2>/dev/null &&
+    mv -f "$OUT/raw.tar.gz.tmp" "$OUT/raw.tar.gz"
+}
+
+# step NAME KIND DEFAULT_LIMIT_S [json=FILE] -- CMD...
+# Runs CMD with stdout+stderr into WORK/NAME.log under timeout min(DEFAULT_LIMIT_S, time
+# left before the deadline), appends one JSON line to steps.jsonl, rewrites the results.
+# A step whose cut limit is under MIN_STEP_S is not started (recorded as not run).
+MIN_STEP_S=5
 step() {
-  local name=$1 limit=$2 file=$3
+  local name=$1 kind=$2 limit=$3 json=""
   shift 3
-  local s=$(date +%s)
-  say "$name: $*"
-  timeout --kill-after=10 "$limit" "$@" >>"$file" 2>&1
+  if [ "${1:-}" != "--" ]; then json=$1; shift; fi
+  shift
+  local avail
+  avail=$(left)
+  [ "$limit" -gt "$avail" ] && limit=$avail
+  if [ "$limit" -lt "$MIN_STEP_S" ]; then
+    say "$name: not run, the deadline is reached"
+    printf '{"name": "%s", "kind": "%s", "not_run": true, "limit_s": %d, "note": "not run: %ds deadline reached"}\n' \
+      "$name" "$kind" "$((limit < 0 ? 0 : limit))" "$DEADLINE_S" >>"$WORK/steps.jsonl"
+    report
+    return 125
+  fi
+  say "$name (limit ${limit}s): $*"
+  local s=$SECONDS
+  timeout --kill-after=5 "$limit" "$@" >>"$WORK/$name.log" 2>&1
   local rc=$?
-  echo "$name rc=$rc seconds=$(($(date +%s) - s))" | tee -a "$STEPS" "$LOG"
-  [ $rc -eq 0 ] || failed=1
+  local secs=$((SECONDS - s)) timed_out=false
+  # 124: timeout sent TERM; 137: it had to KILL. Either way the deadline cut the step.
+  if [ $rc -eq 124 ] || { [ $rc -eq 137 ] && [ $secs -ge "$limit" ]; }; then timed_out=true; fi
+  printf '{"name": "%s", "kind": "%s", "rc": %d, "seconds": %d, "limit_s": %d, "timed_out": %s, "log": "%s.log", "json": "%s"}\n' \
+    "$name" "$kind" "$rc" "$secs" "$limit" "$timed_out" "$name" "$json" >>"$WORK/steps.jsonl"
+  say "$name: rc=$rc in ${secs}s$([ "$timed_out" = true ] && echo ' (killed at its limit)')"
+  report
   return $rc
 }
 
-NVCC=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
+# ---------------------------------------------------------------- environment
 {
-  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')  mode: $MODE  deadline: ${DEADLINE_S}s  build: $BUILD"
   echo "git: $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | wc -l) uncommitted paths"
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>&1
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader 2>&1 | head -2
   echo "nvcc: ${NVCC:-missing} $($NVCC --version 2>/dev/null | tail -1)"
+  echo "cmake: $(cmake --version 2>/dev/null | head -1); generator: ${GEN[*]:-default}; cxx: $(c++ --version 2>/dev/null | head -1)"
   echo "compute-sanitizer: $(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || echo missing)"
-  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
-  echo "cpus: $JOBS"
-} >"$OUT/env.txt" 2>&1
-cat "$OUT/env.txt" | tee -a "$LOG"
-[ -n "$NVCC" ] || { say "no nvcc: nothing to build"; exit 1; }
-
-# 1. Configure (falling back to the carried Debian packages) and build.
-configure() {
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
-    -DSPARSEATTN_NATIVE=ON "$@" >>"$LOG" 2>&1
-}
-if ! configure; then
-  if ls .gpu-deps/*.deb >/dev/null 2>&1; then
-    say "configure failed; unpacking .gpu-deps/*.deb into /tmp/sparseattn-deps"
-    for f in .gpu-deps/*.deb; do dpkg -x "$f" /tmp/sparseattn-deps; done
-    D=/tmp/sparseattn-deps/usr
-    export CPATH="$D/include${CPATH:+:$CPATH}"
-    export LIBRARY_PATH="$D/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
-    export LD_LIBRARY_PATH="$D/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    rm -rf "$BUILD"
-    configure -DCMAKE_PREFIX_PATH="$D;$D/lib/x86_64-linux-gnu/cmake;$D/share" || { say "configure failed (see gpu_check.log)"; exit 1; }
-  else
-    say "configure failed and no .gpu-deps/ to fall back on (run scripts/gpu_deps.sh where apt works)"
-    exit 1
-  fi
+  echo "python: ${PY:-missing} $("${PY:-false}" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null)"
+  "${PY:-false}" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -1
+  echo "cpus: $JOBS; .gpu-deps: $([ -d .gpu-deps ] && cat .gpu-deps/MANIFEST 2>/dev/null | head -1 || echo absent)"
+} >"$WORK/env.txt" 2>&1
+cp "$WORK/env.txt" "$OUT/env.txt"
+tee -a "$LOG" <"$WORK/env.txt"
+TARGETS=(cuda_tiling_test cuda_kernels_test bench_cuda cuda_block_mask)
+if [ -z "$NVCC" ]; then
+  if [ $DRY -eq 0 ]; then say "no nvcc: nothing to build"; report; exit 1; fi
+  say "no nvcc: the dry run builds and checks the host-side targets only"
+  TARGETS=(cuda_tiling_test)
 fi
-step build 400 "$LOG" cmake --build "$BUILD" -j "$JOBS" --target \
-  cuda_tiling_test cuda_kernels_test bench_cuda cuda_block_mask || { say "build failed"; exit 1; }
-# The CLI only serves the window-mask check of step 5; its failure must not stop the rest.
-step build_cli 200 "$LOG" cmake --build "$BUILD" -j "$JOBS" --target sparseattn
 
-# 2. Tests. On a GPU machine nothing may skip (a skip would mean the device was not seen).
-TESTS="$OUT/tests.log"
-step cuda_tiling_test 60 "$TESTS" "$BUILD/cuda_tiling_test"
-step cuda_kernels_test 150 "$TESTS" "$BUILD/cuda_kernels_test"
-# The one skip allowed: CudaNoDevice, which runs only where there is no device.
-skips=$(grep '^\[  SKIPPED \] ' "$TESTS" | grep -v CudaNoDevice | sed 's/ ([0-9]* ms)$//' | sort -u | wc -l)
-echo "no_skips rc=$([ "$skips" -eq 0 ] && echo 0 || echo 1) skipped=$skips" | tee -a "$STEPS" "$LOG"
-[ "$skips" -eq 0 ] || failed=1
-
-# 3. compute-sanitizer on small cases that together run every kernel.
-SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
-SMALL='Grid/CudaVsOracle.*/dense_B1_H2_Lq130_Lk130_D64_Dv64_tile64'
-SMALL+=':Grid/CudaVsOracle.*/window_w7_d2_causal_B1_H1_Lq190_Lk250_D8_Dv8_tile16'
-SMALL+=':Grid/CudaVsOracle.*/longformer_w30_d1_Gx0x5x150x299_B1_H2_Lq300_Lk300_D64_Dv64_tile64'
-SMALL+=':Grid/CudaVsOracle.*/bigbird_b16_r2_seed4_B3_H1_Lq200_Lk200_D64_Dv64_keypadding'
-SMALL+=':Grid/CudaVsOracle.*/perhead__window_w5_d1__dense_causal__bigbird_b32_r1_seed7_B1_H3_Lq150_Lk150_D8_Dv8_tile64'
-if [ -n "$SAN" ]; then
-  step memcheck 150 "$OUT/sanitizer.log" "$SAN" --tool memcheck --error-exitcode 9 \
-    "$BUILD/cuda_kernels_test" --gtest_filter="$SMALL"
-  step racecheck 90 "$OUT/sanitizer.log" "$SAN" --tool racecheck --error-exitcode 9 \
-    "$BUILD/cuda_kernels_test" --gtest_filter='Grid/CudaVsOracle.*/bigbird_b16_r2_seed4_B3_H1_Lq200_Lk200_D64_Dv64_keypadding'
+# ---------------------------------------------------------------- deps, configure, build
+CMAKE_EXTRA=()
+if [ -d .gpu-deps ]; then
+  D=$BUILD/_deps
+  build_deps() {
+    set -e
+    mkdir -p "$D"
+    if [ ! -f "$D/unpacked" ] || [ .gpu-deps/deps.tar.gz -nt "$D/unpacked" ]; then
+      rm -rf "$D/src" "$D/prefix" "$D/stub" "$D/installed"
+      tar -xzf .gpu-deps/deps.tar.gz -C "$D"
+      touch "$D/unpacked"
+    fi
+    local p
+    for p in googletest benchmark fmt; do
+      [ -f "$D/installed/.$p" ] && continue
+      local opts=()
+      case $p in
+        googletest) opts=(-DBUILD_GMOCK=ON -DINSTALL_GTEST=ON -Dgtest_force_shared_crt=ON) ;;
+        benchmark) opts=(-DBENCHMARK_ENABLE_TESTING=OFF -DBENCHMARK_ENABLE_GTEST_TESTS=OFF
+                         -DBENCHMARK_ENABLE_WERROR=OFF -DBENCHMARK_INSTALL_DOCS=OFF -DBENCHMARK_ENABLE_INSTALL=ON) ;;
+        fmt) opts=(-DFMT_DOC=OFF -DFMT_TEST=OFF -DFMT_INSTALL=ON) ;;
+      esac
+      cmake -S "$D/src/$p" -B "$D/build-$p" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_INSTALL_PREFIX="$D/installed" -DCMAKE_INSTALL_LIBDIR=lib \
+        -DCMAKE_POSITION_INDEPENDENT_CODE=ON -DCMAKE_POLICY_VERSION_MINIMUM=3.5 "${opts[@]}"
+      cmake --build "$D/build-$p" -j "$JOBS" --target install
+      touch "$D/installed/.$p"
+    done
+  }
+  step deps build 150 -- bash -c "$(declare -f build_deps); D='$D' JOBS='$JOBS' GEN=(${GEN[*]}); build_deps" ||
+    { say "deps failed (see raw.tar.gz/deps.log)"; exit 1; }
+  CMAKE_EXTRA=(-DCMAKE_PREFIX_PATH="$D/installed;$D/prefix;$D/stub"
+               -DOPENSSL_INCLUDE_DIR="$D/stub/include"
+               -DOPENSSL_CRYPTO_LIBRARY="$D/stub/libsparseattn_gpu_deps_lacks_openssl.so")
+fi
+if [ "$BUILD" = "$ROOT/build" ]; then
+  say "reusing build/: configured as this script configures (Release, native, nvcc $NVCC)"
 else
-  echo "memcheck rc=1 (compute-sanitizer not found)" | tee -a "$STEPS" "$LOG"
-  failed=1
+  # A tree configured with another generator cannot be reconfigured in place.
+  if [ -f "$BUILD/CMakeCache.txt" ] && [ ${#GEN[@]} -gt 0 ] && [ "$(cache_get "$BUILD" CMAKE_GENERATOR)" != Ninja ]; then
+    rm -rf "$BUILD/CMakeCache.txt" "$BUILD/CMakeFiles"
+  fi
+  step configure build 120 -- cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
+    ${NVCC:+-DCMAKE_CUDA_COMPILER="$NVCC"} -DSPARSEATTN_NATIVE=ON -DSPARSEATTN_CUDA=ON "${CMAKE_EXTRA[@]}" || { say "configure failed (see raw.tar.gz/configure.log)"; exit 1; }
+fi
+step build build 420 -- cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}" ||
+  { say "build failed (see raw.tar.gz/build.log)"; exit 1; }
+# The register table generated by the build (tools/cuda_resources.py), into the results.
+cp -f "$BUILD/cuda_resources.md" "$WORK/" 2>/dev/null && report
+
+# ---------------------------------------------------------------- tests, one family per process
+FAMILIES=(c01 c02 c03 c04 c05 c06 c07 c08)
+if [ $DRY -eq 0 ] && wants tests; then
+  step tests_tiling gtest 60 gtest_tiling.json -- "$BUILD/cuda_tiling_test" \
+    --gtest_output="json:$WORK/gtest_tiling.json"
+  step tests_common gtest 60 gtest_common.json -- "$BUILD/cuda_kernels_test" \
+    --gtest_filter="-c0*/*" --gtest_output="json:$WORK/gtest_common.json"
+  for f in "${FAMILIES[@]}"; do
+    step "tests_$f" gtest 90 "gtest_$f.json" -- "$BUILD/cuda_kernels_test" \
+      --gtest_filter="$f/*" --gtest_output="json:$WORK/gtest_$f.json"
+  done
+elif [ $DRY -eq 1 ]; then
+  # The recorded outputs stand in for the processes; the accounting is the same code.
+  step tests_tiling gtest 60 gtest_tiling.json -- "$BUILD/cuda_tiling_test" \
+    --gtest_output="json:$WORK/gtest_tiling.json"   # host-only: really runs here
+  for f in common c04 c05 c07; do
+    step "tests_$f" gtest 60 "gtest_$f.json" -- cp "$FIX/gtest_$f.json" "$WORK/gtest_$f.json"
+  done
+  step tests_c06 gtest 60 gtest_c06.json -- bash -c "cat '$FIX/c06_died.log'; exit 134"
 fi
 
-# 4. GPU benchmarks.
-step bench_cuda 200 "$LOG" "$BUILD/bench_cuda" --benchmark_out="$OUT/bench_cuda.json" \
-  --benchmark_out_format=json
+# ---------------------------------------------------------------- memcheck
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+SMALL='c0*/CudaVsOracle.*/dense_B1_H2_Lq130_Lk130_D64_Dv64_tile64'
+SMALL+=':c0*/CudaVsOracle.*/window_w7_d2_causal_B1_H1_Lq190_Lk250_D8_Dv8_tile16'
+SMALL+=':c0*/CudaVsOracle.*/longformer_w30_d1_Gx0x5x150x299_B1_H2_Lq300_Lk300_D64_Dv64_tile64*'
+SMALL+=':c0*/CudaVsOracle.*/bigbird_b16_r2_seed4_B3_H1_Lq200_Lk200_D64_Dv64_keypadding*'  # + _splitK
+if [ $DRY -eq 1 ]; then
+  step memcheck sanitizer 60 -- bash -c "cat '$FIX/sanitizer_refused.log'; exit 255"
+elif ! wants memcheck; then
+  :
+elif [ -n "$SAN" ]; then
+  step memcheck sanitizer 90 -- "$SAN" --tool memcheck --error-exitcode 9 \
+    "$BUILD/cuda_kernels_test" --gtest_filter="$SMALL"
+  if grep -qi "not supported" "$WORK/memcheck.log" 2>/dev/null; then
+    say "racecheck: not started, compute-sanitizer refused this device in memcheck"
+  else
+    step racecheck sanitizer 45 -- "$SAN" --tool racecheck --error-exitcode 9 \
+      "$BUILD/cuda_kernels_test" --gtest_filter='c07/CudaVsOracle.*/bigbird_b16_r2_seed4_B3_H1_Lq200_Lk200_D64_Dv64_keypadding*'
+  fi
+else
+  step memcheck sanitizer 5 -- bash -c "echo compute-sanitizer: not found on this machine; exit 1"
+fi
 
-# 5. PyTorch baselines on the same shapes, and the side-by-side results file.
-step torch_baseline 170 "$LOG" env PYTHONUNBUFFERED=1 python3 tools/torch_baseline.py \
-  --build "$BUILD" --ours "$OUT/bench_cuda.json" --out "$OUT" --budget-s 100
-[ -f "$OUT/results.md" ] || python3 tools/torch_baseline.py --skip-torch --ours "$OUT/bench_cuda.json" --out "$OUT" >>"$LOG" 2>&1
+# ---------------------------------------------------------------- benchmarks
+if [ $DRY -eq 1 ]; then
+  step bench bench 60 -- bash -c "cp '$FIX/bench_cuda_truncated.json' '$WORK/bench_cuda.json';
+                                  cp '$FIX/bench_cuda_truncated.jsonl' '$WORK/bench_cuda.jsonl'"
+elif wants bench; then
+  step bench bench 240 -- "$BUILD/bench_cuda" --jsonl="$WORK/bench_cuda.jsonl" \
+    --benchmark_out="$WORK/bench_cuda.json" --benchmark_out_format=json
+fi
 
-say "done in $(($(date +%s) - t0))s; results in $OUT (results.md, results.json, bench_cuda.json, logs)"
-cat "$STEPS"
-[ -f "$OUT/results.md" ] && sed -n '1,22p' "$OUT/results.md"
-exit $failed
+# ---------------------------------------------------------------- PyTorch side by side
+if [ $DRY -eq 1 ]; then
+  step torch torch 60 -- cp "$FIX/torch.jsonl" "$WORK/torch.jsonl"
+  # A step killed at the deadline: the dry run's deadline moves to 12 s from now, so this
+  # step's 300 s are cut to what is left and the next one cannot start.
+  END=$(($(date +%s) + 12 + RESERVE))
+  step deadline_probe other 300 -- sleep 300
+  step after_deadline other 300 -- true
+elif [ -n "$PY" ] && wants torch; then
+  step torch torch 180 -- env PYTHONUNBUFFERED=1 "$PY" tools/torch_baseline.py --build "$BUILD" \
+    --out "$WORK/torch.jsonl" --tmp "$BUILD/torch-masks" --budget-s "$(( $(left) > 40 ? $(left) - 30 : 10 ))"
+fi
+rm -rf "$BUILD/torch-masks"
+report
+
+say "done in $(($(date +%s) - T0))s; results in $OUT"
+sed -n '1,40p' "$OUT/results.md" 2>/dev/null
+if [ $DRY -eq 1 ]; then
+  "$PY" tools/gpu_report.py check --out "$WORK" --expect "$FIX/expected.json" | tee -a "$LOG"
+  rc=${PIPESTATUS[0]}
+  # The check can fail: the same results against an expectation they do not meet.
+  sed 's/"healthy": false/"healthy": true/' "$FIX/expected.json" >"$WORK/expected-wrong.json"
+  if "$PY" tools/gpu_report.py check --out "$WORK" --expect "$WORK/expected-wrong.json" >/dev/null; then
+    say "dry run: the check passed an expectation it must refuse"
+    rc=1
+  fi
+  say "dry run: $([ "$rc" -eq 0 ] && echo OK || echo FAILED) ($OUT/results.md)"
+  exit "$rc"
+fi
+"$PY" tools/gpu_report.py status --out "$WORK"

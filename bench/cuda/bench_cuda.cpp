@@ -1,4 +1,5 @@
-// bench_cuda — the CUDA ladder on the issue's shapes (Google Benchmark, manual time).
+// bench_cuda — the CUDA ladder on the shapes of the CUDA targets (docs/cuda.md; Google
+// Benchmark, manual time).
 //
 //   build/bench_cuda --benchmark_out=cuda.json --benchmark_out_format=json
 //   build/bench_cuda --benchmark_filter='bigbird.*bf16'
@@ -11,14 +12,29 @@
 // Honest timing (only validated code is timed): a kernel is timed only after it matched the float64 oracle
 // on the same pattern kind at a small size (its registry tolerance), and after a
 // poisoned run at the benchmark size left no NaN/Inf in o or lse. Inputs are generated
-// on the device and uploaded once; each iteration times one launch with CUDA events
-// (UseManualTime) after two warm-up launches. Counters: TFLOPs over the FLOPs the pattern
-// actually needs (4 * nnz * head_dim, attention_flops), dense-equivalent TFLOPs, density.
+// on the device and uploaded once. The launch is configured (shared-memory opt-in,
+// device attribute queries: configure_shared_memory does them once) by the two warm-up
+// launches, outside the timed window; each iteration then times N back-to-back launches
+// between two CUDA events (UseManualTime, time per launch = elapsed / N), N chosen from
+// the warm-up so that one timing spans about 5 ms (1 <= N <= 100; counter
+// "launches_per_timing"). Counters: TFLOPs over the FLOPs the pattern actually needs
+// (4 * nnz * head_dim, attention_flops), dense-equivalent TFLOPs, density.
+//
+// --split-cap=N: the block-sparse kernels' split-K cap (packed_pattern.h: plan_schedule;
+// 0, the default, plans automatically; a large N turns splitting off), to compare.
+// --jsonl=PATH (before Google Benchmark's own flags): one JSON object per finished case,
+// written and flushed as the case ends — {"name", "ms", "TFLOPs", "error_occurred",
+// "error_message", counters...} — so a run killed at its timeout keeps every finished case
+// (scripts/gpu_check.sh; tools/gpu_report.py reads it).
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +44,7 @@
 #include "optimized/cuda/device_problem.h"
 #include "optimized/cuda/device_runtime.h"
 #include "optimized/cuda/launchers.h"
+#include "optimized/cuda/packed_pattern.h"
 #include "reference/attention.h"
 #include "reference/pattern/prng.h"
 #include "registry/registry.h"
@@ -39,6 +56,7 @@ constexpr int64_t kBatch = 1;
 constexpr int64_t kHeads = 16;
 const int64_t kHeadDims[] = {64, 128};
 const int64_t kSeqLens[] = {4096, 8192, 16384, 32768, 65536};
+constexpr int64_t kTargetSeqLen = 32768;  // the CUDA targets' size (docs/cuda.md)
 
 struct KernelLimit {
   const char* name;
@@ -134,6 +152,49 @@ bool all_finite(const cuda::DeviceProblem& d) {
   return true;
 }
 
+// Back-to-back launches per timed window: about 5 ms of work, at least 1, at most 100.
+int launches_per_timing(float one_launch_ms) {
+  if (!(one_launch_ms > 0.f)) return 1;
+  return static_cast<int>(std::min(100.0, std::max(1.0, std::ceil(5.0 / one_launch_ms))));
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (static_cast<unsigned char>(c) < 0x20) o += ' ';
+    else o += c;
+  }
+  return o;
+}
+
+// The console output as usual, plus one flushed JSON line per finished case.
+class JsonLinesReporter : public benchmark::ConsoleReporter {
+ public:
+  explicit JsonLinesReporter(const std::string& path) : out_(path, std::ios::app) {
+    if (!out_) std::fprintf(stderr, "bench_cuda: cannot open --jsonl %s\n", path.c_str());
+  }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      out_ << "{\"name\": \"" << json_escape(r.benchmark_name()) << "\"";
+      if (r.error_occurred) {
+        out_ << ", \"error_occurred\": true, \"error_message\": \"" << json_escape(r.error_message) << "\"";
+      } else {
+        out_ << ", \"ms\": " << r.GetAdjustedRealTime() * 1e3 / benchmark::GetTimeUnitMultiplier(r.time_unit)
+             << ", \"iterations\": " << r.iterations;
+        for (const auto& c : r.counters)
+          if (std::isfinite(c.second.value)) out_ << ", \"" << json_escape(c.first) << "\": " << c.second.value;
+      }
+      out_ << ", \"label\": \"" << json_escape(r.report_label) << "\"}\n";
+      out_.flush();
+    }
+  }
+
+ private:
+  std::ofstream out_;
+};
+
 void run_benchmark(benchmark::State& state, const Kernel* kernel, const Family* family, int64_t n,
                    int64_t head_dim) {
   try {
@@ -152,21 +213,29 @@ void run_benchmark(benchmark::State& state, const Kernel* kernel, const Family* 
       state.SkipWithError("NaN/Inf in the output at the benchmark size (a row left unwritten?)");
       return;
     }
-    launcher.launch(d, nullptr);  // second warm-up
     cudaEvent_t start, stop;
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
+    // Second warm-up, timed once to choose N (the launch is configured by now).
+    CUDA_CHECK(cudaEventRecord(start));
+    launcher.launch(d, nullptr);
+    CUDA_CHECK(cudaEventRecord(stop));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float warm_ms = 0.f;
+    CUDA_CHECK(cudaEventElapsedTime(&warm_ms, start, stop));
+    const int launches = launches_per_timing(warm_ms);
     for (auto _ : state) {
       CUDA_CHECK(cudaEventRecord(start));
-      launcher.launch(d, nullptr);
+      for (int r = 0; r < launches; ++r) launcher.launch(d, nullptr);
       CUDA_CHECK(cudaEventRecord(stop));
       CUDA_CHECK(cudaEventSynchronize(stop));
       float ms = 0.f;
       CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      state.SetIterationTime(ms * 1e-3);
+      state.SetIterationTime(ms * 1e-3 / launches);
     }
     CUDA_CHECK(cudaEventDestroy(start));
     CUDA_CHECK(cudaEventDestroy(stop));
+    state.counters["launches_per_timing"] = launches;
 
     const PatternStats stats = pattern_stats(pattern);
     const double flops = kBatch * attention_flops(stats, head_dim, head_dim);
@@ -194,23 +263,52 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_cuda: no CUDA device (%s): nothing to time\n", why.c_str());
     return 2;
   }
+  // Registered (and so run) in priority order: the targets' seq_len 32768 first, every
+  // family and kernel, then the rest of the sweep; a run cut at its timeout loses the
+  // least important cases.
   static const std::vector<Family> all = families();
-  for (const Family& f : all)
-    for (const KernelLimit& limit : f.kernels) {
-      const Kernel& kernel = find_kernel(limit.name);
-      for (int64_t d : kHeadDims)
-        for (int64_t n : kSeqLens) {
-          if (n > limit.max_seq_len || d > limit.max_head_dim) continue;
-          const std::string name = f.name + "/" + kernel.name + "/D" + std::to_string(d) + "/n" + std::to_string(n);
-          benchmark::RegisterBenchmark(name.c_str(), run_benchmark, &kernel, &f, n, d)
-              ->UseManualTime()
-              ->Unit(benchmark::kMillisecond)
-              ->MinTime(0.1);
-        }
+  for (const bool targets : {true, false})
+    for (const Family& f : all)
+      for (const KernelLimit& limit : f.kernels) {
+        const Kernel& kernel = find_kernel(limit.name);
+        for (int64_t d : kHeadDims)
+          for (int64_t n : kSeqLens) {
+            if (n > limit.max_seq_len || d > limit.max_head_dim || (n == kTargetSeqLen) != targets) continue;
+            const std::string name = f.name + "/" + kernel.name + "/D" + std::to_string(d) + "/n" + std::to_string(n);
+            benchmark::RegisterBenchmark(name.c_str(), run_benchmark, &kernel, &f, n, d)
+                ->UseManualTime()
+                ->Unit(benchmark::kMillisecond)
+                ->MinTime(0.1);
+          }
+      }
+  // --jsonl=PATH and --split-cap=N are ours: taken out before Google Benchmark reads the flags.
+  std::string jsonl;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--jsonl=", 8) == 0) {
+      jsonl = argv[i] + 8;
+    } else if (std::strncmp(argv[i], "--split-cap=", 12) == 0) {
+      char* end = nullptr;
+      const long long cap = std::strtoll(argv[i] + 12, &end, 10);
+      if (end == argv[i] + 12 || *end != '\0' || cap < 0) {
+        std::fprintf(stderr, "bench_cuda: invalid --split-cap = %s: must be 0 (automatic) or a number of key tiles >= 1\n",
+                     argv[i] + 12);
+        return 2;
+      }
+      cuda::set_split_cap(cap);
+    } else {
+      argv[kept++] = argv[i];
     }
+  }
+  argc = kept;
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
+  if (jsonl.empty()) {
+    benchmark::RunSpecifiedBenchmarks();
+  } else {
+    JsonLinesReporter reporter(jsonl);
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+  }
   benchmark::Shutdown();
   return 0;
 }

@@ -1,7 +1,7 @@
 // The dense flash kernel, templated over the flash block (flash_f32.cuh for c03,
 // flash_mma.cuh for c04): query block x owns rows [x*Br, x*Br + Br) and visits the key
 // chunks band_chunks() gives for the dense band — all of them, or for a causal pattern
-// only those at or below the diagonal. See c03_flash_dense.cu for the contract.
+// only those at or below the diagonal — testing pairs only on chunks the diagonal cuts. See c03_flash_dense.cu for the contract.
 #pragma once
 
 #include "optimized/cuda/launch.cuh"
@@ -17,9 +17,15 @@ __global__ void __launch_bounds__(Core::kThreads) flash_dense_kernel(AttnArgs a)
   const Strided rows{i0, 1, min64(Core::kBr, a.seq_len_q - i0)};
   Core block(a, smem, b, h, rows);
   const ChunkRange chunks = band_chunks(a.band, i0, i0 + rows.count, Core::kBc);
-  for (int64_t k0 = chunks.begin; k0 < chunks.end; k0 += Core::kBc)
-    block.visit(Strided{k0, 1, min64(Core::kBc, chunks.end - k0)},
-                [&](int64_t i, int64_t j) { return band_allows(a.band, i, j); });
+  // The dense band has dilation 1: band_range_allows is its rule without a division, and a
+  // chunk wholly inside the band (every chunk of a non-causal row block; all but the
+  // diagonal ones of a causal one) skips the per-pair test.
+  const BandRange band = band_range(a.band);
+  for (int64_t k0 = chunks.begin; k0 < chunks.end; k0 += Core::kBc) {
+    const Strided keys{k0, 1, min64(Core::kBc, chunks.end - k0)};
+    block.visit(keys, [&](int64_t i, int64_t j) { return band_range_allows(band, i, j); },
+                chunk_inside_band(band, rows, keys));
+  }
   block.finish();
 }
 

@@ -33,9 +33,15 @@ __global__ void __launch_bounds__(Core::kThreads) window_kernel(AttnArgs a) {
   if (rows.count == 0) return;  // the whole block: a residue class shorter than the others
   Core block(a, smem, b, h, rows);
   const Strided keys = dilated_keys(a.band, rows);
-  for (int64_t c0 = 0; c0 < keys.count; c0 += Core::kBc)
-    block.visit(Strided{keys.at(c0), keys.stride, min64(Core::kBc, keys.count - c0)},
-                [&](int64_t i, int64_t j) { return band_allows(a.band, i, j); });
+  // Rows and keys share a residue class, so every staged pair's offset is a multiple of
+  // the dilation: band_range_allows is the band's rule without band_allows' two 64-bit
+  // divisions, and chunks wholly inside the band skip the test (tiling.h).
+  const BandRange band = band_range(a.band);
+  for (int64_t c0 = 0; c0 < keys.count; c0 += Core::kBc) {
+    const Strided chunk{keys.at(c0), keys.stride, min64(Core::kBc, keys.count - c0)};
+    block.visit(chunk, [&](int64_t i, int64_t j) { return band_range_allows(band, i, j); },
+                chunk_inside_band(band, rows, chunk));
+  }
   block.finish();
 }
 

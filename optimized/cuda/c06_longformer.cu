@@ -1,73 +1,42 @@
-// c06 — Longformer: sliding window plus global tokens (Beltagy et al. 2020, §3.1).
+// c06 — Longformer: sliding window plus global tokens (Beltagy et al. 2020, §3.1), walked
+// through the pattern's own tiles.
 //
 // Contract: matches a1_dense_masked at kTolFloat32 (float32) or, on the same rounded
 // inputs, kTolBfloat16 (bf16); pattern kind `longformer`, non-causal, with
 // seq_len_q == seq_len_k (window, dilation, global positions, key padding); head_dim,
-// head_dim_v in [1, 256]. Causal Longformer (where materialize() also cuts global keys
-// and global rows at the query's position) goes to c08.
+// head_dim_v in [1, 256]. Causal Longformer goes to c08.
 //
 // What changed since c05, and why: a global token attends every key and every query
-// attends it (contract §3: window(i, j) or i in G or j in G). A query block holding a global
-// row must visit every key chunk; any other block visits its band's chunks plus the
-// chunks holding global keys that the band's chunks do not already cover
-// (tiling.h: next_global_chunk), each chunk once, so a global key inside the window is
-// counted once (set semantics, contract §2). The global positions come from the uploaded
-// pattern, sorted once on the host. Blocks are contiguous (dilation is filtered by
-// band_allows, not by residue classes as in c05): global rows need every key anyway.
-#include "optimized/cuda/launch.cuh"
+// attends it (contract §3). c06 does not restate that rule: the canonical layout
+// (reference/pattern/layout.h, uploaded once by device_pattern) already lists, for each
+// query tile, the band's tiles plus every tile holding a global key — and every key tile
+// for a tile holding a global query — each once (set semantics, contract §2), the band's
+// diagonal edge as partial tiles with their bitmask. So c06 walks the packed layout
+// (block_sparse.cuh) like c07 and c08: one source of truth for which pairs are allowed.
+// What Longformer adds is an imbalance: a global query tile visits all n / tile key
+// tiles while a window tile visits about 2w / tile + |G| of them. Thread blocks are
+// dispatched roughly in index order, so the grid follows the heavy-first schedule
+// (PackedPattern::schedule): the global rows of every head start first and run while the
+// light tiles fill the other multiprocessors, instead of running alone at the end.
+// Full tiles (global rows and columns, the band's interior) skip the per-pair bit test.
+#include "optimized/cuda/block_sparse.cuh"
 #include "optimized/cuda/launchers.h"
 
 namespace sparseattn {
 namespace cuda {
 
 namespace {
-
-template <class Core>
-__global__ void __launch_bounds__(Core::kThreads) longformer_kernel(AttnArgs a) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  const int64_t h = blockIdx.y, b = blockIdx.z;
-  const int64_t i0 = blockIdx.x * static_cast<int64_t>(Core::kBr);
-  const Strided rows{i0, 1, min64(Core::kBr, a.seq_len_q - i0)};
-  Core block(a, smem, b, h, rows);
-  auto allowed = [&](int64_t i, int64_t j) {
-    return band_allows(a.band, i, j) || a.is_global[i] != 0 || a.is_global[j] != 0;
-  };
-  bool global_row = false;  // the same answer in every thread: a uniform branch
-  for (int64_t r = 0; r < rows.count; ++r) global_row = global_row || a.is_global[i0 + r] != 0;
-
-  if (global_row) {
-    for (int64_t k0 = 0; k0 < a.seq_len_k; k0 += Core::kBc)
-      block.visit(Strided{k0, 1, min64(Core::kBc, a.seq_len_k - k0)}, allowed);
-  } else {
-    const ChunkRange band = band_chunks(a.band, i0, i0 + rows.count, Core::kBc);
-    for (int64_t k0 = band.begin; k0 < band.end; k0 += Core::kBc)
-      block.visit(Strided{k0, 1, min64(Core::kBc, band.end - k0)}, allowed);
-    int64_t cursor = 0;
-    for (int64_t k0 = next_global_chunk(a.global_sorted, a.num_global, &cursor, band, Core::kBc); k0 >= 0;
-         k0 = next_global_chunk(a.global_sorted, a.num_global, &cursor, band, Core::kBc))
-      block.visit(Strided{k0, 1, min64(Core::kBc, a.seq_len_k - k0)}, allowed);
-  }
-  block.finish();
-}
-
-template <DType dtype>
-void launch_longformer(DeviceProblem& p, cudaStream_t stream) {
-  using Core = typename CoreOf<dtype>::type;
-  launch_flash<Core>(longformer_kernel<Core>, p, blocks_of(p.shape.seq_len_q, Core::kBr), stream);
-}
-
 bool serves_longformer(const Pattern& p) {
   return p.spec.kind == PatternKind::longformer && !p.spec.causal &&
          p.sizes.seq_len_q == p.sizes.seq_len_k;
 }
-
 }  // namespace
 
 void launch_cuda_c06_longformer_f32(DeviceProblem& p, cudaStream_t stream) {
-  launch_longformer<DType::float32>(p, stream);
+  launch_block_sparse<DType::float32, true>(p, stream);
 }
 void launch_cuda_c06_longformer_bf16(DeviceProblem& p, cudaStream_t stream) {
-  launch_longformer<DType::bfloat16>(p, stream);
+  launch_block_sparse<DType::bfloat16, true>(p, stream);
 }
 
 }  // namespace cuda

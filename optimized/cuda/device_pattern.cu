@@ -14,8 +14,8 @@ DevicePattern upload_pattern(const Pattern& pattern) {
   d.bits_at.upload(p.bits_at);
   d.bits.upload(p.bits);
   d.key_valid.upload(p.key_valid);
-  d.global_sorted.upload(p.global_sorted);
-  d.is_global.upload(p.is_global);
+  d.schedule.upload(p.schedule);
+  d.split_groups.upload(p.split_groups);
   std::vector<HeadView> views;
   for (int64_t h = 0; h < p.num_heads; ++h)
     views.push_back(head_view(p, h, d.row_ptr.ptr(), d.col.ptr(), d.bits_at.ptr(), d.bits.ptr()));
@@ -26,9 +26,12 @@ DevicePattern upload_pattern(const Pattern& pattern) {
 void DevicePattern::bind(AttnArgs& args) const {
   args.key_valid = key_valid.ptr();
   args.heads = heads.ptr();
-  args.global_sorted = global_sorted.ptr();
-  args.num_global = static_cast<int64_t>(packed.global_sorted.size());
-  args.is_global = is_global.ptr();
+  args.schedule = schedule.ptr();
+  args.num_scheduled = static_cast<int64_t>(packed.schedule.size());
+  args.split_groups = split_groups.ptr();
+  args.num_split_groups = static_cast<int64_t>(packed.split_groups.size());
+  args.num_slots = packed.num_slots;
+  args.max_tile = packed.max_tile;
   args.band = packed.has_band ? packed.band
                               : dense_band(packed.seq_len_q, packed.seq_len_k, packed.causal);
 }

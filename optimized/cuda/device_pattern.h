@@ -14,13 +14,15 @@ namespace cuda {
 
 struct DevicePattern {
   PackedPattern packed;  // the host copy, for sizes and launch decisions
-  DeviceBuffer<int64_t> row_ptr, bits_at, global_sorted;
+  DeviceBuffer<int64_t> row_ptr, bits_at;
+  DeviceBuffer<ScheduleEntry> schedule;
+  DeviceBuffer<SplitGroup> split_groups;
   DeviceBuffer<int32_t> col;
   DeviceBuffer<uint64_t> bits;
-  DeviceBuffer<uint8_t> key_valid, is_global;
+  DeviceBuffer<uint8_t> key_valid;
   DeviceBuffer<HeadView> heads;  // [num_heads], pointing into the buffers above
 
-  // Fills the pattern fields of `args` (key_valid, heads, globals, band).
+  // Fills the pattern fields of `args` (key_valid, heads, schedule, band).
   void bind(AttnArgs& args) const;
 };
 

@@ -55,7 +55,14 @@ AttnArgs DeviceProblem::args() const {
   a.head_dim = shape.head_dim;
   a.head_dim_v = shape.head_dim_v;
   a.scale = scale;
+  const auto pad16 = [](int64_t n) { return (n + 15) / 16 * 16; };
+  a.div_d = make_fast_div(shape.head_dim);
+  a.div_dv = make_fast_div(shape.head_dim_v);
+  a.div_dp = make_fast_div(pad16(shape.head_dim));
+  a.div_dvp = make_fast_div(pad16(shape.head_dim_v));
   pattern.bind(a);
+  a.split_o = split_o.ptr();
+  a.split_lse = split_lse.ptr();
   return a;
 }
 

@@ -23,6 +23,7 @@ struct DeviceProblem {
   DeviceBuffer<unsigned char> q, k, v; // elements of `dtype`
   DeviceBuffer<float> o, lse;          // [B,H,Lq,Dv], [B,H,Lq]
   DeviceBuffer<float> scratch;         // c01's score matrix, allocated on first use
+  DeviceBuffer<float> split_o, split_lse;  // block-sparse split-K parts, allocated on first use
   DevicePattern pattern;
 
   AttnArgs args() const;

@@ -33,7 +33,9 @@ bool device_available(std::string* why = nullptr);
 void require_device(const std::string& what);
 
 // Allows `kernel` up to `bytes` of dynamic shared memory (above 48 KB needs opting in).
-// Throws InvalidArgument naming `what` (a head_dim) when the device offers less.
+// Throws InvalidArgument naming `what` (a head_dim) when the device offers less. Queries
+// the device and sets the attribute only the first time a (kernel, device) needs as many
+// bytes; later calls return at once (thread-safe).
 void configure_shared_memory(const void* kernel, size_t bytes, const std::string& what,
                              int64_t value);
 

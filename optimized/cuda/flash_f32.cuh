@@ -58,8 +58,9 @@ class FlashF32Block {
     warp_ = threadIdx.x / 32;
     lane_ = threadIdx.x % 32;
     const float* q = static_cast<const float*>(a.q);
-    for (int64_t e = threadIdx.x; e < kBr * D_; e += kThreads) {
-      const int64_t r = e / D_, d = e % D_;
+    const int D = static_cast<int>(D_);
+    for (int e = threadIdx.x; e < kBr * D; e += kThreads) {  // (row, column) by FastDiv
+      const int r = static_cast<int>(fast_div(a.div_d, e)), d = e - r * D;
       Qs_[e] = r < rows_.count ? q[a.offset(b, h, a.seq_len_q, rows_.at(r), D_) + d] : 0.f;
     }
 #pragma unroll
@@ -71,19 +72,21 @@ class FlashF32Block {
     }
   }
 
-  // One chunk of keys (keys.count <= kBc). allowed(i, j) is the pattern's predicate;
-  // key padding is applied here. Every thread of the block must call visit().
+  // One chunk of keys (keys.count <= kBc). allowed(i, j) is the pattern's predicate, not
+  // evaluated when `full` (every pair of the chunk allowed by the pattern); key padding is
+  // applied here. Every thread of the block must call visit() with the same arguments.
   template <class Allowed>
-  __device__ void visit(Strided keys, Allowed allowed) {
+  __device__ void visit(Strided keys, Allowed allowed, bool full = false) {
     const float* k = static_cast<const float*>(a_.k);
     const float* v = static_cast<const float*>(a_.v);
+    const int D = static_cast<int>(D_), Dv = static_cast<int>(Dv_), ldk = static_cast<int>(ldk_);
     __syncthreads();  // the previous chunk's K/V are no longer read
-    for (int64_t e = threadIdx.x; e < kBc * D_; e += kThreads) {
-      const int64_t c = e / D_, d = e % D_;
-      Ks_[c * ldk_ + d] = c < keys.count ? k[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), D_) + d] : 0.f;
+    for (int e = threadIdx.x; e < kBc * D; e += kThreads) {
+      const int c = static_cast<int>(fast_div(a_.div_d, e)), d = e - c * D;
+      Ks_[c * ldk + d] = c < keys.count ? k[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), D_) + d] : 0.f;
     }
-    for (int64_t e = threadIdx.x; e < kBc * Dv_; e += kThreads) {
-      const int64_t c = e / Dv_, d = e % Dv_;
+    for (int e = threadIdx.x; e < kBc * Dv; e += kThreads) {
+      const int c = static_cast<int>(fast_div(a_.div_dv, e)), d = e - c * Dv;
       Vs_[e] = c < keys.count ? v[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), Dv_) + d] : 0.f;
     }
     __syncthreads();  // K/V staged for every warp
@@ -95,7 +98,7 @@ class FlashF32Block {
       const int64_t i = rows_.at(r);
       const int64_t j = keys.at(lane_);
       float s = -INFINITY;
-      if (lane_ < keys.count && allowed(i, j) &&
+      if (lane_ < keys.count && (full || allowed(i, j)) &&
           padding_allows(a_.key_valid, a_.seq_len_q, a_.seq_len_k, b_, i, j)) {
         const float* qrow = Qs_ + r * D_;
         const float* krow = Ks_ + lane_ * ldk_;
@@ -124,8 +127,10 @@ class FlashF32Block {
     }
   }
 
-  // o = o / l and lse = m + log l; a row with no allowed key gets o = 0, lse = -inf.
-  __device__ void finish() {
+  // o = o / l and lse = m + log l; a row with no allowed key gets o = 0, lse = -inf. Into
+  // a.o / a.lse, or for a split-K part into its workspace rows: o_rows [row - first_row][Dv],
+  // lse_rows [row - first_row].
+  __device__ void finish(float* o_rows = nullptr, float* lse_rows = nullptr, int64_t first_row = 0) {
 #pragma unroll
     for (int rr = 0; rr < kRowsPerWarp; ++rr) {
       const int r = warp_ * kRowsPerWarp + rr;
@@ -133,13 +138,14 @@ class FlashF32Block {
       const int64_t i = rows_.at(r);
       const bool empty = l_[rr] == 0.f;
       const float inv_l = empty ? 0.f : 1.f / l_[rr];
-      float* o = a_.o + a_.offset(b_, h_, a_.seq_len_q, i, Dv_);
+      float* o = o_rows != nullptr ? o_rows + (i - first_row) * Dv_ : a_.o + a_.offset(b_, h_, a_.seq_len_q, i, Dv_);
 #pragma unroll
       for (int t = 0; t < kDvPerLane; ++t) {
         const int64_t d = lane_ + 32 * t;
         if (d < Dv_) o[d] = o_[rr][t] * inv_l;
       }
-      if (lane_ == 0) a_.lse[(b_ * a_.num_heads + h_) * a_.seq_len_q + i] = empty ? -INFINITY : m_[rr] + logf(l_[rr]);
+      float* lse = lse_rows != nullptr ? lse_rows + (i - first_row) : a_.lse + (b_ * a_.num_heads + h_) * a_.seq_len_q + i;
+      if (lane_ == 0) *lse = empty ? -INFINITY : m_[rr] + logf(l_[rr]);
     }
   }
 

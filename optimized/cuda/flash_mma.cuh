@@ -45,7 +45,9 @@ class FlashMmaBlock {
 
   __host__ __device__ static int64_t pad16(int64_t n) { return (n + 15) / 16 * 16; }
   // Leading dimensions: +8 T (16 bytes) / +4 floats skew rows across banks while keeping
-  // every fragment pointer 32-byte aligned, as WMMA requires.
+  // every fragment pointer 32-byte aligned, as WMMA requires. The float strides (kLdS = 68,
+  // ld_acc = pad16(Dv) + 4) are 4 x odd words mod 32, which pair_column (tiling.h) needs
+  // for its conflict-free order.
   __host__ __device__ static int64_t ld_in(int64_t d) { return pad16(d) + 8; }
   __host__ __device__ static int64_t ld_acc(int64_t d) { return pad16(d) + 4; }
   static constexpr int64_t kLdS = kBc + 4;
@@ -59,10 +61,10 @@ class FlashMmaBlock {
   }
 
   __device__ FlashMmaBlock(const AttnArgs& a, unsigned char* smem, int64_t b, int64_t h, Strided rows)
-      : a_(a), b_(b), h_(h), rows_(rows), D_(a.head_dim), Dv_(a.head_dim_v) {
-    ldq_ = ld_in(D_);
-    ldv_ = ld_in(Dv_);
-    ldo_ = ld_acc(Dv_);
+      : a_(a), b_(b), h_(h), rows_(rows), D_(static_cast<int>(a.head_dim)), Dv_(static_cast<int>(a.head_dim_v)) {
+    ldq_ = static_cast<int>(ld_in(D_));
+    ldv_ = static_cast<int>(ld_in(Dv_));
+    ldo_ = static_cast<int>(ld_acc(Dv_));
     Qs_ = reinterpret_cast<T*>(smem);
     Ks_ = Qs_ + kBr * ldq_;
     Vs_ = Ks_ + kBc * ldq_;
@@ -72,32 +74,42 @@ class FlashMmaBlock {
     warp_ = threadIdx.x / 32;
     lane_ = threadIdx.x % 32;
     const T* q = static_cast<const T*>(a.q);
-    const int64_t Dp = pad16(D_), Dvp = pad16(Dv_);
-    for (int64_t e = threadIdx.x; e < kBr * Dp; e += kThreads) {
-      const int64_t r = e / Dp, d = e % Dp;
+    // Flat index e -> (row, column) by FastDiv (32-bit, no divide instruction).
+    const int Dp = static_cast<int>(a.div_dp.divisor), Dvp = static_cast<int>(a.div_dvp.divisor);
+    for (int e = threadIdx.x; e < kBr * Dp; e += kThreads) {
+      const int r = static_cast<int>(fast_div(a.div_dp, e)), d = e - r * Dp;
       Qs_[r * ldq_ + d] = r < rows_.count && d < D_ ? q[a.offset(b, h, a.seq_len_q, rows_.at(r), D_) + d] : to_input<T>(0.f);
     }
-    for (int64_t e = threadIdx.x; e < kBr * Dvp; e += kThreads) Os_[(e / Dvp) * ldo_ + e % Dvp] = 0.f;
-    // Two lanes per row: lane 2r' and 2r'+1 own row warp*16 + r', each half of the columns.
+    for (int e = threadIdx.x; e < kBr * Dvp; e += kThreads) {
+      const int r = static_cast<int>(fast_div(a.div_dvp, e));
+      Os_[r * ldo_ + (e - r * Dvp)] = 0.f;
+    }
+    // Two lanes per row: lanes 2r' and 2r'+1 own row warp*16 + r', each half of the columns
+    // in the interleaved, rotated order of pair_column (tiling.h): no bank conflicts.
     m_ = -INFINITY;
     l_ = 0.f;
     __syncthreads();
   }
 
+  // One chunk of keys (keys.count <= kBc). allowed(i, j) is the pattern's predicate; when
+  // `full` (every pair of the chunk allowed by the pattern: a chunk inside the band, a
+  // full layout tile) it is not evaluated at all. Key padding is applied here. Every
+  // thread of the block must call visit() with the same arguments.
   template <class Allowed>
-  __device__ void visit(Strided keys, Allowed allowed) {
+  __device__ void visit(Strided keys, Allowed allowed, bool full = false) {
     using namespace nvcuda;
     const T* k = static_cast<const T*>(a_.k);
     const T* v = static_cast<const T*>(a_.v);
-    const int64_t Dp = pad16(D_), Dvp = pad16(Dv_);
+    const int Dp = static_cast<int>(a_.div_dp.divisor), Dvp = static_cast<int>(a_.div_dvp.divisor);
+    const int count = static_cast<int>(keys.count);
     __syncthreads();  // every warp is done with the previous chunk's K/V
-    for (int64_t e = threadIdx.x; e < kBc * Dp; e += kThreads) {
-      const int64_t c = e / Dp, d = e % Dp;
-      Ks_[c * ldq_ + d] = c < keys.count && d < D_ ? k[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), D_) + d] : to_input<T>(0.f);
+    for (int e = threadIdx.x; e < kBc * Dp; e += kThreads) {
+      const int c = static_cast<int>(fast_div(a_.div_dp, e)), d = e - c * Dp;
+      Ks_[c * ldq_ + d] = c < count && d < D_ ? k[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), D_) + d] : to_input<T>(0.f);
     }
-    for (int64_t e = threadIdx.x; e < kBc * Dvp; e += kThreads) {
-      const int64_t c = e / Dvp, d = e % Dvp;
-      Vs_[c * ldv_ + d] = c < keys.count && d < Dv_ ? v[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), Dv_) + d] : to_input<T>(0.f);
+    for (int e = threadIdx.x; e < kBc * Dvp; e += kThreads) {
+      const int c = static_cast<int>(fast_div(a_.div_dvp, e)), d = e - c * Dvp;
+      Vs_[c * ldv_ + d] = c < count && d < Dv_ ? v[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), Dv_) + d] : to_input<T>(0.f);
     }
     __syncthreads();  // K/V staged
 
@@ -109,7 +121,7 @@ class FlashMmaBlock {
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> s[kBc / 16];
 #pragma unroll
       for (int n = 0; n < kBc / 16; ++n) wmma::fill_fragment(s[n], 0.f);
-      for (int64_t kk = 0; kk < Dp; kk += 16) {
+      for (int kk = 0; kk < Dp; kk += 16) {
         wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> qa;
         wmma::load_matrix_sync(qa, Qs_ + row0 * ldq_ + kk, ldq_);
 #pragma unroll
@@ -125,41 +137,48 @@ class FlashMmaBlock {
     }
     __syncwarp();
 
-    // Online softmax on the warp's rows, two lanes per row (32 columns each).
+    // Online softmax on the warp's rows, two lanes per row (32 columns each, pair_column's
+    // order). The pattern's predicate is skipped on a full chunk; padding only if any.
     const int r = row0 + lane_ / 2;
-    const int c0 = (lane_ % 2) * (kBc / 2);
     const bool row_ok = r < rows_.count;
     const int64_t i = row_ok ? rows_.at(r) : 0;
+    const bool padded = a_.key_valid != nullptr;
+    float* srow = Ss_ + r * kLdS;
     float mx = -INFINITY;
-    for (int c = c0; c < c0 + kBc / 2; ++c) {
-      const bool ok = row_ok && c < keys.count && allowed(i, keys.at(c)) &&
-                      padding_allows(a_.key_valid, a_.seq_len_q, a_.seq_len_k, b_, i, keys.at(c));
-      const float s = ok ? a_.scale * Ss_[r * kLdS + c] : -INFINITY;
-      Ss_[r * kLdS + c] = s;
+#pragma unroll 4
+    for (int t = 0; t < kBc / 2; ++t) {
+      const int c = pair_column(lane_, t, kBc / 2);
+      const bool ok = row_ok && c < count && (full || allowed(i, keys.at(c))) &&
+                      (!padded || padding_allows(a_.key_valid, a_.seq_len_q, a_.seq_len_k, b_, i, keys.at(c)));
+      const float s = ok ? a_.scale * srow[c] : -INFINITY;
+      srow[c] = s;
       mx = fmaxf(mx, s);
     }
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     const float m_new = fmaxf(m_, mx);
     float alpha = 1.f, sum = 0.f;
+    T* prow = Ps_ + r * kLdP;
     if (m_new != -INFINITY) {
       alpha = expf(m_ - m_new);
-      for (int c = c0; c < c0 + kBc / 2; ++c) {
-        const float p = expf(Ss_[r * kLdS + c] - m_new);
+#pragma unroll 4
+      for (int t = 0; t < kBc / 2; ++t) {
+        const int c = pair_column(lane_, t, kBc / 2);
+        const float p = expf(srow[c] - m_new);
         sum += p;
-        Ps_[r * kLdP + c] = to_input<T>(p);
+        prow[c] = to_input<T>(p);
       }
       m_ = m_new;
     } else {
-      for (int c = c0; c < c0 + kBc / 2; ++c) Ps_[r * kLdP + c] = to_input<T>(0.f);
+      for (int t = 0; t < kBc / 2; ++t) prow[pair_column(lane_, t, kBc / 2)] = to_input<T>(0.f);
     }
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     l_ = l_ * alpha + sum;
-    const int64_t cols = Dvp / 2;  // this lane's half of the row
-    for (int64_t d = (lane_ % 2) * cols; d < (lane_ % 2 + 1) * cols; ++d) Os_[r * ldo_ + d] *= alpha;
+    float* orow = Os_ + r * ldo_;
+    for (int t = 0; t < Dvp / 2; ++t) orow[pair_column(lane_, t, Dvp / 2)] *= alpha;
     __syncwarp();
 
     // O += P V.
-    for (int64_t n = 0; n < Dvp; n += 16) {
+    for (int n = 0; n < Dvp; n += 16) {
       wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
       wmma::load_matrix_sync(o, Os_ + row0 * ldo_ + n, ldo_, wmma::mem_row_major);
 #pragma unroll
@@ -175,24 +194,27 @@ class FlashMmaBlock {
     __syncwarp();
   }
 
-  __device__ void finish() {
+  // o = O / l and lse = m + log l for the block's rows (o = 0, lse = -inf for a row with no
+  // allowed key), into a.o / a.lse — or, for a split-K part, into its workspace rows:
+  // o_rows [row - first_row][Dv], lse_rows [row - first_row].
+  __device__ void finish(float* o_rows = nullptr, float* lse_rows = nullptr, int64_t first_row = 0) {
     __syncwarp();
     const int r = warp_ * 16 + lane_ / 2;
     if (r >= rows_.count) return;
     const int64_t i = rows_.at(r);
     const bool empty = l_ == 0.f;
     const float inv_l = empty ? 0.f : 1.f / l_;
-    float* o = a_.o + a_.offset(b_, h_, a_.seq_len_q, i, Dv_);
-    for (int64_t d = lane_ % 2; d < Dv_; d += 2) o[d] = Os_[r * ldo_ + d] * inv_l;
-    if (lane_ % 2 == 0)
-      a_.lse[(b_ * a_.num_heads + h_) * a_.seq_len_q + i] = empty ? -INFINITY : m_ + logf(l_);
+    float* o = o_rows != nullptr ? o_rows + (i - first_row) * Dv_ : a_.o + a_.offset(b_, h_, a_.seq_len_q, i, Dv_);
+    float* lse = lse_rows != nullptr ? lse_rows + (i - first_row) : a_.lse + (b_ * a_.num_heads + h_) * a_.seq_len_q + i;
+    for (int d = lane_ % 2; d < Dv_; d += 2) o[d] = Os_[r * ldo_ + d] * inv_l;
+    if (lane_ % 2 == 0) *lse = empty ? -INFINITY : m_ + logf(l_);
   }
 
  private:
   const AttnArgs& a_;
   int64_t b_, h_;
   Strided rows_;
-  int64_t D_, Dv_, ldq_, ldv_, ldo_;
+  int D_, Dv_, ldq_, ldv_, ldo_;  // shared-memory indices fit 32 bits (< 200 KB)
   T *Qs_, *Ks_, *Vs_, *Ps_;
   float *Ss_, *Os_;
   int warp_, lane_;

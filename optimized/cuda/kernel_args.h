@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "optimized/cuda/head_view.h"
+#include "optimized/cuda/tiling.h"
 #include "reference/pattern/band.h"
 
 namespace sparseattn {
@@ -25,10 +26,21 @@ struct AttnArgs {
 
   const uint8_t* key_valid = nullptr;      // [batch, seq_len_k] or null (no padding)
   const HeadView* heads = nullptr;         // [num_heads] layouts in device memory
-  const int64_t* global_sorted = nullptr;  // longformer global positions, ascending
-  int64_t num_global = 0;
-  const uint8_t* is_global = nullptr;      // [seq_len_k] longformer, or null
+  // Block-sparse kernels (block_sparse.cuh): the heavy-first, split-K schedule, its split
+  // groups, and the workspace of the split parts: o [batch, num_slots, max_tile, head_dim_v]
+  // and lse [batch, num_slots, max_tile] (DeviceProblem::split_o / split_lse).
+  const ScheduleEntry* schedule = nullptr;
+  int64_t num_scheduled = 0;
+  const SplitGroup* split_groups = nullptr;
+  int64_t num_split_groups = 0, num_slots = 0, max_tile = 1;
+  float* split_o = nullptr;
+  float* split_lse = nullptr;
   BandParams band;                         // window-like kinds; dense: dense_band()
+
+  // Divisions fixed before the launch (tiling.h: FastDiv), set by DeviceProblem::args():
+  // head_dim and head_dim_v as they are (flash_f32.cuh) and padded to 16 (flash_mma.cuh);
+  // per_entry: thread blocks per schedule entry (block_sparse.cuh sets it at launch).
+  FastDiv div_d, div_dv, div_dp, div_dvp, per_entry;
 
   // Flat offset of row `row` of head (b, h) in a [batch, num_heads, rows, width] tensor.
   SPARSEATTN_HD int64_t offset(int64_t b, int64_t h, int64_t rows, int64_t row,

@@ -50,21 +50,95 @@ PackedPattern pack_pattern(const Pattern& pattern) {
   }
 
   const PatternKind kind = pattern.spec.kind;
-  if (kind == PatternKind::longformer) {
-    p.global_sorted = pattern.spec.global;
-    std::sort(p.global_sorted.begin(), p.global_sorted.end());
-    p.global_sorted.erase(std::unique(p.global_sorted.begin(), p.global_sorted.end()),
-                          p.global_sorted.end());
-    p.is_global.assign(static_cast<size_t>(s.seq_len_k), 0);
-    for (int64_t g : p.global_sorted) p.is_global[static_cast<size_t>(g)] = 1;
-  }
   if (kind == PatternKind::window || kind == PatternKind::longformer ||
       kind == PatternKind::random) {
     p.has_band = true;
     p.band = pattern.band();
   }
   p.causal = pattern.spec.causal;
+  plan_schedule(p, split_cap());
   return p;
+}
+
+namespace {
+int64_t g_split_cap = 0;
+}  // namespace
+
+int64_t split_cap() { return g_split_cap; }
+void set_split_cap(int64_t cap) {
+  require(cap >= 0, "split_cap", cap, "0 (automatic) or a number of key tiles >= 1");
+  g_split_cap = cap;
+}
+
+void plan_schedule(PackedPattern& packed, int64_t cap) {
+  struct Row {
+    int64_t head, tile, count, tile_side;
+  };
+  std::vector<Row> rows;
+  packed.max_tile = 1;
+  for (int64_t h = 0; h < packed.num_heads; ++h) {
+    const auto hh = static_cast<size_t>(h);
+    const int64_t side = packed.head_tile[hh];
+    packed.max_tile = std::max(packed.max_tile, side);
+    const int64_t q_tiles = (packed.seq_len_q + side - 1) / side;
+    const int64_t* row_ptr = packed.row_ptr.data() + packed.head_row_ptr_offset[hh];
+    for (int64_t qt = 0; qt < q_tiles; ++qt) rows.push_back(Row{h, qt, row_ptr[qt + 1] - row_ptr[qt], side});
+  }
+  const auto parts_of = [](int64_t count, int64_t c) {
+    return std::min(kMaxParts, std::max<int64_t>(1, (count + c - 1) / c));
+  };
+  const auto slots_needed = [&](int64_t c) {
+    int64_t slots = 0;
+    for (const Row& r : rows)
+      if (parts_of(r.count, c) > 1) slots += parts_of(r.count, c);
+    return slots;
+  };
+  if (cap <= 0) {
+    std::vector<int64_t> counts;
+    for (const Row& r : rows) counts.push_back(r.count);
+    int64_t median = 0;
+    if (!counts.empty()) {
+      std::nth_element(counts.begin(), counts.begin() + counts.size() / 2, counts.end());
+      median = counts[counts.size() / 2];
+    }
+    cap = std::max(kMinSplitTiles, 4 * median);
+    while (slots_needed(cap) * packed.max_tile > kMaxSplitRows) cap *= 2;
+  }
+  struct Entry {
+    int64_t work;  // keys one row of the part visits
+    ScheduleEntry e;
+  };
+  std::vector<Entry> entries;
+  packed.split_groups.clear();
+  packed.num_slots = 0;
+  for (const Row& r : rows) {
+    const int64_t parts = parts_of(r.count, cap);
+    int64_t slot = -1;
+    if (parts > 1) {
+      slot = packed.num_slots;
+      SplitGroup g;
+      g.head = static_cast<int32_t>(r.head);
+      g.tile = static_cast<int32_t>(r.tile);
+      g.parts = static_cast<int32_t>(parts);
+      g.slot = slot;
+      packed.split_groups.push_back(g);
+      packed.num_slots += parts;
+    }
+    for (int64_t part = 0; part < parts; ++part) {
+      const EntryRange range = split_range(0, r.count, part, parts);
+      ScheduleEntry e;
+      e.head = static_cast<int32_t>(r.head);
+      e.tile = static_cast<int32_t>(r.tile);
+      e.part = static_cast<int32_t>(part);
+      e.parts = static_cast<int32_t>(parts);
+      e.slot = parts > 1 ? slot + part : -1;
+      entries.push_back(Entry{(range.end - range.begin) * r.tile_side, e});
+    }
+  }
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.work > b.work; });
+  packed.schedule.clear();
+  packed.schedule.reserve(entries.size());
+  for (const Entry& e : entries) packed.schedule.push_back(e.e);
 }
 
 HeadView head_view(const PackedPattern& packed, int64_t h, const int64_t* row_ptr,

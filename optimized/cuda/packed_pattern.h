@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "optimized/cuda/head_view.h"
+#include "optimized/cuda/tiling.h"
 #include "reference/pattern/band.h"
 #include "reference/pattern/pattern.h"
 
@@ -32,10 +33,18 @@ struct PackedPattern {
   // Key padding [batch, seq_len_k] (nonzero = real), empty when the pattern has none.
   std::vector<uint8_t> key_valid;
 
-  // Longformer global token positions, ascending and distinct; empty otherwise.
-  std::vector<int64_t> global_sorted;
-  // [seq_len_k] 1 where a token is global (longformer), empty otherwise.
-  std::vector<uint8_t> is_global;
+  // The block-sparse kernels' grid (c06, c07, c08; tiling.h: ScheduleEntry): every (head,
+  // query tile) once, or in `parts` contiguous parts of its listed key tiles when that list
+  // is long (split-K), ordered by work per part (listed tiles x tile side / parts),
+  // descending, ties in (head, tile, part) order. Global rows (Longformer's global tokens,
+  // BigBird's first and last block) list every key tile: split, and started first, they
+  // no longer run alone after the rest of the grid has drained. split_groups: the split
+  // (head, tile)s and their workspace slots, for the merge kernel; num_slots: their sum;
+  // max_tile: the largest tile side (the workspace's rows per slot).
+  std::vector<ScheduleEntry> schedule;
+  std::vector<SplitGroup> split_groups;
+  int64_t num_slots = 0;
+  int64_t max_tile = 1;
 
   // The band of window-like kinds (window, longformer, random); has_band false otherwise.
   bool has_band = false;
@@ -52,6 +61,23 @@ PackedPattern pack_pattern(const Pattern& pattern);
 // corresponding array is empty.
 HeadView head_view(const PackedPattern& packed, int64_t h, const int64_t* row_ptr,
                    const int32_t* col, const int64_t* bits_at, const uint64_t* bits);
+
+// Fills packed.schedule / split_groups / num_slots from its layouts. A query tile listing
+// n key tiles is split into ceil(n / cap) parts (at most kMaxParts). cap = 0 chooses it:
+// max(kMinSplitTiles, 4 x the median n), doubled until the workspace needs at most
+// kMaxSplitRows rows (slots x max_tile) — so uniform patterns (dense, a plain window) are
+// never split, and only rows far heavier than the typical one are. cap >= 1 forces it
+// (tests: cap 1 gives every listed tile its own part). pack_pattern() calls it with
+// split_cap() (0 unless set_split_cap() changed it).
+constexpr int64_t kMinSplitTiles = 32;
+constexpr int64_t kMaxParts = 64;
+constexpr int64_t kMaxSplitRows = 65536;
+void plan_schedule(PackedPattern& packed, int64_t cap);
+
+// The split cap pack_pattern() uses, process-wide: 0 (automatic) by default. For tests
+// that must exercise the split-K path on small problems. Not thread-safe.
+int64_t split_cap();
+void set_split_cap(int64_t cap);
 
 // Whether every listed tile of every head is full (no bitmask needed): BigBird's block
 // layouts. c07 serves only such patterns.

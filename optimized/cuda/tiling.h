@@ -9,8 +9,10 @@
 // inside a chunk always comes from the Pattern (band.h, the HeadLayout tiles).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "reference/pattern/band.h"
@@ -71,20 +73,86 @@ SPARSEATTN_HD ChunkRange band_chunks(const BandParams& b, int64_t i0, int64_t i1
   return r;
 }
 
-// Longformer's global keys outside the band's chunks (Beltagy et al. 2020, §3.1): given
-// the ascending, distinct global positions, returns the start of the next chunk holding
-// a global key whose chunk is not one of band_chunks' (k0 outside [skip.begin,
-// skip.end)), or -1 when none is left. `*cursor` (start at 0) advances past every position used,
-// and a chunk holding several globals is returned once — set semantics (contract §2).
-SPARSEATTN_HD int64_t next_global_chunk(const int64_t* global_sorted, int64_t num_global,
-                                        int64_t* cursor, ChunkRange skip, int64_t chunk) {
-  while (*cursor < num_global) {
-    const int64_t k0 = round_down(global_sorted[*cursor], chunk);
-    // Skip the rest of this chunk's globals: they are covered by the same visit.
-    while (*cursor < num_global && global_sorted[*cursor] < k0 + chunk) ++*cursor;
-    if (k0 < skip.begin || k0 >= skip.end) return k0;
-  }
-  return -1;
+// The band's rule without a division, for pairs whose offset j - p is known to be a
+// multiple of the dilation — always true at dilation 1 (the dense band, c03/c04) and by
+// construction for c05, whose rows and keys are of one residue class. band_allows()
+// spends two 64-bit divisions per pair on that residue test; this spends none:
+// key j in [0, seq_len_k) and j - p in [lo, hi].
+struct BandRange {
+  int64_t offset;  // p - i = seq_len_k - seq_len_q
+  int64_t lo, hi;  // allowed j - p: [-dilation * window, dilation * (causal ? 0 : window)]
+  int64_t seq_len_k;
+};
+SPARSEATTN_HD BandRange band_range(const BandParams& b) {
+  BandRange r;
+  r.offset = b.seq_len_k - b.seq_len_q;
+  r.lo = -b.dilation * b.window;
+  r.hi = b.causal ? 0 : b.dilation * b.window;
+  r.seq_len_k = b.seq_len_k;
+  return r;
+}
+SPARSEATTN_HD bool band_range_allows(const BandRange& r, int64_t i, int64_t j) {
+  const int64_t delta = j - i - r.offset;
+  return j >= 0 && j < r.seq_len_k && delta >= r.lo && delta <= r.hi;
+}
+// Whether every (row, key) pair of a chunk lies inside the band (same precondition as
+// band_range_allows): then the flash block skips the per-pair predicate altogether. Only
+// the extreme pairs need checking: j - p is smallest at (last row, first key) and largest
+// at (first row, last key). Strides are positive; an empty run is never "inside".
+SPARSEATTN_HD bool chunk_inside_band(const BandRange& r, const Strided& rows, const Strided& keys) {
+  if (rows.count <= 0 || keys.count <= 0) return false;
+  const int64_t k_first = keys.first, k_last = keys.at(keys.count - 1);
+  const int64_t p_first = rows.first + r.offset, p_last = rows.at(rows.count - 1) + r.offset;
+  return k_first >= 0 && k_last < r.seq_len_k && k_first - p_last >= r.lo && k_last - p_first <= r.hi;
+}
+
+// 32-bit division by a divisor fixed before the launch, without a divide instruction:
+// n / d = umulhi(n, mul) >> shr for every n in [0, 2^31) (Granlund & Montgomery 1994,
+// §4, the round-up method; the form CUTLASS's FastDivmod uses). The flash blocks' staging
+// loops split a flat index e into (row, column) = (e / D, e % D) with it; the int64 `/`
+// and `%` they had compiled to calls of the 64-bit division routine in every iteration.
+// make_fast_div runs on the host (AttnArgs carries the result); d in [1, 2^31).
+struct FastDiv {
+  uint32_t divisor = 1;
+  uint32_t mul = 0;
+  uint32_t shr = 0;
+};
+inline FastDiv make_fast_div(int64_t d) {
+  require(d >= 1 && d < (int64_t{1} << 31), "divisor", d, "FastDiv takes 1 .. 2^31-1");
+  FastDiv f;
+  f.divisor = static_cast<uint32_t>(d);
+  if (d == 1) return f;
+  uint32_t log2_ceil = 0;
+  while ((int64_t{1} << log2_ceil) < d) ++log2_ceil;
+  const uint32_t p = 31 + log2_ceil;
+  f.mul = static_cast<uint32_t>(((uint64_t{1} << p) + static_cast<uint64_t>(d) - 1) / static_cast<uint64_t>(d));
+  f.shr = p - 32;
+  return f;
+}
+SPARSEATTN_HD uint32_t umulhi32(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umulhi(a, b);
+#else
+  return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
+#endif
+}
+// n / d for n in [0, 2^31).
+SPARSEATTN_HD uint32_t fast_div(const FastDiv& f, uint32_t n) {
+  return f.divisor == 1 ? n : umulhi32(n, f.mul) >> f.shr;
+}
+
+// Bank-conflict-free column order for flash_mma.cuh's per-row loops. Two lanes share a
+// row (lane = 2*lr + p, lr = local row 0..15, p = 0/1) and walk its 2*half columns; at
+// step t lane (lr, p) takes column 2*u + p, u = (t + lr/8) mod half. With a row stride of
+// ld 32-bit words, ld = 4 * odd (mod 32) — 68 for the score tile, pad16(Dv) + 4 for the
+// output — the 32 lanes' words at one step are lr*ld + 2u + p: lr mod 8 spreads them over
+// 8 multiples of 4, lr/8 and p over the 4 words in between: 32 different banks. The
+// old order (lane p took columns [p*half, (p+1)*half), row stride 68) put both lanes of a
+// pair and rows lr, lr+8 on one bank: 4-way conflicts. Proven by tests/cuda/cuda_tiling_test.cpp.
+SPARSEATTN_HD int pair_column(int lane, int t, int half) {
+  int u = t + ((lane >> 4) & 1);
+  if (u >= half) u -= half;
+  return 2 * u + (lane & 1);
 }
 
 // c05's dilated window by residue classes. With dilation d, query i (position
@@ -145,6 +213,83 @@ SPARSEATTN_HD TileBlock tile_block(int64_t block, int64_t tile, int64_t block_ro
   t.qt = block / per_tile;
   t.i0 = t.qt * tile + (block % per_tile) * block_rows;
   t.i1 = min64(min64(t.i0 + block_rows, (t.qt + 1) * tile), seq_len_q);
+  if (t.i1 < t.i0) t.i1 = t.i0;
+  return t;
+}
+
+// The heavy-first, split-K schedule (packed_pattern.h: plan_schedule) drives the
+// block-sparse kernels' grid. Entry e names one (head, query tile) — or, for a tile whose
+// list of key tiles is long (Longformer's global rows, BigBird's first and last block),
+// one PART of that list: `parts` entries split the listed tiles into contiguous ranges
+// (split_range), each written to its own workspace slot, and a merge kernel combines the
+// parts with the lse algebra below (split-K, as FlashDecoding does over keys). Each entry
+// is served by `per_entry` consecutive thread blocks (blocks_per_tile of the largest
+// tile): blockIdx.x = e * per_entry + sub. Entries are ordered by work per part,
+// descending, and blocks are dispatched roughly in blockIdx order, so the heaviest
+// blocks start first.
+struct ScheduleEntry {
+  int32_t head;
+  int32_t tile;   // query tile
+  int32_t part;   // 0 .. parts-1
+  int32_t parts;  // 1: the whole list, written straight to o / lse
+  int64_t slot;   // workspace slot of this part; -1 when parts == 1
+};
+// One split (head, query tile): its parts' slots are slot .. slot + parts - 1.
+struct SplitGroup {
+  int32_t head;
+  int32_t tile;
+  int32_t parts;
+  int32_t unused = 0;
+  int64_t slot;
+};
+// Part `part` of `parts` of the listed-tile range [begin, end): contiguous, in order, and
+// together exactly [begin, end) (the first n mod parts parts one tile shorter or not:
+// [begin + n*part/parts, begin + n*(part+1)/parts)).
+struct EntryRange {
+  int64_t begin, end;
+};
+SPARSEATTN_HD EntryRange split_range(int64_t begin, int64_t end, int64_t part, int64_t parts) {
+  const int64_t n = end - begin;
+  EntryRange r;
+  r.begin = begin + n * part / parts;
+  r.end = begin + n * (part + 1) / parts;
+  return r;
+}
+
+// The split-K merge (the same lse algebra as the tiled reference): parts over disjoint key
+// sets, each with its normalized output o_p and lse_p = m_p + log l_p (-inf when the part
+// allowed no key), combine to lse = log sum_p exp(lse_p) and o = sum_p exp(lse_p - lse) o_p.
+// Computed around the largest lse_p so no exp overflows; every part -inf -> -inf (the row
+// is fully masked: o = 0, contract §2). Proven against the float64 oracle on the host.
+SPARSEATTN_HD float exp_of(float x) { return expf(x); }
+SPARSEATTN_HD double exp_of(double x) { return exp(x); }
+SPARSEATTN_HD float log_of(float x) { return logf(x); }
+SPARSEATTN_HD double log_of(double x) { return log(x); }
+template <class Real>
+SPARSEATTN_HD Real merge_lse(const Real* lse, int64_t parts, int64_t stride) {
+  Real m = -INFINITY;
+  for (int64_t p = 0; p < parts; ++p) m = lse[p * stride] > m ? lse[p * stride] : m;
+  if (m == -INFINITY) return m;
+  Real sum = 0;
+  for (int64_t p = 0; p < parts; ++p)
+    if (lse[p * stride] != -INFINITY) sum += exp_of(lse[p * stride] - m);
+  return m + log_of(sum);
+}
+// The weight of part p in the merged output: exp(lse_p - lse), 0 for an empty part.
+template <class Real>
+SPARSEATTN_HD Real merge_weight(Real lse_part, Real lse_merged) {
+  return lse_part == -INFINITY ? Real(0) : exp_of(lse_part - lse_merged);
+}
+
+// Rows of sub-block `sub` of query tile qt: [qt*tile + sub*Br, ...) clipped to the tile and
+// the sequence; empty when sub is past the tile (a head with a smaller tile than the
+// largest one).
+SPARSEATTN_HD TileBlock scheduled_block(int64_t qt, int64_t sub, int64_t tile, int64_t block_rows,
+                                        int64_t seq_len_q) {
+  TileBlock t;
+  t.qt = qt;
+  t.i0 = qt * tile + sub * block_rows;
+  t.i1 = min64(min64(t.i0 + block_rows, (qt + 1) * tile), seq_len_q);
   if (t.i1 < t.i0) t.i1 = t.i0;
   return t;
 }

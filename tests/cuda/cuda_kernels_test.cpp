@@ -102,17 +102,91 @@ std::vector<Case> gpu_cases() {
   return c;
 }
 
-class CudaVsOracle : public ::testing::TestWithParam<Case> {};
+// The kernels named cuda_<family>_... (family: c01 ... c08).
+bool in_family(const Kernel& k, const std::string& family) {
+  return std::string(k.name).rfind("cuda_" + family + "_", 0) == 0;
+}
+
+// Which kernels serve each case, computed once (materializing every case's pattern).
+struct ServedCase {
+  Case c;
+  std::set<std::string> served, expected;
+};
+const std::vector<ServedCase>& served_cases() {
+  static const std::vector<ServedCase> all = [] {
+    std::vector<ServedCase> out;
+    for (const Case& c : gpu_cases()) {
+      const Pattern pattern = materialize(c.spec, c.sizes);
+      ServedCase sc{c, {}, expected_servers(pattern)};
+      for (const Kernel* k : cuda_kernels())
+        if (k->serves(pattern)) sc.served.insert(k->name);
+      out.push_back(sc);
+    }
+    return out;
+  }();
+  return all;
+}
+
+// Each kernel serves exactly the patterns it claims, on every machine (no device needed).
+class CudaServes : public ::testing::TestWithParam<ServedCase> {};
+TEST_P(CudaServes, ServingKernelsAreTheExpectedOnes) {
+  EXPECT_EQ(GetParam().served, GetParam().expected);
+}
+INSTANTIATE_TEST_SUITE_P(Grid, CudaServes, ::testing::ValuesIn(served_cases()),
+                         [](const ::testing::TestParamInfo<ServedCase>& info) { return info.param.c.name; });
+
+// One family's kernels against the oracle. Instantiated once per family (c01/..., c08/...)
+// with only the cases some kernel of that family serves, so scripts/gpu_check.sh runs each
+// family in its own process (--gtest_filter=c05/*): a fault that poisons one CUDA context
+// cannot hide the other families' results.
+// The block-sparse families (c06, c07, c08) also run every Longformer and BigBird case with
+// the split-K path forced (split cap 1: each listed key tile its own part, merged by
+// split_merge_kernel), named <case>_splitK: at these sizes the automatic plan splits
+// nothing, and the path must not first run at the benchmarks' 65,536 tokens.
+struct FamilyCase {
+  std::string family;
+  Case c;
+  int64_t split_cap = 0;  // 0: the automatic plan
+};
+void PrintTo(const FamilyCase& fc, std::ostream* os) { *os << fc.family << "/" << fc.c.name; }
+void PrintTo(const ServedCase& sc, std::ostream* os) { *os << sc.c.name; }
+std::vector<FamilyCase> family_cases(const std::string& family) {
+  std::vector<FamilyCase> out;
+  const bool block_sparse = family == "c06" || family == "c07" || family == "c08";
+  for (const ServedCase& sc : served_cases())
+    for (const std::string& name : sc.served)
+      if (name.rfind("cuda_" + family + "_", 0) == 0) {
+        out.push_back(FamilyCase{family, sc.c});
+        const PatternKind kind = sc.c.spec.kind;
+        if (block_sparse && (kind == PatternKind::longformer || kind == PatternKind::bigbird ||
+                             kind == PatternKind::bigbird_etc)) {
+          FamilyCase split{family, sc.c, 1};
+          split.c.name += "_splitK";
+          out.push_back(split);
+        }
+        break;
+      }
+  return out;
+}
+std::string family_case_name(const ::testing::TestParamInfo<FamilyCase>& info) { return info.param.c.name; }
+
+// Sets the process-wide split cap for one test, and restores it.
+class SplitCapGuard {
+ public:
+  explicit SplitCapGuard(int64_t cap) : saved_(cuda::split_cap()) { cuda::set_split_cap(cap); }
+  ~SplitCapGuard() { cuda::set_split_cap(saved_); }
+
+ private:
+  int64_t saved_;
+};
+
+class CudaVsOracle : public ::testing::TestWithParam<FamilyCase> {};
 
 TEST_P(CudaVsOracle, EveryServingKernelMatchesA1AtItsDtypesTolerance) {
-  const Case& c = GetParam();
-  const Pattern pattern = materialize(c.spec, c.sizes);
-  std::set<std::string> served;
-  for (const Kernel* k : cuda_kernels())
-    if (k->serves(pattern)) served.insert(k->name);
-  EXPECT_EQ(served, expected_servers(pattern));  // checked on every machine
   if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device";
-
+  const Case& c = GetParam().c;
+  const SplitCapGuard split(GetParam().split_cap);
+  const Pattern pattern = materialize(c.spec, c.sizes);
   const uint64_t seed = testing_inputs::seed_of(c.name);
   const PatternSizes& z = c.sizes;
   const Tensor<double> q = random_tensor({z.batch, z.num_heads, z.seq_len_q, c.head_dim}, seed);
@@ -124,9 +198,11 @@ TEST_P(CudaVsOracle, EveryServingKernelMatchesA1AtItsDtypesTolerance) {
   // float32: the oracle on the unrounded inputs; half: on the inputs as the kernel saw
   // them. One oracle per input dtype, shared by the kernels of that dtype.
   std::map<DType, AttentionResult> oracles;
+  int ran = 0;
   for (const Kernel* kernel : cuda_kernels()) {
-    if (!kernel->serves(pattern)) continue;
+    if (!in_family(*kernel, GetParam().family) || !kernel->serves(pattern)) continue;
     SCOPED_TRACE(kernel->name);
+    ++ran;
     if (!oracles.count(kernel->dtype))
       oracles[kernel->dtype] =
           kernel->dtype == DType::float32
@@ -146,10 +222,25 @@ TEST_P(CudaVsOracle, EveryServingKernelMatchesA1AtItsDtypesTolerance) {
     kernel->run(problem, again);
     EXPECT_EQ(again.o32.data, out.o32.data) << "not deterministic";
   }
+  EXPECT_GT(ran, 0) << "no kernel of " << GetParam().family << " serves " << c.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Grid, CudaVsOracle, ::testing::ValuesIn(gpu_cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(c01, CudaVsOracle, ::testing::ValuesIn(family_cases("c01")), family_case_name);
+INSTANTIATE_TEST_SUITE_P(c02, CudaVsOracle, ::testing::ValuesIn(family_cases("c02")), family_case_name);
+INSTANTIATE_TEST_SUITE_P(c03, CudaVsOracle, ::testing::ValuesIn(family_cases("c03")), family_case_name);
+INSTANTIATE_TEST_SUITE_P(c04, CudaVsOracle, ::testing::ValuesIn(family_cases("c04")), family_case_name);
+INSTANTIATE_TEST_SUITE_P(c05, CudaVsOracle, ::testing::ValuesIn(family_cases("c05")), family_case_name);
+INSTANTIATE_TEST_SUITE_P(c06, CudaVsOracle, ::testing::ValuesIn(family_cases("c06")), family_case_name);
+INSTANTIATE_TEST_SUITE_P(c07, CudaVsOracle, ::testing::ValuesIn(family_cases("c07")), family_case_name);
+INSTANTIATE_TEST_SUITE_P(c08, CudaVsOracle, ::testing::ValuesIn(family_cases("c08")), family_case_name);
+
+// Every kernel family has cases (a family left out of the grid would go untested silently).
+TEST(CudaFamilies, EveryKernelFamilyHasOracleCases) {
+  std::set<std::string> families;
+  for (const Kernel* k : cuda_kernels()) families.insert(std::string(k->name).substr(5, 3));
+  EXPECT_EQ(families, (std::set<std::string>{"c01", "c02", "c03", "c04", "c05", "c06", "c07", "c08"}));
+  for (const std::string& f : families) EXPECT_FALSE(family_cases(f).empty()) << f;
+}
 
 Problem small_problem(const Pattern& pattern, int64_t head_dim) {
   const PatternSizes& z = pattern.sizes;

@@ -5,11 +5,16 @@
 // key_valid), over the same awkward-shape grid the CPU kernels are checked on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <set>
 #include <vector>
 
 #include "core/error.h"
 #include "optimized/cuda/head_view.h"
+#include "reference/attention.h"
+#include "tests/reference/test_inputs.h"
 #include "optimized/cuda/packed_pattern.h"
 #include "optimized/cuda/tiling.h"
 #include "tests/cpu/cpu_cases.h"
@@ -40,7 +45,8 @@ class CudaPacking : public ::testing::TestWithParam<Case> {};
 class CudaDenseBand : public ::testing::TestWithParam<Case> {};
 class CudaBandChunks : public ::testing::TestWithParam<Case> {};
 class CudaDilated : public ::testing::TestWithParam<Case> {};
-class CudaLongformer : public ::testing::TestWithParam<Case> {};
+class CudaBandRange : public ::testing::TestWithParam<Case> {};
+class CudaSchedule : public ::testing::TestWithParam<Case> {};
 
 // The GPU copy of a pattern is a pure function of the layout and agrees with it exactly:
 // every (head, query, key) pair, and the key-padding rule for every (batch, query, key).
@@ -79,7 +85,7 @@ TEST_P(CudaDenseBand, DenseBandIsTheDensePattern) {
       ASSERT_EQ(band_allows(band, i, j), pattern.head(0).allowed(i, j)) << i << ", " << j;
 }
 
-// Band kernels (c02, c03, c04, c06) visit band_chunks(): aligned, disjoint, and holding
+// Band kernels (c02, c03, c04) visit band_chunks(): aligned, disjoint, and holding
 // every key any row of the block may attend through the band.
 TEST_P(CudaBandChunks, BandChunksCoverEveryBandKeyOnce) {
   const Case& c = GetParam();
@@ -144,41 +150,229 @@ TEST_P(CudaDilated, DilatedBlocksPartitionRowsAndCoverTheirKeys) {
   }
 }
 
-// c06: its predicate (band or global query or global key) is the materialized pattern
-// for the kinds it serves, and the chunks it visits (band, then global chunks) are
-// disjoint and hold every allowed key of a block without global rows.
-TEST_P(CudaLongformer, PredicateAndChunksMatchThePattern) {
+// The division-free band test (c03/c04 on the dense band, c05 within a residue class)
+// is band_allows on every pair whose offset is a multiple of the dilation, and a chunk
+// called inside the band has every pair allowed — over the chunks the kernels visit.
+TEST_P(CudaBandRange, DivisionFreeTestAndFullChunksAgreeWithBandAllows) {
   const Case& c = GetParam();
   const Pattern pattern = materialize(c.spec, c.sizes);
-  const cuda::PackedPattern packed = cuda::pack_pattern(pattern);
-  const BandParams band = packed.band;
+  const BandParams band = c.spec.kind == PatternKind::dense
+                              ? cuda::dense_band(c.sizes.seq_len_q, c.sizes.seq_len_k, c.spec.causal)
+                              : pattern.band();
+  const cuda::BandRange range = cuda::band_range(band);
+  const int64_t offset = band.seq_len_k - band.seq_len_q;
   for (int64_t i = 0; i < band.seq_len_q; ++i)
-      for (int64_t j = 0; j < band.seq_len_k; ++j)
-        ASSERT_EQ(band_allows(band, i, j) || packed.is_global[i] || packed.is_global[j],
-                  pattern.head(0).allowed(i, j)) << i << ", " << j;
-  for (int64_t rows : kBlockRows) {
-    for (int64_t i0 = 0; i0 < band.seq_len_q; i0 += rows) {
-      const int64_t i1 = std::min(i0 + rows, band.seq_len_q);
-      const ChunkRange r = cuda::band_chunks(band, i0, i1, rows);
-      std::vector<int> visits(static_cast<size_t>(band.seq_len_k), 0);
-      for (int64_t k0 = r.begin; k0 < r.end; k0 += rows)
-        for (int64_t j = k0; j < std::min(k0 + rows, r.end); ++j) ++visits[static_cast<size_t>(j)];
-      int64_t cursor = 0;
-      for (int64_t k0 = cuda::next_global_chunk(packed.global_sorted.data(), packed.global_sorted.size(), &cursor, r, rows);
-           k0 >= 0; k0 = cuda::next_global_chunk(packed.global_sorted.data(), packed.global_sorted.size(), &cursor, r, rows)) {
-        ASSERT_EQ(k0 % rows, 0);
-        for (int64_t j = k0; j < std::min(k0 + rows, band.seq_len_k); ++j) ++visits[static_cast<size_t>(j)];
+    for (int64_t j = 0; j < band.seq_len_k; ++j)
+      if ((j - i - offset) % band.dilation == 0) {
+        ASSERT_EQ(cuda::band_range_allows(range, i, j), band_allows(band, i, j)) << i << ", " << j;
       }
-      for (int64_t j = 0; j < band.seq_len_k; ++j) ASSERT_LE(visits[static_cast<size_t>(j)], 1) << "key " << j;
-      bool global_row = false;
-      for (int64_t i = i0; i < i1; ++i) global_row = global_row || packed.is_global[i];
-      if (global_row) continue;  // c06 visits every chunk for such a block
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t j = 0; j < band.seq_len_k; ++j)
-          if (pattern.head(0).allowed(i, j)) {
-            ASSERT_EQ(visits[static_cast<size_t>(j)], 1) << i << ", " << j;
-          }
+  const auto check_chunk = [&](const Strided& rows, const Strided& keys) {
+    if (!cuda::chunk_inside_band(range, rows, keys)) return;
+    for (int64_t r = 0; r < rows.count; ++r)
+      for (int64_t k = 0; k < keys.count; ++k)
+        ASSERT_TRUE(band_allows(band, rows.at(r), keys.at(k))) << rows.at(r) << ", " << keys.at(k);
+  };
+  for (int64_t br : kBlockRows) {
+    if (band.dilation == 1)  // c03/c04: contiguous rows, band_chunks
+      for (int64_t i0 = 0; i0 < band.seq_len_q; i0 += br) {
+        const Strided rows{i0, 1, std::min(br, band.seq_len_q - i0)};
+        const ChunkRange r = cuda::band_chunks(band, i0, i0 + rows.count, br);
+        for (int64_t k0 = r.begin; k0 < r.end; k0 += br) check_chunk(rows, Strided{k0, 1, std::min(br, r.end - k0)});
+      }
+    if (c.spec.kind == PatternKind::window) {  // c05: residue classes
+      const int64_t classes = std::min(band.dilation, band.seq_len_q);
+      const int64_t blocks = classes * cuda::dilated_blocks_per_class(band.seq_len_q, band.dilation, br);
+      for (int64_t x = 0; x < blocks; ++x) {
+        const Strided rows = cuda::dilated_rows(band, x, br);
+        const Strided keys = cuda::dilated_keys(band, rows);
+        for (int64_t c0 = 0; c0 < keys.count; c0 += br)
+          check_chunk(rows, Strided{keys.at(c0), keys.stride, std::min(br, keys.count - c0)});
+      }
     }
+  }
+}
+
+// The heavy-first, split-K schedule, planned automatically and with splitting forced
+// (cap 1: every listed tile its own part; cap 2): every (head, query tile) appears as parts
+// 0 .. parts-1 whose ranges partition its listed tiles; split parts own distinct workspace
+// slots matching their group; entries are ordered by work per part, descending, ties in
+// (head, tile, part) order; and the blocks of every entry own each row of its tile once.
+TEST_P(CudaSchedule, HeavyFirstSplitKPlanCoversEveryTileAndRowOnce) {
+  const Case& c = GetParam();
+  const Pattern pattern = materialize(c.spec, c.sizes);
+  const PatternSizes& z = c.sizes;
+  for (int64_t cap : {int64_t{0}, int64_t{1}, int64_t{2}}) {
+    SCOPED_TRACE("cap " + std::to_string(cap));
+    cuda::PackedPattern packed = cuda::pack_pattern(pattern);
+    cuda::plan_schedule(packed, cap);
+    std::map<std::pair<int64_t, int64_t>, std::vector<int>> parts_seen;
+    std::set<int64_t> slots;
+    int64_t prev_work = -1, prev_key = -1;
+    for (const cuda::ScheduleEntry& e : packed.schedule) {
+      ASSERT_TRUE(e.head >= 0 && e.head < z.num_heads);
+      const HeadLayout& layout = pattern.head(e.head);
+      ASSERT_TRUE(e.tile >= 0 && e.tile < layout.num_q_tiles());
+      ASSERT_TRUE(e.part >= 0 && e.part < e.parts && e.parts <= cuda::kMaxParts);
+      auto& seen = parts_seen[{e.head, e.tile}];
+      if (seen.empty()) seen.assign(static_cast<size_t>(e.parts), 0);
+      ASSERT_EQ(static_cast<int>(seen.size()), e.parts);
+      ++seen[static_cast<size_t>(e.part)];
+      const int64_t n = layout.row_ptr[e.tile + 1] - layout.row_ptr[e.tile];
+      const cuda::EntryRange r = cuda::split_range(0, n, e.part, e.parts);
+      if (e.parts > 1) {
+        ASSERT_TRUE(slots.insert(e.slot).second) << "slot " << e.slot << " twice";
+        ASSERT_TRUE(e.slot >= 0 && e.slot < packed.num_slots);
+      } else {
+        ASSERT_EQ(e.slot, -1);
+      }
+      const int64_t work = (r.end - r.begin) * layout.tile;
+      const int64_t key = ((int64_t{e.head} << 20) + e.tile) * 128 + e.part;
+      if (prev_work >= 0) {
+        ASSERT_LE(work, prev_work) << "not heavy-first";
+        if (work == prev_work) {
+          ASSERT_GT(key, prev_key) << "ties out of order";
+        }
+      }
+      prev_work = work;
+      prev_key = key;
+      if (cap == 1) {
+        ASSERT_EQ(e.parts, std::max<int64_t>(1, std::min(n, cuda::kMaxParts)));
+      }
+    }
+    int64_t tiles = 0;
+    for (int64_t h = 0; h < z.num_heads; ++h) tiles += pattern.head(h).num_q_tiles();
+    ASSERT_EQ(static_cast<int64_t>(parts_seen.size()), tiles);
+    for (const auto& kv : parts_seen) {
+      const HeadLayout& layout = pattern.head(kv.first.first);
+      const int64_t n = layout.row_ptr[kv.first.second + 1] - layout.row_ptr[kv.first.second];
+      int64_t next = 0;
+      for (size_t part = 0; part < kv.second.size(); ++part) {
+        ASSERT_EQ(kv.second[part], 1) << "part " << part;
+        const cuda::EntryRange r = cuda::split_range(0, n, static_cast<int64_t>(part), static_cast<int64_t>(kv.second.size()));
+        ASSERT_EQ(r.begin, next);
+        next = r.end;
+      }
+      ASSERT_EQ(next, n);
+    }
+    int64_t group_slots = 0;
+    for (const cuda::SplitGroup& g : packed.split_groups) {
+      ASSERT_EQ(g.slot, group_slots);
+      ASSERT_EQ(static_cast<int>(parts_seen[{g.head, g.tile}].size()), g.parts);
+      for (int32_t p = 0; p < g.parts; ++p) ASSERT_TRUE(slots.count(g.slot + p));
+      group_slots += g.parts;
+    }
+    ASSERT_EQ(group_slots, packed.num_slots);
+    ASSERT_EQ(static_cast<int64_t>(slots.size()), packed.num_slots);
+    for (int64_t br : kBlockRows) {
+      int64_t per_entry = 1;
+      for (int64_t t : packed.head_tile) per_entry = std::max(per_entry, cuda::blocks_per_tile(t, br));
+      const cuda::FastDiv div = cuda::make_fast_div(per_entry);
+      std::vector<int> owners(static_cast<size_t>(z.num_heads * z.seq_len_q), 0);
+      for (int64_t x = 0; x < static_cast<int64_t>(packed.schedule.size()) * per_entry; ++x) {
+        const uint32_t entry = cuda::fast_div(div, static_cast<uint32_t>(x));
+        const uint32_t sub = static_cast<uint32_t>(x) - entry * div.divisor;
+        const cuda::ScheduleEntry& e = packed.schedule[entry];
+        const int64_t tile = packed.head_tile[static_cast<size_t>(e.head)];
+        const cuda::TileBlock t = cuda::scheduled_block(e.tile, sub, tile, br, z.seq_len_q);
+        ASSERT_LE(t.i1 - t.i0, br);
+        for (int64_t i = t.i0; i < t.i1; ++i) {
+          ASSERT_EQ(i / tile, t.qt);
+          owners[static_cast<size_t>(e.head * z.seq_len_q + i)] += e.part == 0 ? 1 : 0;
+        }
+      }
+      for (size_t i = 0; i < owners.size(); ++i) ASSERT_EQ(owners[i], 1) << "head*Lq+row " << i;
+    }
+  }
+}
+
+// The split-K merge against the float64 oracle: every query tile split as the kernels
+// split it (cap 1 and 3), each part's softmax over exactly its key tiles (pattern,
+// key padding), merged with merge_lse / merge_weight, equals a1_dense_masked's o and lse
+// — empty parts, fully masked and padded rows included.
+TEST_P(CudaSchedule, SplitKMergeOfPartsEqualsTheOracle) {
+  const Case& c = GetParam();
+  const Pattern pattern = materialize(c.spec, c.sizes);
+  const PatternSizes& z = c.sizes;
+  const uint64_t seed = testing_inputs::seed_of(c.name);
+  const Tensor<double> q = testing_inputs::random_tensor({z.batch, z.num_heads, z.seq_len_q, c.head_dim}, seed);
+  const Tensor<double> k = testing_inputs::random_tensor({z.batch, z.num_heads, z.seq_len_k, c.head_dim}, seed + 1);
+  const Tensor<double> v = testing_inputs::random_tensor({z.batch, z.num_heads, z.seq_len_k, c.head_dim_v}, seed + 2);
+  const double* scale_ptr = std::isnan(c.scale) ? nullptr : &c.scale;
+  const double scale = scale_ptr ? c.scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, scale_ptr);
+  const int64_t D = c.head_dim, Dv = c.head_dim_v;
+  for (int64_t cap : {int64_t{1}, int64_t{3}}) {
+    cuda::PackedPattern packed = cuda::pack_pattern(pattern);
+    cuda::plan_schedule(packed, cap);
+    for (const cuda::SplitGroup& g : packed.split_groups) {
+      const HeadLayout& layout = pattern.head(g.head);
+      const int64_t h = g.head, tile = layout.tile, i0 = int64_t{g.tile} * tile;
+      for (int64_t b = 0; b < z.batch; ++b)
+        for (int64_t i = i0; i < std::min(i0 + tile, z.seq_len_q); ++i) {
+          std::vector<double> lse(static_cast<size_t>(g.parts)), o(static_cast<size_t>(g.parts * Dv), 0.0);
+          for (int32_t p = 0; p < g.parts; ++p) {
+            const cuda::EntryRange r = cuda::split_range(layout.row_ptr[g.tile], layout.row_ptr[g.tile + 1], p, g.parts);
+            std::vector<std::pair<double, int64_t>> scores;
+            for (int64_t e = r.begin; e < r.end; ++e)
+              for (int64_t j = int64_t{layout.col[static_cast<size_t>(e)]} * tile;
+                   j < std::min((int64_t{layout.col[static_cast<size_t>(e)]} + 1) * tile, z.seq_len_k); ++j) {
+                if (!layout.allowed(i, j) || !pattern.query_valid(b, i) || !pattern.key_valid(b, j)) continue;
+                double dot = 0;
+                for (int64_t d = 0; d < D; ++d)
+                  dot += q.data[static_cast<size_t>(((b * z.num_heads + h) * z.seq_len_q + i) * D + d)] *
+                         k.data[static_cast<size_t>(((b * z.num_heads + h) * z.seq_len_k + j) * D + d)];
+                scores.push_back({scale * dot, j});
+              }
+            if (scores.empty()) {
+              lse[static_cast<size_t>(p)] = -INFINITY;  // o_p stays 0
+              continue;
+            }
+            double m = -INFINITY, l = 0;
+            for (const auto& s : scores) m = std::max(m, s.first);
+            for (const auto& s : scores) {
+              const double w = std::exp(s.first - m);
+              l += w;
+              for (int64_t d = 0; d < Dv; ++d)
+                o[static_cast<size_t>(p * Dv + d)] +=
+                    w * v.data[static_cast<size_t>(((b * z.num_heads + h) * z.seq_len_k + s.second) * Dv + d)];
+            }
+            for (int64_t d = 0; d < Dv; ++d) o[static_cast<size_t>(p * Dv + d)] /= l;
+            lse[static_cast<size_t>(p)] = m + std::log(l);
+          }
+          const double merged = cuda::merge_lse(lse.data(), g.parts, 1);
+          const double want_lse = oracle.lse.data[static_cast<size_t>((b * z.num_heads + h) * z.seq_len_q + i)];
+          if (std::isinf(want_lse)) {
+            ASSERT_TRUE(std::isinf(merged) && merged < 0) << "row " << i << " batch " << b;
+          } else {
+            ASSERT_NEAR(merged, want_lse, 1e-12 * (1 + std::abs(want_lse))) << "row " << i << " batch " << b;
+          }
+          for (int64_t d = 0; d < Dv; ++d) {
+            double got = 0;
+            for (int32_t p = 0; p < g.parts; ++p)
+              got += cuda::merge_weight(lse[static_cast<size_t>(p)], merged) * o[static_cast<size_t>(p * Dv + d)];
+            const double want = oracle.o.data[static_cast<size_t>(((b * z.num_heads + h) * z.seq_len_q + i) * Dv + d)];
+            ASSERT_NEAR(got, want, 1e-12 * (1 + std::abs(want))) << "row " << i << " d " << d;
+          }
+        }
+    }
+  }
+}
+
+// Automatic planning splits only rows far heavier than the typical one: BigBird's global
+// blocks at 4096 tokens (64 key tiles against about 8), never a dense or window pattern.
+TEST(CudaTiling, AutomaticSplitOnlyForHeavyRows) {
+  const Pattern bigbird = materialize(testing_grid::bigbird(64, 3, 1), PatternSizes{1, 2, 4096, 4096});
+  const cuda::PackedPattern bb = cuda::pack_pattern(bigbird);
+  ASSERT_FALSE(bb.split_groups.empty());
+  for (const cuda::SplitGroup& g : bb.split_groups) {
+    EXPECT_TRUE(g.tile == 0 || g.tile == 63) << g.tile;  // the first and last block
+    EXPECT_EQ(g.parts, 2);                               // 64 tiles, cap max(32, 4 x 8)
+  }
+  EXPECT_EQ(bb.schedule.front().parts, 2);  // heavy first
+  for (PatternSpec spec : {PatternSpec{}, testing_grid::token(PatternKind::window, 256, 1, false, 64)}) {
+    const cuda::PackedPattern p = cuda::pack_pattern(materialize(spec, PatternSizes{1, 2, 4096, 4096}));
+    EXPECT_TRUE(p.split_groups.empty()) << describe(spec);
+    EXPECT_EQ(p.num_slots, 0);
   }
 }
 
@@ -193,11 +387,97 @@ INSTANTIATE_TEST_SUITE_P(Grid, CudaBandChunks, ::testing::ValuesIn(cases_where([
 INSTANTIATE_TEST_SUITE_P(Grid, CudaDilated, ::testing::ValuesIn(cases_where([](const Case& c) {
                            return c.spec.kind == PatternKind::window;
                          })), case_label);
-// c06 serves non-causal Longformer with seq_len_q == seq_len_k; c08 the rest.
-INSTANTIATE_TEST_SUITE_P(Grid, CudaLongformer, ::testing::ValuesIn(cases_where([](const Case& c) {
-                           return c.spec.kind == PatternKind::longformer && !c.spec.causal &&
-                                  c.sizes.seq_len_q == c.sizes.seq_len_k;
+INSTANTIATE_TEST_SUITE_P(Grid, CudaBandRange, ::testing::ValuesIn(cases_where([](const Case& c) {
+                           return c.spec.kind == PatternKind::dense || c.spec.kind == PatternKind::window;
                          })), case_label);
+INSTANTIATE_TEST_SUITE_P(Grid, CudaSchedule, ::testing::ValuesIn(testing_cpu::cpu_cases()), case_label);
+
+// Non-vacuous: on a wide window most chunks are inside the band (the predicate is skipped),
+// the diagonal ones are not; a causal dense block's chunks below the diagonal are inside.
+TEST(CudaTiling, ChunksInsideTheBandAreFoundAndTheEdgesAreNot) {
+  BandParams w;
+  w.seq_len_q = w.seq_len_k = 4096;
+  w.window = 256;
+  const cuda::BandRange r = cuda::band_range(w);
+  const Strided rows{1024, 1, 64};
+  EXPECT_TRUE(cuda::chunk_inside_band(r, rows, Strided{1024, 1, 64}));    // the diagonal chunk
+  EXPECT_TRUE(cuda::chunk_inside_band(r, rows, Strided{1024 - 192, 1, 64}));
+  EXPECT_FALSE(cuda::chunk_inside_band(r, rows, Strided{1024 - 256, 1, 64}));  // row 1087 reaches 831
+  EXPECT_FALSE(cuda::chunk_inside_band(r, rows, Strided{1024, 1, 0}));
+  const cuda::BandRange causal = cuda::band_range(cuda::dense_band(4096, 4096, true));
+  EXPECT_TRUE(cuda::chunk_inside_band(causal, rows, Strided{0, 1, 64}));
+  EXPECT_FALSE(cuda::chunk_inside_band(causal, rows, Strided{1024, 1, 64}));  // cut by the diagonal
+  EXPECT_TRUE(cuda::chunk_inside_band(causal, Strided{1088, 1, 64}, Strided{1024, 1, 64}));
+}
+
+// FastDiv: n / d for every d the kernels use (head dims, padded head dims, blocks per
+// tile) and beyond, against the hardware division; exhaustive over n < 2^16, then the
+// top of the range and a pseudo-random sweep up to 2^31 - 1.
+TEST(CudaTiling, FastDivEqualsDivisionOverTheWholeRange) {
+  std::vector<int64_t> divisors;
+  for (int64_t d = 1; d <= 300; ++d) divisors.push_back(d);
+  for (int64_t d : {511, 512, 513, 4095, 65535, 65536, 65537, 1000003, 1 << 30, (1 << 30) + 1, 2147483647})
+    divisors.push_back(d);
+  uint64_t state = 12345;
+  for (int64_t d : divisors) {
+    const cuda::FastDiv f = cuda::make_fast_div(d);
+    const auto u = static_cast<uint32_t>(d);
+    for (uint32_t n = 0; n < (1u << 16); ++n) ASSERT_EQ(cuda::fast_div(f, n), n / u) << n << " / " << d;
+    for (uint32_t n = 2147483647u - 4096; n < 2147483647u; ++n) ASSERT_EQ(cuda::fast_div(f, n), n / u) << n << " / " << d;
+    ASSERT_EQ(cuda::fast_div(f, 2147483647u), 2147483647u / u) << d;
+    for (int k = 0; k < 20000; ++k) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      const auto n = static_cast<uint32_t>(state >> 33);  // [0, 2^31)
+      ASSERT_EQ(cuda::fast_div(f, n), n / u) << n << " / " << d;
+    }
+  }
+  EXPECT_THROW(cuda::make_fast_div(0), InvalidArgument);
+  EXPECT_THROW(cuda::make_fast_div(int64_t{1} << 31), InvalidArgument);
+}
+
+// Bank conflicts of flash_mma.cuh's per-row loops: 32 lanes, two per row, 16 rows. Returns
+// the worst number of distinct 32-bit words that one bank serves at one step (1 = none).
+template <class Column>
+int worst_conflict(int ld_words, int half, int bytes, Column column) {
+  int worst = 0;
+  for (int t = 0; t < half; ++t) {
+    std::map<int, std::set<int>> words_of_bank;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int word = ((lane / 2) * ld_words * 4 / bytes + column(lane, t)) * bytes / 4;
+      words_of_bank[word % 32].insert(word);
+    }
+    for (const auto& b : words_of_bank) worst = std::max(worst, static_cast<int>(b.second.size()));
+  }
+  return worst;
+}
+
+TEST(CudaTiling, PairColumnsAreBankConflictFreeAndCoverEachRowOnce) {
+  const auto swizzled = [](int half) { return [half](int lane, int t) { return cuda::pair_column(lane, t, half); }; };
+  // The score tile: 64 columns, stride 68 floats; P in bf16, stride 72 halves (36 words).
+  EXPECT_EQ(worst_conflict(68, 32, 4, swizzled(32)), 1);
+  EXPECT_EQ(worst_conflict(36, 32, 2, swizzled(32)), 1);
+  // The old order (lane p: columns [32p, 32p + 32)) had 4-way conflicts: the test can tell.
+  EXPECT_EQ(worst_conflict(68, 32, 4, [](int lane, int t) { return (lane % 2) * 32 + t; }), 4);
+  // The output rescale: stride pad16(Dv) + 4 floats, 2 * half = pad16(Dv) columns.
+  for (int dv = 1; dv <= 256; ++dv) {
+    const int dvp = (dv + 15) / 16 * 16;
+    SCOPED_TRACE("head_dim_v " + std::to_string(dv));
+    EXPECT_EQ(worst_conflict(dvp + 4, dvp / 2, 4, swizzled(dvp / 2)), 1);
+  }
+  // Every lane visits each column of its parity exactly once; the pair covers the row.
+  for (int half : {8, 16, 24, 32, 40, 128}) {
+    for (int lane = 0; lane < 32; lane += 2) {
+      std::vector<int> hits(static_cast<size_t>(2 * half), 0);
+      for (int p = 0; p < 2; ++p)
+        for (int t = 0; t < half; ++t) {
+          const int c = cuda::pair_column(lane + p, t, half);
+          ASSERT_TRUE(c >= 0 && c < 2 * half && c % 2 == p) << c;
+          ++hits[static_cast<size_t>(c)];
+        }
+      for (int h : hits) ASSERT_EQ(h, 1) << "half " << half << " lane " << lane;
+    }
+  }
+}
 
 // c07/c08: blocks never straddle a layout tile, and together own every row exactly once.
 TEST(CudaTiling, TileBlocksPartitionRowsWithinOneTile) {
