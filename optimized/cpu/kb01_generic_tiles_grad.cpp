@@ -61,6 +61,54 @@ Head head_of(const GradInputs& in, const GradOutputs& out, const std::vector<flo
           out.dv + bh * s.seq_len_k * s.head_dim_v, key_padding_row(*in.pattern, b)};
 }
 
+// out[c] = Σ_d (a · x[d]) · panel[d][c] for the kBk columns of a [n][kBk] panel, d in
+// increasing order: one row of S = (scale Q) Kᵀ or of dP = dO Vᵀ. The kBk / 8 accumulators
+// stay in registers over the whole d loop (one panel load and one FMA per vector per d).
+inline void row_times_panel(const float* x, float a, const float* panel, int64_t n, float* out) {
+  v8f acc[kBk / kLanes] = {};
+  for (int64_t d = 0; d < n; ++d) {
+    const v8f xd = splat8(x[d] * a);
+    const float* row = panel + d * kBk;
+#pragma GCC unroll 8
+    for (int v = 0; v < kBk / kLanes; ++v) acc[v] += xd * load8(row + v * kLanes);
+  }
+#pragma GCC unroll 8
+  for (int v = 0; v < kBk / kLanes; ++v) store8(out + v * kLanes, acc[v]);
+}
+
+// y[0..n) += Σ_t w[t · w_stride] · x[t · ldx + 0..n) over the t < count with use(t), t in
+// increasing order: dV_c += Σ_r P[r][c] dO_r, dK_c += Σ_r dS[r][c] q_r, dQ_r += Σ_c dS[r][c] k_c.
+// y is read once and written once per 32 columns; the sum over t stays in four registers,
+// so the loop costs one load and one FMA per vector of x. Every element of y sums its terms
+// in the same order (t ascending) whichever path (vector block or tail) it takes.
+template <class Use>
+inline void accumulate_rows(const float* w, int64_t w_stride, const float* x, int64_t ldx,
+                            int64_t count, Use&& use, float* y, int64_t n) {
+  int64_t d0 = 0;
+  for (; d0 + 32 <= n; d0 += 32) {
+    v8f a0 = load8(y + d0), a1 = load8(y + d0 + 8), a2 = load8(y + d0 + 16), a3 = load8(y + d0 + 24);
+    for (int64_t t = 0; t < count; ++t) {
+      if (!use(t)) continue;
+      const v8f wt = splat8(w[t * w_stride]);
+      const float* xt = x + t * ldx + d0;
+      a0 += wt * load8(xt);
+      a1 += wt * load8(xt + 8);
+      a2 += wt * load8(xt + 16);
+      a3 += wt * load8(xt + 24);
+    }
+    store8(y + d0, a0);
+    store8(y + d0 + 8, a1);
+    store8(y + d0 + 16, a2);
+    store8(y + d0 + 24, a3);
+  }
+  for (; d0 < n; ++d0) {
+    float a = y[d0];
+    for (int64_t t = 0; t < count; ++t)
+      if (use(t)) a += w[t * w_stride] * x[t * ldx + d0];
+    y[d0] = a;
+  }
+}
+
 // Per-thread buffers of one block.
 struct Block {
   int64_t D, Dv;
@@ -105,13 +153,7 @@ struct Block {
       if (!live[r]) continue;
       // S row: s_c = Σ_d (scale q_d) kT[d][c]; every loop below is an axpy over c (no
       // reduction across lanes), so vectorizing it changes no rounding.
-      const float* qi = hd.q + i * D;
-      std::fill(s, s + kBk, 0.0f);
-      for (int64_t d = 0; d < D; ++d) {
-        const float a = qi[d] * scale;
-        const float* kd = &kT[d * kBk];
-        for (int64_t c = 0; c < kBk; ++c) s[c] += a * kd[c];
-      }
+      row_times_panel(hd.q + i * D, scale, kT.data(), D, s);
       for (int64_t c = nc; c < kBk; ++c) s[c] = kNegInf;  // past the block: no key
       if (!full)
         for (int64_t c = 0; c < nc; ++c)
@@ -123,13 +165,7 @@ struct Block {
       const v8f shift = splat8(lse);
       for (int64_t c = 0; c < kBk; c += kLanes) store8(p + c, exp8(load8(s + c) - shift));
       // dP row: dp_c = Σ_e do_e vT[e][c].
-      const float* doi = hd.dout + i * Dv;
-      std::fill(dp, dp + kBk, 0.0f);
-      for (int64_t e = 0; e < Dv; ++e) {
-        const float a = doi[e];
-        const float* ve = &vT[e * kBk];
-        for (int64_t c = 0; c < kBk; ++c) dp[c] += a * ve[c];
-      }
+      row_times_panel(hd.dout + i * Dv, 1.0f, vT.data(), Dv, dp);
       const float Di = hd.D[i];
       for (int64_t c = 0; c < kBk; ++c) ds[c] = p[c] * (dp[c] - Di);
       any = true;
@@ -138,10 +174,6 @@ struct Block {
   }
 };
 
-// y[0..n) += a · x[0..n)
-inline void axpy(float a, const float* x, float* y, int64_t n) {
-  for (int64_t e = 0; e < n; ++e) y[e] += a * x[e];
-}
 
 struct Item {
   int64_t b, h, tile, sub;  // (batch, head, tile index, 64-block inside the tile)
@@ -216,17 +248,12 @@ void kb01_generic_tiles_grad(const GradInputs& in, const GradOutputs& out) {
                 return L.tile_allows(e, r_tile + r, c_tile + c);
               }))
             continue;
-          for (int64_t r = 0; r < nr; ++r) {
-            if (!blk.live[r]) continue;
-            const float* doi = hd.dout + (i0 + r) * Dv;
-            const float* qi = hd.q + (i0 + r) * Dh;
-            const float* p = &blk.P[r * kBk];
-            const float* ds = &blk.dS[r * kBk];
-            for (int64_t c = 0; c < nc; ++c) {
-              if (p[c] == 0.0f) continue;  // masked (or underflowed): adds nothing
-              axpy(p[c], doi, dv_acc + c * Dv, Dv);
-              axpy(ds[c], qi, dk_acc + c * Dh, Dh);
-            }
+          // dv_c += Σ_r p_rc do_r and dk_c += Σ_r ds_rc q_r over the live rows, r ascending.
+          const uint8_t* live = blk.live.data();
+          auto is_live = [live](int64_t r) { return live[r] != 0; };
+          for (int64_t c = 0; c < nc; ++c) {
+            accumulate_rows(&blk.P[c], kBk, hd.dout + i0 * Dv, Dv, nr, is_live, dv_acc + c * Dv, Dv);
+            accumulate_rows(&blk.dS[c], kBk, hd.q + i0 * Dh, Dh, nr, is_live, dk_acc + c * Dh, Dh);
           }
         }
       }
@@ -259,12 +286,11 @@ void kb01_generic_tiles_grad(const GradInputs& in, const GradOutputs& out) {
                 return L.tile_allows(e, r_tile + r, c_tile + c);
               }))
             continue;
+          // dq_r += Σ_c ds_rc k_c, c ascending (a masked c has ds = 0: adds nothing).
           for (int64_t r = 0; r < nr; ++r) {
             if (!blk.live[r]) continue;
-            const float* ds = &blk.dS[r * kBk];
-            const float* p = &blk.P[r * kBk];
-            for (int64_t c = 0; c < nc; ++c)
-              if (p[c] != 0.0f) axpy(ds[c], hd.k + (j0 + c) * Dh, dq_acc + r * Dh, Dh);
+            accumulate_rows(&blk.dS[r * kBk], 1, hd.k + j0 * Dh, Dh, nc,
+                            [](int64_t) { return true; }, dq_acc + r * Dh, Dh);
           }
         }
       }
