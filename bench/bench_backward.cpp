@@ -13,6 +13,10 @@
 //                    add time
 //   bwd_over_fwd     bwd_ms / fwd_ms (FlashAttention-2 reports about 2.5 on GPUs: 5 block
 //                    products against the forward's 2, Dao 2023, §3.1)
+//   fwd_cpu_ms, bwd_cpu_ms, bwd_over_fwd_cpu   the same in process CPU time (threads
+//                    summed): time slices lost to other jobs are not counted, so on a
+//                    loaded machine this ratio is the stable one (run with OMP_NUM_THREADS=1
+//                    to leave out OpenMP barrier waits too)
 //   flops            backward FLOPs of the pattern, 2 · nnz · (3 · head_dim + 2 · head_dim_v)
 //                    (S, dQ, dK over head_dim; dP, dV over head_dim_v) = 2.5× the forward's
 //   GFLOP/s          flops / time;  density  nnz / seq_len²
@@ -27,6 +31,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <functional>
 #include <exception>
 #include <memory>
 #include <string>
@@ -71,10 +77,21 @@ Case& case_for(const PatternFamily& family, int64_t n, int64_t head_dim) {
   return current;
 }
 
-double seconds_of(const std::function<void()>& f) {
+// Wall and process CPU seconds (all threads summed) of one call of f.
+struct Seconds {
+  double wall, cpu;
+};
+double process_cpu_now() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+Seconds seconds_of(const std::function<void()>& f) {
+  const double c0 = process_cpu_now();
   const auto t0 = std::chrono::steady_clock::now();
   f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {wall, process_cpu_now() - c0};
 }
 
 std::string validate(const GradKernel& kernel, Case& c, const GradOutput& out) {
@@ -119,20 +136,24 @@ void run_backward(benchmark::State& state, const GradKernel* kernel, const Patte
     ++g_errors;
     return;
   }
-  double fwd = INFINITY, bwd = INFINITY;
-  for (int r = 0; r < kRepeats; ++r) {
-    fwd = std::min(fwd, seconds_of([&] {
-                     Output o;
-                     forward.run(c.problem, o);
-                     benchmark::DoNotOptimize(o.o.data.data());
-                     benchmark::DoNotOptimize(o.o32.data.data());
-                   }));
-    bwd = std::min(bwd, seconds_of([&] {
-                     GradOutput g;
-                     kernel->run(gp, g);
-                     benchmark::DoNotOptimize(g.dq32.data.data());
-                     benchmark::DoNotOptimize(g.dq.data.data());
-                   }));
+  double fwd = INFINITY, bwd = INFINITY, fwd_cpu = INFINITY, bwd_cpu = INFINITY;
+  for (int r = 0; r < kRepeats; ++r) {  // interleaved, so both see the same machine load
+    const Seconds f = seconds_of([&] {
+      Output o;
+      forward.run(c.problem, o);
+      benchmark::DoNotOptimize(o.o.data.data());
+      benchmark::DoNotOptimize(o.o32.data.data());
+    });
+    const Seconds b = seconds_of([&] {
+      GradOutput g;
+      kernel->run(gp, g);
+      benchmark::DoNotOptimize(g.dq32.data.data());
+      benchmark::DoNotOptimize(g.dq.data.data());
+    });
+    fwd = std::min(fwd, f.wall);
+    bwd = std::min(bwd, b.wall);
+    fwd_cpu = std::min(fwd_cpu, f.cpu);
+    bwd_cpu = std::min(bwd_cpu, b.cpu);
   }
   for (auto _ : state) {
     GradOutput g;
@@ -146,6 +167,9 @@ void run_backward(benchmark::State& state, const GradKernel* kernel, const Patte
   state.counters["fwd_ms"] = fwd * 1e3;
   state.counters["bwd_ms"] = bwd * 1e3;
   state.counters["bwd_over_fwd"] = bwd / fwd;
+  state.counters["fwd_cpu_ms"] = fwd_cpu * 1e3;
+  state.counters["bwd_cpu_ms"] = bwd_cpu * 1e3;
+  state.counters["bwd_over_fwd_cpu"] = bwd_cpu / fwd_cpu;
   state.counters["flops"] = flops;
   state.counters["GFLOP/s"] = Counter(flops / 1e9, Counter::kIsIterationInvariantRate);
   state.counters["density"] = c.stats.density;
