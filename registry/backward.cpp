@@ -48,9 +48,10 @@ const GradKernel& find_grad_kernel(const std::string& name) {
 }
 
 const GradKernel* grad_kernel_for_forward(const std::string& forward_name) {
+  const GradKernel* last = nullptr;
   for (const GradKernel& k : grad_kernels())
-    if (forward_name == k.forward) return &k;
-  return nullptr;
+    if (forward_name == k.forward) last = &k;
+  return last;
 }
 
 GradProblem make_grad_problem(const Problem& problem, Tensor<double> dout) {

@@ -51,7 +51,9 @@ const std::vector<GradKernel>& grad_kernels();
 // Looks a backward kernel up by name; throws InvalidArgument("impl") listing the names.
 const GradKernel& find_grad_kernel(const std::string& name);
 
-// The backward kernel whose `forward` is `forward_name`, or nullptr when it has none.
+// The backward kernel whose `forward` is `forward_name` — the last such entry in ladder
+// order (the highest rung: kb02 rather than kb01 for cpu_k06_generic_tiles) — or nullptr
+// when it has none.
 const GradKernel* grad_kernel_for_forward(const std::string& forward_name);
 
 // Validates dout against the problem: shape [B,H,Lq,Dv] (leading 1s may be omitted) and

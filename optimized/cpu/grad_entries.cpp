@@ -41,4 +41,11 @@ bool grad_serves_cpu_kb01_generic_tiles_grad(const Pattern& pattern) {
   return cpu::kb01_serves(pattern);
 }
 
+void grad_run_cpu_kb02_generic_dq_lanes_grad(const GradProblem& g, GradOutput& out) {
+  run_cpu_grad(&cpu::kb02_generic_dq_lanes_grad, g, out);
+}
+bool grad_serves_cpu_kb02_generic_dq_lanes_grad(const Pattern& pattern) {
+  return cpu::kb02_serves(pattern);
+}
+
 }  // namespace sparseattn::entry

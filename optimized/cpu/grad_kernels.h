@@ -1,5 +1,5 @@
 // The optimized CPU backward ladder (float32, OpenMP, SIMD; docs/backward.md, contract §7).
-// Read in order: kb01 (files optimized/cpu/kb0*_*.cpp). Registry entries:
+// Read in order: kb01 -> kb02 (files optimized/cpu/kb0*_*.cpp). Registry entries:
 // registry/backward_kernels.def.
 //
 // Common contract of every backward kernel:
@@ -48,5 +48,12 @@ struct GradOutputs {
 // which walks its listed key tiles and finishes its dq. Serves every pattern kind.
 void kb01_generic_tiles_grad(const GradInputs& in, const GradOutputs& out);
 bool kb01_serves(const Pattern& pattern);
+
+// kb02 — kb01's key pass also adds each block's dS·K into one of a fixed number of dQ
+// lanes per (batch, head) (contiguous ranges of key blocks), summed per row in lane order
+// afterwards: no query pass, 5 block products per tile pair instead of 7, still
+// bit-identical for any thread count. Serves every pattern kind.
+void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out);
+bool kb02_serves(const Pattern& pattern);
 
 }  // namespace sparseattn::cpu
