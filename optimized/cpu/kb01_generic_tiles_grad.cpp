@@ -17,9 +17,9 @@
 // FlashAttention-2 instead adds dq from every key-tile worker with atomics, whose order
 // (and so whose rounding) depends on the schedule; here each output element has one owner
 // that sums in a fixed order, so the result is bit-identical whatever the thread count.
-// The price: pass 2 recomputes S, P, dP and dS (3 of the pass's 7 block products instead
-// of FA2's 5), so the expected backward/forward ratio is about 3.5 rather than 2.5
-// (measured: docs/backward.md).
+// The price: pass 2 recomputes S, P, dP and dS (7 block products per tile pair instead of
+// FA2's 5), so the expected backward/forward ratio is about 3.5 rather than 2.5 (measured
+// on one thread: 3.8–4.6; kb02 removes the second pass, docs/backward.md).
 // Per block (rows i, keys j), with D_i = <do_i, o_i> computed once per row:
 //   S = scale·Q Kᵀ (masked: -inf),  P = exp(S − lse),  dP = dO Vᵀ,  dS = P ∘ (dP − D).
 // A row with lse = -inf (fully masked, padded query) is skipped: its dq stays 0 and it adds
