@@ -55,5 +55,10 @@ bool kb01_serves(const Pattern& pattern);
 // bit-identical for any thread count. Serves every pattern kind.
 void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out);
 bool kb02_serves(const Pattern& pattern);
+// The same with an explicit bound on the dQ lane buffers in flight (the default is
+// 256 MiB; at least one (batch, head) is always processed at a time). Results do not
+// depend on it: tests pass a tiny bound to run one (batch, head) per wave.
+void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out,
+                                int64_t lane_budget_bytes);
 
 }  // namespace sparseattn::cpu

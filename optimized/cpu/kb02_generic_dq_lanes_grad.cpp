@@ -42,6 +42,11 @@ constexpr int64_t kLaneBudgetBytes = 256ll << 20;  // lane buffers in flight at 
 bool kb02_serves(const Pattern&) { return true; }
 
 void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out) {
+  kb02_generic_dq_lanes_grad(in, out, kLaneBudgetBytes);
+}
+
+void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out,
+                                int64_t lane_budget_bytes) {
   const Pattern& pattern = *in.pattern;
   const AttentionShape& s = in.shape;
   const int64_t B = s.batch, H = s.num_heads, Lq = s.seq_len_q, Lk = s.seq_len_k;
@@ -61,7 +66,7 @@ void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out) {
   // Waves of (batch, head) pairs whose lane buffers fit the budget (at least one pair).
   const int64_t lane_floats = Lq * Dh;
   const int64_t pairs_per_wave = std::max<int64_t>(
-      1, kLaneBudgetBytes / (kDqLanes * lane_floats * static_cast<int64_t>(sizeof(float))));
+      1, lane_budget_bytes / (kDqLanes * lane_floats * static_cast<int64_t>(sizeof(float))));
   std::vector<float> lanes;
 
   for (int64_t first = 0; first < B * H; first += pairs_per_wave) {

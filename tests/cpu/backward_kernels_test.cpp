@@ -16,6 +16,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "optimized/cpu/grad_kernels.h"
 #include "reference/backward/backward.h"
 #include "registry/backward.h"
 #include "tests/cpu/cpu_cases.h"
@@ -213,6 +214,38 @@ TEST(BackwardDeterminism, BitIdenticalWithOneTwoAndThreeThreads) {
     }
   }
   omp_set_num_threads(saved);
+}
+
+// kb02 processes (batch, head) pairs in waves bounded by a memory budget; the result must
+// not depend on the budget (one pair per wave vs all pairs at once).
+TEST(BackwardKb02, ResultDoesNotDependOnTheLaneBudget) {
+  PatternSpec spec = testing_grid::token(PatternKind::longformer, 9, 1, false, 32, {0, 77});
+  spec.key_padding_mask = testing_grid::key_padding(2, 150, 8);
+  const Pattern pattern = materialize(spec, {2, 3, 150, 150});
+  const Problem problem = make_problem(random_tensor({2, 3, 150, 24}, 21), random_tensor({2, 3, 150, 24}, 22),
+                                       random_tensor({2, 3, 150, 40}, 23), pattern, nullptr);
+  const GradKernel& kernel = find_grad_kernel("cpu_kb02_generic_dq_lanes_grad");
+  GradProblem gp = make_grad_problem(problem, random_tensor({2, 3, 150, 40}, 24));
+  save_forward(kernel, gp);
+  GradOutput all;
+  kernel.run(gp, all);
+  Tensor<float> dq(all.dq32.shape), dk(all.dk32.shape), dv(all.dv32.shape);
+  cpu::GradInputs in;
+  in.q = problem.q32.ptr();
+  in.k = problem.k32.ptr();
+  in.v = problem.v32.ptr();
+  in.o = gp.o32.ptr();
+  in.lse = gp.lse32.ptr();
+  in.dout = gp.dout32.ptr();
+  in.shape = problem.shape;
+  in.pattern = &pattern;
+  in.scale = static_cast<float>(problem.scale);
+  cpu::kb02_generic_dq_lanes_grad(in, {dq.ptr(), dk.ptr(), dv.ptr()}, /*lane_budget_bytes=*/1);
+  EXPECT_EQ(0, std::memcmp(dq.ptr(), all.dq32.ptr(), dq.data.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(dk.ptr(), all.dk32.ptr(), dk.data.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(dv.ptr(), all.dv32.ptr(), dv.data.size() * sizeof(float)));
+  const GradientResult oracle = b1_dense_masked_grad(problem.q, problem.k, problem.v, gp.dout, pattern, nullptr);
+  EXPECT_TRUE(check_close(dq, oracle.dq, kTolFloat32).pass);
 }
 
 // Printed last: how much of its tolerance each kernel used at worst over the grid.
