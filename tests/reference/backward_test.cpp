@@ -94,6 +94,13 @@ std::vector<Case> fd_cases() {
   c.push_back(make_case(testing_grid::hierarchical({0, 0, 1, 1, 1, 2, 3, 3}, 3), {1, 1, 8, 8, 2, 3}));
   c.push_back(make_case(testing_grid::explicit_mask(testing_grid::random_mask({2, 6, 9}, 3, 2), 4),
                         {1, 2, 6, 9, 3, 2}));
+  {  // per-head: a local, a causal dense and a BigBird head side by side
+    PatternSpec s;
+    s.kind = K::per_head;
+    s.tile = 3;
+    s.per_head = {token(K::window, 1, 1, false, 3), token(K::dense, 0, 1, true, 3), bigbird(3, 1, 2)};
+    c.push_back(make_case(s, {1, 3, 9, 9, 2, 3}));
+  }
   return c;
 }
 
