@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "bench/alloc_tracker.h"
+#include "bench/families.h"
 #include "bench/peak_probe.h"
 #include "bench/validate.h"
 #include "registry/registry.h"
@@ -42,47 +43,6 @@ namespace sparseattn::bench {
 namespace {
 
 Peak g_peak;  // measured at startup (main)
-
-// A benchmarked pattern, named as in the plots, built for a given seq_len.
-struct PatternFamily {
-  std::string label;
-  bool dense;  // dense sizes (up to 16384) instead of sparse ones (up to 65536)
-  std::function<PatternSpec(int64_t seq_len)> spec;
-};
-
-std::vector<PatternFamily> families() {
-  auto window = [](int64_t w, int64_t d) {
-    return [w, d](int64_t) {
-      PatternSpec s;
-      s.kind = PatternKind::window;
-      s.window = w;
-      s.dilation = d;
-      return s;
-    };
-  };
-  return {
-      {"dense", true, [](int64_t) { return PatternSpec{}; }},
-      {"window_w256", false, window(256, 1)},
-      {"window_w128_d2", false, window(128, 2)},
-      {"longformer_w256_g2", false,
-       [](int64_t n) {
-         PatternSpec s;
-         s.kind = PatternKind::longformer;
-         s.window = 256;
-         s.global = {0, n / 2};  // a [CLS]-like first token and one in the middle
-         return s;
-       }},
-      {"bigbird_b64_r3", false,
-       [](int64_t) {
-         PatternSpec s;
-         s.kind = PatternKind::bigbird;
-         s.block_size = 64;
-         s.num_random_blocks = 3;
-         s.seed = 0;
-         return s;
-       }},
-  };
-}
 
 // One problem (pattern, inputs, oracle) at a time: benchmarks are registered grouped by
 // problem, so consecutive benchmarks share it and the O(n²) oracle is built once.

@@ -1,20 +1,30 @@
-// sparseattn attend — runs one registered kernel on .npy inputs and writes o (and lse).
+// sparseattn attend — runs one registered kernel on .npy inputs and writes o (and lse),
+// and, given dO, the gradients dq, dk, dv of the backward kernel that matches --impl.
 //
 //   sparseattn attend --q Q.npy --k K.npy --v V.npy --out O.npy [--lse LSE.npy]
 //                     [--impl a1_dense_masked] [--scale S] [--dtype float32|float64]
+//                     [--dout DO.npy [--dq DQ.npy] [--dk DK.npy] [--dv DV.npy]]
 //                     [pattern flags]
 //
 // Shapes (contract §1): q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv]; o [B,H,Lq,Dv] and lse
 // [B,H,Lq] keep q's leading dimensions as given in the file (rank 2 in, rank 2 out).
-// Nothing is written until the kernel has finished; both files are written atomically.
+// Backward (contract §7, docs/backward.md): dO has o's shape; dq, dk, dv keep the shapes of
+// q, k, v as given in their files. The backward kernel is the registry's entry whose
+// forward is --impl (registry/backward_kernels.def); it consumes this run's o and lse.
+// Nothing is written until every kernel has finished; every file is written atomically,
+// and all of them or none.
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "core/error.h"
 #include "core/npy.h"
+#include "registry/backward.h"
 #include "registry/registry.h"
 
 namespace sparseattn::cli {
@@ -23,6 +33,7 @@ namespace {
 
 struct AttendArgs {
   std::string q, k, v, out, lse;
+  std::string dout, dq, dk, dv;  // backward: dO in, gradients out
   std::string impl = "a1_dense_masked";
   std::string scale;  // text: parsed by parse_finite (rejects nan/inf)
   std::string dtype;  // "" = the kernel's own output dtype
@@ -54,21 +65,41 @@ Shape out_shape(const Shape& q_file_shape, const Shape& rank4) {
   return Shape(rank4.begin() + static_cast<std::ptrdiff_t>(drop), rank4.end());
 }
 
-template <class T>
-void write_pair(const AttendArgs& a, Tensor<T> o, Tensor<T> lse, const Shape& q_file_shape) {
-  o.shape = out_shape(q_file_shape, o.shape);
-  const Shape lse_rank4 = {lse.shape[0], lse.shape[1], lse.shape[2], 1};
-  Shape ls = out_shape(q_file_shape, lse_rank4);
-  ls.pop_back();
-  lse.shape = ls;
-  write_npy(a.out, o);
-  if (a.lse.empty()) return;
+// One output file: its path (empty: not asked for) and its tensor in the chosen dtype.
+struct Pending {
+  std::string path;
+  Tensor<double> f64;
+  Tensor<float> f32;
+  bool as_f64;
+};
+
+// Writes every asked-for output, each atomically; on any failure removes those already
+// written, so the outputs appear all together or not at all.
+void write_all(std::vector<Pending>& files) {
+  std::vector<std::string> written;
   try {
-    write_npy(a.lse, lse);
+    for (Pending& f : files) {
+      if (f.path.empty()) continue;
+      if (f.as_f64) write_npy(f.path, f.f64);
+      else write_npy(f.path, f.f32);
+      written.push_back(f.path);
+    }
   } catch (...) {
-    std::remove(a.out.c_str());  // both outputs or neither
+    for (const std::string& w : written) std::remove(w.c_str());
     throw;
   }
+}
+
+// The tensor of a kernel's output in the requested dtype, reshaped to `shape`. A float32
+// kernel's output widened to float64 is exact, but still float32-accurate.
+Pending pending(const std::string& path, Tensor<double>& x64, Tensor<float>& x32,
+                bool kernel_is_f64, bool want_f64, const Shape& shape) {
+  Pending p{path, {}, {}, want_f64};
+  if (want_f64) p.f64 = kernel_is_f64 ? std::move(x64) : tensor_cast<double>(x32);
+  else p.f32 = kernel_is_f64 ? tensor_cast<float>(x64) : std::move(x32);
+  p.f64.shape = shape;
+  p.f32.shape = shape;
+  return p;
 }
 
 template <class T>
@@ -92,13 +123,48 @@ void refuse_nan(const AttendArgs& a, const Kernel& kernel, const Output& out) {
               " rows (NaN); nothing was written. Run without --lse, or use an exact kernel");
 }
 
+// The backward kernel matching --impl, or InvalidArgument naming --impl and the --impl
+// values that have one.
+const GradKernel& backward_for(const std::string& impl) {
+  if (const GradKernel* g = grad_kernel_for_forward(impl)) return *g;
+  std::string with;
+  for (const GradKernel& g : grad_kernels()) with += (with.empty() ? "" : ", ") + std::string(g.forward);
+  throw InvalidArgument("--impl", impl,
+                        "has no backward pass (needed by --dout); implementations with one: " + with);
+}
+
+// contract §7 / §5: dO [B,H,Lq,Dv] (o's shape; leading 1s may be omitted), finite.
+Tensor<double> load_dout(const std::string& path, const AttentionShape& s) {
+  Tensor<double> d = read_npy_float(path, "--dout");
+  const Shape want = {s.batch, s.num_heads, s.seq_len_q, s.head_dim_v};
+  Shape got = d.shape;
+  while (got.size() < 4 && !got.empty()) got.insert(got.begin(), 1);
+  require(got == want, "--dout shape", shape_text(d.shape),
+          "must be o's shape " + shape_text(want) + " (leading 1s may be omitted)");
+  require_finite(d, "--dout");
+  d.shape = want;
+  return d;
+}
+
 void run_attend(const AttendArgs& a) {
   require(a.dtype.empty() || a.dtype == "float32" || a.dtype == "float64", "--dtype", a.dtype,
           "must be float32 or float64");
-  check_outputs({{"--out", a.out}, {"--lse", a.lse}}, {{"--q", a.q}, {"--k", a.k}, {"--v", a.v}});
+  const bool backward = !a.dout.empty();
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--dq", a.dq},
+                                   {"--dk", a.dk}, {"--dv", a.dv}})
+    require(path.empty() || backward, flag, path, "needs --dout DO.npy (the gradient of o)");
+  require(!backward || !a.dq.empty() || !a.dk.empty() || !a.dv.empty(), "--dout", a.dout,
+          "asks for gradients: give at least one of --dq, --dk, --dv");
+  check_outputs({{"--out", a.out}, {"--lse", a.lse}, {"--dq", a.dq}, {"--dk", a.dk}, {"--dv", a.dv}},
+                {{"--q", a.q}, {"--k", a.k}, {"--v", a.v}, {"--dout", a.dout}});
   const Shape q_file_shape = read_npy_header(a.q, "--q").shape;
+  const Shape k_file_shape = read_npy_header(a.k, "--k").shape;
+  const Shape v_file_shape = read_npy_header(a.v, "--v").shape;
   AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, a.pattern);
   const Kernel& kernel = serving_kernel(a.impl, in.pattern);
+  const GradKernel* grad = backward ? &backward_for(a.impl) : nullptr;
+  Tensor<double> dout;
+  if (backward) dout = load_dout(a.dout, in.shape);  // before any O(n^2) work
   double scale = 0.0;
   if (!a.scale.empty()) scale = parse_finite("--scale", a.scale, -INFINITY);
   const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
@@ -107,16 +173,40 @@ void run_attend(const AttendArgs& a) {
   kernel.run(problem, out);
   refuse_nan(a, kernel, out);
 
+  GradOutput gout;
+  if (backward) {
+    GradProblem gp = make_grad_problem(problem, std::move(dout));
+    gp.o = out.o;  // the saved tensors of this forward pass
+    gp.lse = out.lse;
+    gp.o32 = out.o32;
+    gp.lse32 = out.lse32;
+    grad->run(gp, gout);
+    const int64_t nan = count_nan(gout.dq) + count_nan(gout.dk) + count_nan(gout.dv) +
+                        count_nan(gout.dq32) + count_nan(gout.dk32) + count_nan(gout.dv32);
+    require(nan == 0, "--impl", a.impl,
+            std::string("its backward ") + grad->name + " produced " + std::to_string(nan) +
+                " NaN gradient values; nothing was written");
+  }
+
   const bool kernel_is_f64 = out.o.numel() > 0 || out.o32.numel() == 0;
   const std::string dtype = !a.dtype.empty() ? a.dtype : kernel_is_f64 ? "float64" : "float32";
-  if (dtype == "float64") {
-    // A float32 kernel's output widened to float64 is exact, but still float32-accurate.
-    if (kernel_is_f64) write_pair(a, std::move(out.o), std::move(out.lse), q_file_shape);
-    else write_pair(a, tensor_cast<double>(out.o32), tensor_cast<double>(out.lse32), q_file_shape);
-  } else {
-    if (kernel_is_f64) write_pair(a, tensor_cast<float>(out.o), tensor_cast<float>(out.lse), q_file_shape);
-    else write_pair(a, std::move(out.o32), std::move(out.lse32), q_file_shape);
+  const bool f64 = dtype == "float64";
+  const Shape lse_rank4 = {out.lse.numel() ? out.lse.shape[0] : out.lse32.shape[0],
+                           out.lse.numel() ? out.lse.shape[1] : out.lse32.shape[1],
+                           out.lse.numel() ? out.lse.shape[2] : out.lse32.shape[2], 1};
+  Shape lse_shape = out_shape(q_file_shape, lse_rank4);
+  lse_shape.pop_back();
+  const Shape o_shape = out_shape(q_file_shape, kernel_is_f64 ? out.o.shape : out.o32.shape);
+  std::vector<Pending> files;
+  files.push_back(pending(a.out, out.o, out.o32, kernel_is_f64, f64, o_shape));
+  files.push_back(pending(a.lse, out.lse, out.lse32, kernel_is_f64, f64, lse_shape));
+  if (backward) {
+    const bool grad_f64 = grad->dtype == DType::float64;
+    files.push_back(pending(a.dq, gout.dq, gout.dq32, grad_f64, f64, q_file_shape));
+    files.push_back(pending(a.dk, gout.dk, gout.dk32, grad_f64, f64, k_file_shape));
+    files.push_back(pending(a.dv, gout.dv, gout.dv32, grad_f64, f64, v_file_shape));
   }
+  write_all(files);
 }
 
 }  // namespace
@@ -145,6 +235,12 @@ void register_attend(CLI::App& app) {
   cmd->add_option("--dtype", args->dtype,
                   "output dtype: float32 | float64; default the kernel's own (float64 for the "
                   "reference ladder)");
+  cmd->add_option("--dout", args->dout,
+                  "DO.npy: gradient of the loss w.r.t. o, o's shape [batch, num_heads, "
+                  "seq_len_q, head_dim_v], finite; runs the backward kernel matching --impl");
+  cmd->add_option("--dq", args->dq, "DQ.npy: write dq (q's shape); needs --dout");
+  cmd->add_option("--dk", args->dk, "DK.npy: write dk (k's shape); needs --dout");
+  cmd->add_option("--dv", args->dv, "DV.npy: write dv (v's shape); needs --dout");
   add_pattern_flags(cmd, args->pattern);
   cmd->callback([args] { run_attend(*args); });
 }

@@ -2,15 +2,23 @@
 //
 //   sparseattn check --q Q.npy --k K.npy --v V.npy --candidate O.npy
 //                    [--candidate-lse L.npy] [--atol A --rtol R] [--scale S] [pattern flags]
+//                    [--dout DO.npy [--candidate-dq DQ.npy] [--candidate-dk DK.npy]
+//                                   [--candidate-dv DV.npy]]
 //
 // The oracle is a1_dense_masked (contract §4) on the same q/k/v files. Each candidate tensor
 // is judged by core/check.h's one checker with the tolerance of its file's dtype from
 // core/numerics.h (float64 1e-12/1e-12, float32 2e-5/2e-4, float16 2e-3/2e-3) unless
 // --atol/--rtol are given. Prints one JSON object to stdout; exit 0 when every checked
 // tensor passes, 1 when one fails, 2 for bad input (a wrong-shaped candidate is bad input).
+// Gradients (contract §7, docs/backward.md): given dO, candidate dq, dk, dv are judged against
+// the float64 gradient oracle b1_dense_masked_grad the same way, each under its own key
+// ("dq", "dk", "dv") with the report shape of "o".
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -19,6 +27,7 @@
 #include "core/error.h"
 #include "core/npy.h"
 #include "reference/attention.h"
+#include "reference/backward/backward.h"
 
 namespace sparseattn::cli {
 
@@ -26,6 +35,7 @@ namespace {
 
 struct CheckArgs {
   std::string q, k, v, candidate, candidate_lse;
+  std::string dout, candidate_dq, candidate_dk, candidate_dv;  // gradients
   std::string atol, rtol, scale;  // text: parsed by parse_finite
   PatternFlags pattern;
 };
@@ -70,6 +80,36 @@ void run_check(const CheckArgs& a) {
   if (!a.candidate_lse.empty())
     lse = read_candidate(a.candidate_lse, "--candidate-lse", lse_shape, a, &lse_tol);
 
+  // Gradient candidates: each needs --dout; --dout needs at least one of them.
+  const bool backward = !a.dout.empty();
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--candidate-dq", a.candidate_dq},
+                                   {"--candidate-dk", a.candidate_dk}, {"--candidate-dv", a.candidate_dv}})
+    require(path.empty() || backward, flag, path, "needs --dout DO.npy (the gradient of o)");
+  require(!backward || !a.candidate_dq.empty() || !a.candidate_dk.empty() || !a.candidate_dv.empty(),
+          "--dout", a.dout,
+          "asks for gradient checks: give at least one of --candidate-dq, --candidate-dk, --candidate-dv");
+  const AttentionShape& sh = in.shape;
+  struct GradCandidate {
+    const char* name;
+    std::string path;
+    Shape shape;
+    Tensor<double> x;
+    Tolerance tol{};
+  };
+  std::vector<GradCandidate> grads = {
+      {"dq", a.candidate_dq, {sh.batch, sh.num_heads, sh.seq_len_q, sh.head_dim}, {}, {}},
+      {"dk", a.candidate_dk, {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim}, {}, {}},
+      {"dv", a.candidate_dv, {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim_v}, {}, {}}};
+  Tensor<double> dout;
+  if (backward) {
+    Tolerance unused{};
+    dout = read_candidate(a.dout, "--dout", o_shape, a, &unused);  // shape checked like o's
+    require_finite(dout, "--dout");
+    dout.shape = o_shape;
+    for (GradCandidate& g : grads)
+      if (!g.path.empty()) g.x = read_candidate(g.path, std::string("--candidate-") + g.name, g.shape, a, &g.tol);
+  }
+
   const AttentionResult oracle = a1_dense_masked(in.q, in.k, in.v, in.pattern, scale_ptr);
   const CheckReport o_report = check_close(o, oracle.o, o_tol);
   nlohmann::json j;
@@ -84,6 +124,17 @@ void run_check(const CheckArgs& a) {
     const CheckReport lse_report = check_close(lse, oracle.lse, lse_tol);
     j["lse"] = nlohmann::json::parse(report_json(lse_report, "lse", lse_tol));
     pass = pass && lse_report.pass;
+  }
+  if (backward) {
+    const GradientResult g = b1_dense_masked_grad(in.q, in.k, in.v, dout, in.pattern, scale_ptr);
+    j["gradient_oracle"] = "b1_dense_masked_grad";
+    const Tensor<double>* refs[3] = {&g.dq, &g.dk, &g.dv};
+    for (int t = 0; t < 3; ++t) {
+      if (grads[t].path.empty()) continue;
+      const CheckReport r = check_close(grads[t].x, *refs[t], grads[t].tol);
+      j[grads[t].name] = nlohmann::json::parse(report_json(r, grads[t].name, grads[t].tol));
+      pass = pass && r.pass;
+    }
   }
   j["pass"] = pass;
   std::cout << j.dump(2) << "\n";
@@ -113,6 +164,15 @@ void register_check(CLI::App& app) {
   cmd->add_option("--rtol", args->rtol,
                   "R: relative tolerance, finite >= 0; default from docs/numerics.md by dtype");
   cmd->add_option("--scale", args->scale, "S: score scale, finite real; default 1/sqrt(head_dim)");
+  cmd->add_option("--dout", args->dout,
+                  "DO.npy: gradient of the loss w.r.t. o, o's shape, finite; enables the "
+                  "gradient checks against b1_dense_masked_grad");
+  cmd->add_option("--candidate-dq", args->candidate_dq,
+                  "DQ.npy: dq to judge, q's shape [batch, num_heads, seq_len_q, head_dim]; needs --dout");
+  cmd->add_option("--candidate-dk", args->candidate_dk,
+                  "DK.npy: dk to judge, k's shape [batch, num_heads, seq_len_k, head_dim]; needs --dout");
+  cmd->add_option("--candidate-dv", args->candidate_dv,
+                  "DV.npy: dv to judge, v's shape [batch, num_heads, seq_len_k, head_dim_v]; needs --dout");
   add_pattern_flags(cmd, args->pattern);
   cmd->callback([args] { run_check(*args); });
 }

@@ -1,11 +1,14 @@
 // sparseattn impls — the kernel registry, as a table or JSON.
 //
-//   sparseattn impls [--json]
+//   sparseattn impls [--json] [--backward]
 //
 // One row per entry of registry/*.def compiled into this build (CUDA entries only when
 // nvcc was found): name, target (reference/cpu/cuda), dtype, exact or approximate, the
 // pattern kinds it serves, the kernel it must match and the tolerance it is held to
-// (core/numerics.h). Nothing here keeps its own list.
+// (core/numerics.h). Nothing here keeps its own list. With --backward: the backward
+// registry (registry/backward_kernels.def and cuda_backward_kernels.def) instead, each row
+// with the forward kernel whose o and lse it consumes (the --impl that selects it in
+// `attend --dout`).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -13,11 +16,37 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "registry/backward.h"
 #include "registry/registry.h"
 
 namespace sparseattn::cli {
 
 namespace {
+
+void run_backward_impls(bool json) {
+  if (json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const GradKernel& k : grad_kernels())
+      list.push_back({{"name", k.name},
+                      {"target", target_name(k.target)},
+                      {"dtype", dtype_name(k.dtype)},
+                      {"forward", k.forward},
+                      {"patterns", k.patterns},
+                      {"reference", k.reference},
+                      {"atol", k.atol},
+                      {"rtol", k.rtol},
+                      {"summary", k.summary}});
+    std::cout << list.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("{:<30} {:<9} {:<8} {:<24} {:<8} {:<22} {:>8} {:>8}\n", "name",
+                           "target", "dtype", "forward (--impl)", "patterns", "reference", "atol",
+                           "rtol");
+  for (const GradKernel& k : grad_kernels())
+    std::cout << fmt::format("{:<30} {:<9} {:<8} {:<24} {:<8} {:<22} {:>8.1e} {:>8.1e}\n",
+                             k.name, target_name(k.target), dtype_name(k.dtype), k.forward,
+                             k.patterns, k.reference, k.atol, k.rtol);
+}
 
 void run_impls(bool json) {
   if (json) {
@@ -47,10 +76,16 @@ void run_impls(bool json) {
 
 void register_impls(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
+  auto backward = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "impls", "list every attention implementation: target, dtype, patterns, reference, tolerance");
   cmd->add_flag("--json", *json, "print a JSON array instead of the table");
-  cmd->callback([json] { run_impls(*json); });
+  cmd->add_flag("--backward", *backward,
+                "list the backward implementations (dq, dk, dv) and the forward each consumes");
+  cmd->callback([json, backward] {
+    if (*backward) run_backward_impls(*json);
+    else run_impls(*json);
+  });
 }
 
 }  // namespace sparseattn::cli
