@@ -68,6 +68,7 @@ export OMP_WAIT_POLICY ?= passive
 bench: build
 	@mkdir -p $(BUILD)/bench
 	$(BUILD)/bench_cpu --benchmark_out=$(BENCH_JSON) --benchmark_out_format=json
+	$(BUILD)/bench_backward --benchmark_out=$(BUILD)/bench/bench_backward.json --benchmark_out_format=json
 
 bench-quick: build
 	@mkdir -p $(BUILD)/bench

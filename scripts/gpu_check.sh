@@ -11,7 +11,7 @@
 #   deps       only when .gpu-deps/ is here (`make gpu-deps`): unpack it under the build
 #              folder, build googletest, Google Benchmark and {fmt} from source there;
 #   configure  CMake (Ninja when ninja exists), Release, nvcc, sm_80 + sm_90;
-#   build      cuda_tiling_test cuda_kernels_test bench_cuda cuda_block_mask;
+#   build      cuda_tiling_test cuda_kernels_test cuda_backward_test bench_cuda cuda_block_mask;
 #   tests      cuda_tiling_test, then cuda_kernels_test once per kernel family (c01 ... c08
 #              and the device-free tests), EACH IN ITS OWN PROCESS (--gtest_filter), so a
 #              fault that poisons one CUDA context cannot hide the other families' results;
@@ -190,7 +190,7 @@ step() {
 } >"$WORK/env.txt" 2>&1
 cp "$WORK/env.txt" "$OUT/env.txt"
 tee -a "$LOG" <"$WORK/env.txt"
-TARGETS=(cuda_tiling_test cuda_kernels_test bench_cuda cuda_block_mask)
+TARGETS=(cuda_tiling_test cuda_kernels_test cuda_backward_test bench_cuda cuda_block_mask)
 if [ -z "$NVCC" ]; then
   if [ $DRY -eq 0 ]; then say "no nvcc: nothing to build"; report; exit 1; fi
   say "no nvcc: the dry run builds and checks the host-side targets only"
@@ -258,6 +258,9 @@ if [ $DRY -eq 0 ] && wants tests; then
     step "tests_$f" gtest 90 "gtest_$f.json" -- "$BUILD/cuda_kernels_test" \
       --gtest_filter="$f/*" --gtest_output="json:$WORK/gtest_$f.json"
   done
+  # The backward kernels (cb01) after every forward family: its own process, like them.
+  step tests_backward gtest 90 gtest_backward.json -- "$BUILD/cuda_backward_test" \
+    --gtest_output="json:$WORK/gtest_backward.json"
 elif [ $DRY -eq 1 ]; then
   # The recorded outputs stand in for the processes; the accounting is the same code.
   step tests_tiling gtest 60 gtest_tiling.json -- "$BUILD/cuda_tiling_test" \

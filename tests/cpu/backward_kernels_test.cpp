@@ -1,3 +1,4 @@
+// Checks contract §7 (backward pass): every CPU backward kernel against the gradient oracle.
 // Every backward implementation of the registry (registry/backward_kernels.def) against
 // the float64 gradient oracle b1_dense_masked_grad at the tolerance it declares, over the
 // CPU grid (tests/cpu/cpu_cases.h: every pattern kind, seq_len_q != seq_len_k, head_dim !=

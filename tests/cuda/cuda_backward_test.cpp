@@ -1,3 +1,4 @@
+// Checks contract §7 (backward pass): every CUDA backward kernel against the gradient oracle.
 // Every CUDA backward kernel of the registry (registry/cuda_backward_kernels.def) against
 // the float64 gradient oracle b1_dense_masked_grad, over the awkward-shape grid of
 // tests/cpu/cpu_cases.h plus seq_len 1025 with block 64, at the tolerance it declares;
