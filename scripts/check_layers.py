@@ -8,7 +8,7 @@ The layers, lowest first (a file belongs to the longest folder prefix listed):
 
   0  core/                      tensors, .npy, errors, tolerances, the checker
   1  reference/pattern/         PatternSpec -> materialize() -> Pattern (the one pattern source)
-  2  registry/registry.h, registry/*.def
+  2  registry/registry.h, registry/backward.h, registry/*.def
                                 the registry's interface: the Kernel/Problem/Output types and
                                 the X-macro lists each kernel layer implements (entries.cpp)
   3  reference/                 the reference ladder (float64) and the approximations
@@ -33,12 +33,14 @@ import re
 import subprocess
 import sys
 
-# (pattern, rank): folders end with "/", single files may use fnmatch wildcards.
+# (pattern, rank[, module]): folders end with "/", single files may use fnmatch wildcards;
+# entries naming the same module (the registry's interface headers) may include each other.
 LAYERS = [
     ("core/", 0),
     ("reference/pattern/", 1),
-    ("registry/registry.h", 2),
-    ("registry/*.def", 2),
+    ("registry/registry.h", 2, "registry interface"),
+    ("registry/backward.h", 2, "registry interface"),
+    ("registry/*.def", 2, "registry interface"),
     ("reference/", 3),
     ("optimized/cpu/", 4),
     ("optimized/cuda/", 4),
@@ -58,14 +60,14 @@ SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh", ".def", ".inc")
 def module_of(path: str) -> tuple[str, int] | None:
     """(module, rank) of a repository path, or None when no layer holds it."""
     best = None
-    for pattern, rank in LAYERS:
+    for pattern, rank, *module in LAYERS:
         if pattern.endswith("/"):
             hit = path.startswith(pattern)
         else:
             hit = fnmatch.fnmatchcase(path, pattern)
-        if hit and (best is None or len(pattern) > len(best[0])):
-            best = (pattern, rank)
-    return best
+        if hit and (best is None or len(pattern) > best[2]):
+            best = (module[0] if module else pattern, rank, len(pattern))
+    return None if best is None else (best[0], best[1])
 
 
 def allowed(src: tuple[str, int], dst: tuple[str, int]) -> bool:
