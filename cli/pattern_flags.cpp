@@ -94,7 +94,9 @@ void make_decimal(CLI::App& app) {
     const bool is_unsigned = type.rfind("UINT", 0) == 0;
     const bool is_signed = type.rfind("INT", 0) == 0;
     if (!is_signed && !is_unsigned) continue;
-    opt->check(CLI::Validator(
+    // transform(), not check(): CLI11 hands check() validators a copy of the text, and
+    // the rewrite must reach the conversion. transform() also runs first.
+    opt->transform(CLI::Validator(
         [is_signed](std::string& text) { return decimal_integer(text, is_signed); }, ""));
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) make_decimal(*sub);
