@@ -171,5 +171,42 @@ TEST(ParametersBeyondTheSequence, EveryServingExactImplementationMatchesTheOracl
   EXPECT_GT(runs, kCases * 3);  // several implementations per case, not a vacuous loop
 }
 
+// contract §3 bottom-right alignment, an exact value: window 1, dilation 2, one query over
+// two keys. The query sits at key position 1 and may attend key 1 only (t = ±1 land on -1
+// and 3), so o = v[1] and lse = scale·<q, k_1>, in every implementation that serves it
+// (a top-left kernel would return v[0]).
+TEST(DilatedWindowAlignment, OneQueryTwoKeysAttendsOnlyTheLastKey) {
+  PatternSpec s;
+  s.kind = PatternKind::window;
+  s.window = 1;
+  s.dilation = 2;
+  const Pattern p = materialize(s, PatternSizes{1, 1, 1, 2});
+  const Tensor<double> q({1, 1, 1, 2}, 0.0), k({1, 1, 2, 2}, 0.0), v({1, 1, 2, 3}, 0.0);
+  Tensor<double> qq = q, kk = k, vv = v;
+  qq.data = {1.0, 2.0};
+  kk.data = {0.5, -1.0, 2.0, 0.25};             // <q, k_1> = 2.5
+  vv.data = {10.0, 20.0, 30.0, -1.0, -2.0, -3.0};  // v[1] = (-1, -2, -3)
+  const double scale = 1.0;
+  const Problem problem = make_problem(qq, kk, vv, p, &scale);
+  int served = 0;
+  for (const Kernel& kernel : kernels()) {
+    if (!kernel.exact || !kernel.serves(p)) continue;
+    SCOPED_TRACE(kernel.name);
+    Output out;
+    try {
+      kernel.run(problem, out);
+    } catch (const RuntimeError&) {
+      if (kernel.target == Target::cuda) continue;  // no device here
+      throw;
+    }
+    ++served;
+    const bool f64 = out.o.numel() > 0;
+    for (int64_t x = 0; x < 3; ++x)
+      EXPECT_NEAR(f64 ? out.o.data[x] : out.o32.data[x], -(x + 1.0), 1e-6) << "o[" << x << "]";
+    EXPECT_NEAR(f64 ? out.lse.data[0] : out.lse32.data[0], 2.5, 1e-6);
+  }
+  EXPECT_GE(served, 6);  // a1, a2, a3, a5, cpu_k03, cpu_k06 at least
+}
+
 }  // namespace
 }  // namespace sparseattn
