@@ -104,6 +104,18 @@ TEST_F(Parameters, BigBirdBlockSizeBeyondTheSequenceEqualsBlockSizeSeqLen) {
   }
 }
 
+// `info` names what was clamped, given and canonical value.
+TEST_F(Parameters, InfoListsTheClampedParameters) {
+  const RunResult r = run(std::string("info --seq-len 16 --pattern window --window ") + kInt64Max +
+                          " --dilation 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"window 9223372036854775807 -> 3\""), std::string::npos) << r.out;
+  const RunResult t = run("info --seq-len 16 --pattern bigbird --block-size 1048576");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("clamped       block_size 1048576 -> 16"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("density       1.000000"), std::string::npos) << t.out;
+}
+
 // num_random_blocks beyond the blocks: all that remain (nb = 4 at block 4: r >= 4 ≡ 4).
 TEST_F(Parameters, NumRandomBlocksBeyondTheBlocksEqualsAllThatRemain) {
   const std::vector<uint8_t> four = mask_of("--pattern bigbird --block-size 4 --num-random-blocks 4");
