@@ -238,9 +238,9 @@ TEST_F(Parameters, IntegerFlagsAreDecimalWithLeadingZeros) {
   EXPECT_EQ(mask30(rnd + "010").data, mask30(rnd + "10").data);
   EXPECT_NE(mask30(rnd + "010").data, mask30(rnd + "8").data);
   // Not decimal: refused, exit 2, naming the flag and the text.
-  for (const std::string& bad : {"--seq-len 0x10", "--seq-len 1e3", "--seq-len 16 --window 0o7 --pattern window",
+  for (const char* bad : {"--seq-len 0x10", "--seq-len 1e3", "--seq-len 16 --window 0o7 --pattern window",
                                  "--seq-len 16 --pattern random --num-random 1 --seed -01"}) {
-    const RunResult r = run("mask --out " + path("bad.npy") + " " + bad);
+    const RunResult r = run("mask --out " + path("bad.npy") + " " + std::string(bad));
     EXPECT_EQ(r.exit_code, 2) << bad;
     EXPECT_NE(r.err.find("must be an integer in"), std::string::npos) << r.err;
     EXPECT_FALSE(exists("bad.npy"));
