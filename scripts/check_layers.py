@@ -8,7 +8,7 @@ The layers, lowest first (a file belongs to the longest folder prefix listed):
 
   0  core/                      tensors, .npy, errors, tolerances, the checker
   1  reference/pattern/         PatternSpec -> materialize() -> Pattern (the one pattern source)
-  2  registry/registry.h, registry/backward.h, registry/*.def
+  2  registry/registry.h, registry/backward.h, registry/float32_guard.h, registry/*.def
                                 the registry's interface: the Kernel/Problem/Output types and
                                 the X-macro lists each kernel layer implements (entries.cpp)
   3  reference/                 the reference ladder (float64) and the approximations
@@ -40,6 +40,7 @@ LAYERS = [
     ("reference/pattern/", 1),
     ("registry/registry.h", 2, "registry interface"),
     ("registry/backward.h", 2, "registry interface"),
+    ("registry/float32_guard.h", 2, "registry interface"),
     ("registry/*.def", 2, "registry interface"),
     ("reference/", 3),
     ("optimized/cpu/", 4),

@@ -1,7 +1,7 @@
 // Registry entries of the optimized CPU ladder (registry/cpu_kernels.def): adapt a
 // Problem (float32 copies of q/k/v, resolved scale) to the kernels' Inputs and allocate
 // the float32 outputs.
-#include "optimized/cpu/float32_guard.h"
+#include "registry/float32_guard.h"
 #include "optimized/cpu/kernels.h"
 #include "registry/registry.h"
 

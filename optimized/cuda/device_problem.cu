@@ -1,8 +1,12 @@
 #include "optimized/cuda/device_problem.h"
 
+#include "registry/float32_guard.h"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -72,13 +76,33 @@ void DeviceProblem::poison_outputs() const {
   CUDA_CHECK(cudaMemset(lse.ptr(), 0xFF, lse.size() * sizeof(float)));
 }
 
-DeviceProblem upload_problem(const Problem& problem, DType dtype) {
-  require_device("the CUDA kernels");
+DeviceProblem upload_problem(const Problem& problem, DType dtype, const char* kernel_name) {
+  require_device(kernel_name);
+  // contract §4.5: the kernels accumulate in float32, so the CPU ladder's rule applies as
+  // is (refuse a scale or input float32 cannot hold, fold a tiny scale into q in float64);
+  // float16 inputs must also fit float16 (65504), and a folded q would underflow it.
+  Float32Plan plan;
+  plan_float32(problem, kernel_name, plan);
+  if (dtype == DType::float16) {
+    constexpr double kHalfMax = 65504.0;
+    const struct { const char* name; const Tensor<double>* t; } inputs[] = {
+        {"q", &problem.q}, {"k", &problem.k}, {"v", &problem.v}};
+    for (const auto& in : inputs) {
+      double m = 0.0;
+      for (double x : in.t->data) m = std::max(m, std::fabs(x));
+      require(m <= kHalfMax, in.name, "a tensor with max |x| = " + to_text(m),
+              "|x| <= 65504, float16's largest finite value, for the float16-input kernel " +
+                  std::string(kernel_name) + "; use its float32 or bfloat16 variant");
+    }
+    require(plan.q32 == &problem.q32, "scale", to_text(problem.scale),
+            "|scale| >= 1.2e-38 for the float16-input kernel " + std::string(kernel_name) +
+                " (q·scale would underflow float16); use its float32 or bfloat16 variant");
+  }
   DeviceProblem d;
   d.shape = problem.shape;
   d.dtype = dtype;
-  d.scale = static_cast<float>(problem.scale);
-  d.q.upload(convert(problem.q32, dtype));
+  d.scale = plan.scale32;
+  d.q.upload(convert(*plan.q32, dtype));
   d.k.upload(convert(problem.k32, dtype));
   d.v.upload(convert(problem.v32, dtype));
   const AttentionShape& s = problem.shape;
@@ -99,7 +123,7 @@ void download_outputs(const DeviceProblem& problem, Output& out) {
 void run_on_device(const Problem& problem, Output& out, DType dtype, LaunchFn launch,
                    const char* name) {
   require_device(name);
-  DeviceProblem d = upload_problem(problem, dtype);
+  DeviceProblem d = upload_problem(problem, dtype, name);
   d.poison_outputs();
   launch(d, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());  // faults inside the kernel surface here

@@ -34,8 +34,10 @@ struct DeviceProblem {
 using LaunchFn = void (*)(DeviceProblem& problem, cudaStream_t stream);
 
 // Converts q32/k32/v32 to `dtype` (round to nearest even) and uploads; uploads the pattern.
-// Throws RuntimeError("no CUDA device: ...") without a device.
-DeviceProblem upload_problem(const Problem& problem, DType dtype);
+// Throws RuntimeError("no CUDA device: ...") without a device, and InvalidArgument naming
+// `scale`, `q`, `k` or `v` when float32 (or float16 inputs) cannot hold them (contract §4.5,
+// registry/float32_guard.h), before anything is uploaded.
+DeviceProblem upload_problem(const Problem& problem, DType dtype, const char* kernel_name);
 
 // o32 [B,H,Lq,Dv] and lse32 [B,H,Lq] from the device.
 void download_outputs(const DeviceProblem& problem, Output& out);

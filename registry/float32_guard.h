@@ -14,8 +14,9 @@
 //   3. A scale float32 cannot hold accurately (|scale| < FLT_MIN, subnormal or zero
 //      after rounding) is folded into q in float64 instead: q32 = float(q·scale),
 //      scale32 = 1. Ordinary scales keep the kernels' own path, bit for bit.
-// Header-only so that any float32 entry point (the CPU ladder; the CUDA entries may use it
-// too) applies the same rule.
+// Header-only, in the registry's interface layer, so that every float32 entry point -- the
+// CPU ladder (optimized/cpu/entries.cpp) and the CUDA upload (optimized/cuda/
+// device_problem.cu, which adds the float16 input range) -- applies the same rule.
 #pragma once
 
 #include <cfloat>
