@@ -12,7 +12,7 @@ packages=(
   libeigen3-dev libspectra-dev
   libgnuplot-iostream-dev gnuplot-nox libboost-iostreams-dev
   libssl-dev libboost-filesystem-dev
-  python3 python3-pip python3-dev
+  python3 python3-pip python3-dev python3-venv
 )
 
 # The Python package (python/, `make python`, pytest in `make test`) builds with pybind11

@@ -46,7 +46,6 @@ def grid():
 SHAPES = [("b1h2n13d5", (1, 2, 13, 5), (1, 2, 13, 5)),
           ("rank2_q7_k13", (7, 6), (13, 6))]
 
-IMPLS = [k["name"] for k in sa.impls()]
 
 
 def _flags(flags, files, tmp_path):
@@ -66,32 +65,30 @@ def _flags(flags, files, tmp_path):
 CASES = [(g, s) for s in SHAPES for g in grid() if not (g[4] and s[1] != s[2])]
 
 
-@pytest.mark.parametrize("case,shape", CASES, ids=[f"{g[0]}-{s[0]}" for g, s in CASES])
-def test_attend_bit_identical_to_cli(cli, tmp_path, case, shape):
+def _compare_with_cli(cli, tmp_path, case, shape, impls):
+    """Runs every implementation of `impls` that serves the case through the binding and
+    the CLI; returns how many ran. o and lse must be bit-identical."""
     pid, pattern, flags, files, _ = case
     _, shape_q, shape_k = shape
     q, k, v = qkv(shape_q, shape_k, seed=11)
     for name, x in (("q", q), ("k", k), ("v", v)):
         np.save(tmp_path / f"{name}.npy", x)
     pflags = _flags(flags, files, tmp_path)
+    io = ["--q", tmp_path / "q.npy", "--k", tmp_path / "k.npy", "--v", tmp_path / "v.npy",
+          "--out", tmp_path / "o.npy"]
     ran = 0
-    for impl in IMPLS:
+    for impl in impls:
         try:
             o, lse = sa.attend(q, k, v, pattern, impl=impl)
         except ValueError as e:
-            if "serves only" in str(e) or "for performer_favor" in str(e) or "for nystrom" in str(e):
-                continue  # the CLI refuses the same (checked below for one case)
+            if "serves only" in str(e):
+                continue  # the CLI refuses the same (test_an_implementation_the_cli_refuses)
             raise
-        except RuntimeError as e:
-            if "cuda" in impl and ("device" in str(e).lower() or "CUDA" in str(e)):
-                continue  # a CUDA kernel without a device: nothing to compare here
-            raise
-        r = cli(["attend", "--q", tmp_path / "q.npy", "--k", tmp_path / "k.npy", "--v",
-                 tmp_path / "v.npy", "--out", tmp_path / "o.npy", "--lse", tmp_path / "lse.npy",
-                 "--impl", impl] + pflags, check=False)
-        if r.returncode != 0 and "no lse estimate" in r.stderr:  # an approximation's NaN rows
-            cli(["attend", "--q", tmp_path / "q.npy", "--k", tmp_path / "k.npy", "--v",
-                 tmp_path / "v.npy", "--out", tmp_path / "o.npy", "--impl", impl] + pflags)
+        r = cli(["attend"] + io + ["--lse", tmp_path / "lse.npy", "--impl", impl] + pflags,
+                check=False)
+        if r.returncode != 0 and "no lse estimate" in r.stderr:
+            # an approximation with undefined lse rows: the CLI writes o alone
+            cli(["attend"] + io + ["--impl", impl] + pflags)
             o_cli, lse_cli = np.load(tmp_path / "o.npy"), lse
         else:
             assert r.returncode == 0, r.stderr
@@ -101,7 +98,31 @@ def test_attend_bit_identical_to_cli(cli, tmp_path, case, shape):
         assert np.array_equal(o, o_cli), f"{impl}: o differs from the CLI's"
         assert np.array_equal(lse, lse_cli, equal_nan=True), f"{impl}: lse differs from the CLI's"
         ran += 1
-    assert ran >= 2  # at least the oracle and one other implementation served the pattern
+    return ran
+
+
+CPU_IMPLS = [k["name"] for k in sa.impls() if k["target"] != "cuda"]
+CUDA_IMPLS = [k["name"] for k in sa.impls() if k["target"] == "cuda"]
+
+
+@pytest.mark.parametrize("case,shape", CASES, ids=[f"{g[0]}-{s[0]}" for g, s in CASES])
+def test_attend_bit_identical_to_cli(cli, tmp_path, case, shape):
+    # at least the oracle and one other implementation serve every pattern
+    assert _compare_with_cli(cli, tmp_path, case, shape, CPU_IMPLS) >= 2
+
+
+def test_cuda_kernels_bit_identical_to_cli(cli, tmp_path):
+    if not CUDA_IMPLS:
+        pytest.skip("built without CUDA (no cuda_* kernels in the registry)")
+    q, k, v = qkv((1, 1, 4, 2))
+    try:
+        sa.attend(q, k, v, sa.Pattern.dense(), impl=CUDA_IMPLS[0])
+    except RuntimeError as e:
+        pytest.skip(f"no CUDA device ({e})")
+    ran = sum(_compare_with_cli(cli, tmp_path / f"{i}", case, shape, CUDA_IMPLS)
+              for i, (case, shape) in enumerate(CASES)
+              if (tmp_path / f"{i}").mkdir() is None)
+    assert ran >= len(CASES)
 
 
 def test_an_implementation_the_cli_refuses_is_refused(cli, tmp_path):
