@@ -381,7 +381,8 @@ class Pattern:
             ``Pattern.bigbird(..., random_table=t)`` for the same mask. bigbird-etc:
             [num_heads, nb, num_random_blocks]. random: [num_heads, seq_len,
             num_random] key indices. -1 marks a draw that could not be made (fewer
-            candidates than asked; contract §3). Empty for kinds without draws.
+            candidates than asked; contract §3). Shape [num_heads, 0, 0] for kinds
+            without draws.
         """
         n, _ = self._sizes(seq_len, None)
         return _C.random_table(self._spec, self._heads(num_heads), n)

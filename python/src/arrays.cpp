@@ -73,6 +73,12 @@ Tensor<int64_t> int_tensor(const py::array& a, const std::string& name) {
 
 template <class T>
 py::array to_numpy(Tensor<T>&& t, const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  if (n != t.numel())  // a bug here, never the caller's input
+    throw sparseattn::RuntimeError("to_numpy: shape " + shape_text(shape) + " does not hold " +
+                                   std::to_string(t.numel()) + " elements");
+  if (n == 0) return py::array_t<T>(std::vector<py::ssize_t>(shape.begin(), shape.end()));
   auto* storage = new std::vector<T>(std::move(t.data));
   py::capsule owner(storage, [](void* p) { delete static_cast<std::vector<T>*>(p); });
   std::vector<py::ssize_t> dims(shape.begin(), shape.end());

@@ -115,3 +115,8 @@ def test_info_counts():
 def test_repr_names_the_parameters():
     assert repr(sa.Pattern.bigbird(64, 3, seed=5)) == \
         "Pattern.bigbird(block_size=64, num_random_blocks=3, seed=5)"
+
+
+def test_kinds_without_draws_have_an_empty_table():
+    t = sa.Pattern.window(1).random_table(10, num_heads=3)
+    assert t.shape == (3, 0, 0) and t.dtype == np.int64
