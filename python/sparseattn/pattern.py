@@ -8,7 +8,7 @@ graph module read.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -288,7 +288,7 @@ class Pattern:
             return self._default_heads or 1
         return _arrays.integer("num_heads", num_heads, 1)
 
-    def _sizes(self, seq_len_q: Any, seq_len_k: Any) -> tuple:
+    def _sizes(self, seq_len_q: Any, seq_len_k: Any) -> Tuple[int, int]:
         n = _arrays.integer("seq_len_q", seq_len_q, 1)
         m = n if seq_len_k is None else _arrays.integer("seq_len_k", seq_len_k, 1)
         return n, m
@@ -336,7 +336,8 @@ class Pattern:
         b = out.shape[0]
         if b > 1:
             return out
-        return out[0, 0] if h == 1 else out[0]
+        single: np.ndarray = out[0, 0] if h == 1 else out[0]
+        return single
 
     def info(self, seq_len_q: int, seq_len_k: Optional[int] = None,
              num_heads: Optional[int] = None, head_dim: int = 64) -> Dict[str, Any]:
