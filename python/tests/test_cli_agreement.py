@@ -43,8 +43,10 @@ def grid():
 
 # (id, q shape, k shape): one self-attention shape with awkward sizes (13 tokens, head_dim
 # 5, 2 heads) and a rank-2, cross-attention one (bottom-right alignment).
-SHAPES = [("b1h2n13d5", (1, 2, 13, 5), (1, 2, 13, 5)),
-          ("rank2_q7_k13", (7, 6), (13, 6))]
+# A third: float32 inputs (the CLI widens a float32 file as the binding widens an array).
+SHAPES = [("b1h2n13d5", (1, 2, 13, 5), (1, 2, 13, 5), np.float64),
+          ("rank2_q7_k13", (7, 6), (13, 6), np.float64),
+          ("b2h1n13d3_f32", (2, 1, 13, 3), (2, 1, 13, 3), np.float32)]
 
 
 
@@ -65,21 +67,24 @@ def _flags(flags, files, tmp_path):
 CASES = [(g, s) for s in SHAPES for g in grid() if not (g[4] and s[1] != s[2])]
 
 
-def _compare_with_cli(cli, tmp_path, case, shape, impls):
+def _compare_with_cli(cli, tmp_path, case, shape, impls, key_padding_mask=None):
     """Runs every implementation of `impls` that serves the case through the binding and
     the CLI; returns how many ran. o and lse must be bit-identical."""
     pid, pattern, flags, files, _ = case
-    _, shape_q, shape_k = shape
-    q, k, v = qkv(shape_q, shape_k, seed=11)
+    _, shape_q, shape_k, dtype = shape
+    q, k, v = qkv(shape_q, shape_k, seed=11, dtype=dtype)
     for name, x in (("q", q), ("k", k), ("v", v)):
         np.save(tmp_path / f"{name}.npy", x)
     pflags = _flags(flags, files, tmp_path)
+    if key_padding_mask is not None:
+        np.save(tmp_path / "kpm.npy", key_padding_mask)
+        pflags += ["--key-padding-mask", tmp_path / "kpm.npy"]
     io = ["--q", tmp_path / "q.npy", "--k", tmp_path / "k.npy", "--v", tmp_path / "v.npy",
           "--out", tmp_path / "o.npy"]
     ran = 0
     for impl in impls:
         try:
-            o, lse = sa.attend(q, k, v, pattern, impl=impl)
+            o, lse = sa.attend(q, k, v, pattern, impl=impl, key_padding_mask=key_padding_mask)
         except ValueError as e:
             if "serves only" in str(e):
                 continue  # the CLI refuses the same (test_an_implementation_the_cli_refuses)
@@ -109,6 +114,14 @@ CUDA_IMPLS = [k["name"] for k in sa.impls() if k["target"] == "cuda"]
 def test_attend_bit_identical_to_cli(cli, tmp_path, case, shape):
     # at least the oracle and one other implementation serve every pattern
     assert _compare_with_cli(cli, tmp_path, case, shape, CPU_IMPLS) >= 2
+
+
+def test_key_padding_bit_identical_to_cli(cli, tmp_path):
+    kpm = np.ones((2, 13), dtype=bool)
+    kpm[0, 9:] = False  # batch 0: the last 4 tokens are padding (rows 9-12 fully masked)
+    case = next(g for g in grid() if g[0] == "window2")
+    assert _compare_with_cli(cli, tmp_path, case, ("kpm", (2, 2, 13, 4), (2, 2, 13, 4),
+                                                   np.float64), CPU_IMPLS, kpm) >= 2
 
 
 def test_cuda_kernels_bit_identical_to_cli(cli, tmp_path):
