@@ -224,13 +224,30 @@ class CheckReport:
         if self.lse is not None:
             lines.append(self.lse.line())
         if not self.passed:
-            idx = (self.o if not self.o.passed else self.lse).worst_index  # type: ignore[union-attr]
+            bad = self.o if not self.o.passed else self.lse
+            assert bad is not None
+            idx = bad.worst_index
             if len(idx) >= 3:
                 lines.append(f"worst element: batch {idx[0]}, head {idx[1]}, query row {idx[2]}")
+            lines.append("hint: " + _hint(bad))
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.summary()
+
+
+def _hint(bad: TensorReport) -> str:
+    """The likely cause of a failure, read off the report alone."""
+    if bad.num_nonfinite:
+        return ("the candidate has NaN/Inf where the oracle is finite; a row with no allowed "
+                "key must give o = 0 and lse = -inf, never NaN (docs/contract.md §2)")
+    if bad.num_mismatched >= 0.9 * bad.num_elements:
+        return ("almost every element differs: compare the pattern's parameters (window is "
+                "one-sided: HF Longformer's attention_window = 2 * window), the scale "
+                "(default 1/sqrt(head_dim)), the layout [batch, num_heads, seq_len, head_dim] "
+                "and, for lse, the natural log")
+    return ("some elements differ: compare pattern.mask(...) with the keys the candidate "
+            "used near the worst row (boundaries, global tokens, random blocks, padding)")
 
 
 def _candidate(x: Any, name: str) -> Tuple[np.ndarray, str]:

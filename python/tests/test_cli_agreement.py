@@ -181,6 +181,10 @@ def test_check_report_matches_cli(cli, tmp_path):
     assert not report.passed and report.lse is not None and report.lse.passed
     assert report.to_dict() == json.loads(r.stdout)
     assert report.o.num_mismatched == 1 and report.o.worst_index == (1, 0, 4, 2)
+    summary = report.summary()
+    assert "o: mismatched elements 1 / 144" in summary
+    assert "worst element: batch 1, head 0, query row 4" in summary
+    assert "hint: some elements differ" in summary
 
 
 def test_reach_and_impls_match_cli(cli):

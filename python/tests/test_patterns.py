@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import sparseattn as sa
+from conftest import qkv
 
 
 @pytest.mark.parametrize("n,block,r,heads,seed", [(16, 2, 1, 1, 0), (64, 8, 2, 3, 7),
@@ -120,3 +121,16 @@ def test_repr_names_the_parameters():
 def test_kinds_without_draws_have_an_empty_table():
     t = sa.Pattern.window(1).random_table(10, num_heads=3)
     assert t.shape == (3, 0, 0) and t.dtype == np.int64
+
+
+def test_assert_matches_oracle_fails_a_nan_and_a_wrong_pattern_with_a_hint():
+    q, k, v = qkv((1, 2, 12, 4))
+    p = sa.Pattern.window(2)
+    o, lse = sa.attend(q, k, v, p)
+    assert sa.testing.assert_matches_oracle(q, k, v, p, o, lse).passed
+    nan = o.copy()
+    nan[0, 1, 5, 0] = np.nan
+    with pytest.raises(AssertionError, match="NaN/Inf where the oracle is finite"):
+        sa.testing.assert_matches_oracle(q, k, v, p, nan)
+    with pytest.raises(AssertionError, match="almost every element differs"):
+        sa.testing.assert_matches_oracle(q, k, v, sa.Pattern.dense(), o, lse)
