@@ -32,5 +32,5 @@ def test_docs_python_md_examples_run(tmp_path, monkeypatch):
     for fact in ["o: mismatched elements 6399 / 6400 (100.0%)",
                  "worst element: batch 0, head 2, query row 40",
                  "hint: almost every element differs",
-                 "matches the float64 oracle a1_dense_masked"]:
+                 "candidate does NOT match the float64 oracle a1_dense_masked"]:
         assert fact in shown and fact in printed, fact
