@@ -16,7 +16,7 @@ CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build test lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-deps gpu-check clean
+.PHONY: all setup configure build python pip-check test lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-deps gpu-check clean
 
 all: build
 
@@ -32,7 +32,19 @@ configure: $(BUILD)/CMakeCache.txt
 build: setup configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# CTest, then one line counting passed, failed and skipped apart (a skip is not a pass).
+# The Python module, built in the main tree and copied into python/sparseattn/, so that
+# `PYTHONPATH=python python3 -c "import sparseattn"` works in place (docs/python.md).
+# Users install the package with `pip install .` instead.
+python: setup configure
+	cmake --build $(BUILD) -j $(JOBS) --target _sparseattn
+
+# What a user does: `pip install .` into a new virtual environment, import, and run
+# docs/python.md's examples against the installed package (scripts/pip_check.sh).
+pip-check: setup
+	@scripts/pip_check.sh
+
+# CTest, then the Python package's pytest suite (python/tests), then one line counting
+# passed, failed and skipped apart over both (a skip is not a pass).
 test: build
 	@scripts/run_tests.sh $(BUILD) $(JOBS)
 

@@ -22,6 +22,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/results.h"
 #include "core/error.h"
 #include "core/npy.h"
 #include "registry/backward.h"
@@ -39,25 +40,6 @@ struct AttendArgs {
   std::string dtype;  // "" = the kernel's own output dtype
   PatternFlags pattern;
 };
-
-const Kernel& serving_kernel(const std::string& name, const Pattern& pattern) {
-  const Kernel* kernel = nullptr;
-  try {
-    kernel = &find_kernel(name);
-  } catch (const InvalidArgument& e) {
-    const std::string what = e.what();
-    throw InvalidArgument("--impl", name, what.substr(what.find(": ") + 2));
-  }
-  if (!kernel->serves(pattern)) {
-    std::string serving;
-    for (const Kernel& k : kernels())
-      if (k.serves(pattern)) serving += (serving.empty() ? "" : ", ") + std::string(k.name);
-    throw InvalidArgument("--impl", name,
-                          std::string("serves only ") + kernel->patterns + ", not " +
-                              describe(pattern.spec) + "; kernels that serve it: " + serving);
-  }
-  return *kernel;
-}
 
 // o/lse keep q's rank: a rank-2 q [Lq, D] gives o [Lq, Dv] and lse [Lq].
 Shape out_shape(const Shape& q_file_shape, const Shape& rank4) {

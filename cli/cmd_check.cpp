@@ -23,6 +23,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/results.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -40,11 +41,11 @@ struct CheckArgs {
   PatternFlags pattern;
 };
 
-Tolerance tolerance_for(NpyDtype dtype) {
+Tolerance tolerance_of_file(NpyDtype dtype) {
   switch (dtype) {
-    case NpyDtype::float64: return kTolFloat64;
-    case NpyDtype::float32: return kTolFloat32;
-    default: return kTolFloat16;  // read_npy_float admits only float16 besides these
+    case NpyDtype::float64: return tolerance_for(CandidateDtype::float64);
+    case NpyDtype::float32: return tolerance_for(CandidateDtype::float32);
+    default: return tolerance_for(CandidateDtype::float16);  // read_npy_float admits only float16 besides these
   }
 }
 
@@ -53,12 +54,8 @@ Tolerance tolerance_for(NpyDtype dtype) {
 Tensor<double> read_candidate(const std::string& path, const std::string& flag,
                               const Shape& want, const CheckArgs& a, Tolerance* tol) {
   Tensor<double> c = read_npy_float(path, flag);
-  Shape got = c.shape, expect = want;
-  while (got.size() > 1 && got.front() == 1) got.erase(got.begin());
-  while (expect.size() > 1 && expect.front() == 1) expect.erase(expect.begin());
-  require(got == expect, flag + " shape", shape_text(c.shape),
-          "must be " + shape_text(want) + " (leading 1s may be omitted)");
-  *tol = tolerance_for(read_npy_header(path, flag).dtype);
+  require_candidate_shape(c.shape, want, flag);
+  *tol = tolerance_of_file(read_npy_header(path, flag).dtype);
   if (!a.atol.empty()) tol->atol = parse_finite("--atol", a.atol, 0.0);
   if (!a.rtol.empty()) tol->rtol = parse_finite("--rtol", a.rtol, 0.0);
   return c;
@@ -110,21 +107,10 @@ void run_check(const CheckArgs& a) {
       if (!g.path.empty()) g.x = read_candidate(g.path, std::string("--candidate-") + g.name, g.shape, a, &g.tol);
   }
 
-  const AttentionResult oracle = a1_dense_masked(in.q, in.k, in.v, in.pattern, scale_ptr);
-  const CheckReport o_report = check_close(o, oracle.o, o_tol);
-  nlohmann::json j;
-  j["oracle"] = "a1_dense_masked";
-  j["pattern"] = describe(in.pattern.spec);
-  j["shape"] = {{"batch", in.shape.batch},         {"num_heads", in.shape.num_heads},
-                {"seq_len_q", in.shape.seq_len_q}, {"seq_len_k", in.shape.seq_len_k},
-                {"head_dim", in.shape.head_dim},   {"head_dim_v", in.shape.head_dim_v}};
-  j["o"] = nlohmann::json::parse(report_json(o_report, "o", o_tol));
-  bool pass = o_report.pass;
-  if (!a.candidate_lse.empty()) {
-    const CheckReport lse_report = check_close(lse, oracle.lse, lse_tol);
-    j["lse"] = nlohmann::json::parse(report_json(lse_report, "lse", lse_tol));
-    pass = pass && lse_report.pass;
-  }
+  nlohmann::json j =
+      check_against_oracle(in.q, in.k, in.v, in.pattern, scale_ptr, o, o_tol,
+                           a.candidate_lse.empty() ? nullptr : &lse, lse_tol);
+  bool pass = j.at("pass").get<bool>();
   if (backward) {
     const GradientResult g = b1_dense_masked_grad(in.q, in.k, in.v, dout, in.pattern, scale_ptr);
     j["gradient_oracle"] = "b1_dense_masked_grad";

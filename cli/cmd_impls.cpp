@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "registry/backward.h"
+#include "cli/results.h"
 #include "registry/registry.h"
 
 namespace sparseattn::cli {
@@ -50,18 +51,7 @@ void run_backward_impls(bool json) {
 
 void run_impls(bool json) {
   if (json) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const Kernel& k : kernels())
-      list.push_back({{"name", k.name},
-                      {"target", target_name(k.target)},
-                      {"dtype", dtype_name(k.dtype)},
-                      {"exact", k.exact},
-                      {"patterns", k.patterns},
-                      {"reference", k.reference},
-                      {"atol", k.atol},
-                      {"rtol", k.rtol},
-                      {"summary", k.summary}});
-    std::cout << list.dump(2) << "\n";
+    std::cout << impls_json().dump(2) << "\n";
     return;
   }
   std::cout << fmt::format("{:<26} {:<9} {:<8} {:<6} {:<36} {:<16} {:>8} {:>8}\n", "name",

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/results.h"
 #include "core/error.h"
 
 namespace sparseattn::cli {
@@ -41,27 +42,7 @@ void run_info(const InfoArgs& a) {
   const int64_t random_draws = pattern.random_draws.numel();
 
   if (a.json) {
-    nlohmann::json j = {
-        {"pattern", describe(pattern.spec)},
-        {"num_heads", sizes.num_heads},
-        {"seq_len_q", sizes.seq_len_q},
-        {"seq_len_k", sizes.seq_len_k},
-        {"head_dim", a.head_dim},
-        {"nnz", st.nnz},
-        {"dense_pairs", st.dense_pairs},
-        {"density", st.density},
-        {"keys_per_row", {{"min", st.row_min}, {"mean", st.row_mean}, {"max", st.row_max}}},
-        {"empty_rows", st.empty_rows},
-        {"tiles", {{"listed", st.num_tiles}, {"full", st.full_tiles},
-                   {"partial", st.num_tiles - st.full_tiles}}},
-        {"random_draws", random_draws},
-        {"random_shortfall", pattern.random_shortfall},
-        {"flops", flops},
-        {"dense_flops", dense_flops},
-        {"flops_fraction", dense_flops > 0 ? flops / dense_flops : 0.0},
-        {"clamped", pattern.clamped},
-    };
-    std::cout << j.dump(2) << "\n";
+    std::cout << info_json(pattern, a.head_dim).dump(2) << "\n";
     return;
   }
   std::cout << fmt::format("pattern       {}\n", describe(pattern.spec))

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/results.h"
 #include "core/error.h"
 #include "core/npy.h"
 
@@ -42,19 +43,8 @@ void run_mask(const MaskArgs& a) {
   checked_numel(shape, 1, "mask shape (--num-heads, --seq-len, --seq-len-k)");
 
   const Pattern pattern = build_pattern(a.pattern, sizes);
-  Tensor<uint8_t> out(shape, 0);
-  const int64_t n = sizes.seq_len_q, m = sizes.seq_len_k, plane = n * m;
-  for (int64_t h = 0; h < num_heads; ++h) {
-    const Tensor<uint8_t> head = dense_mask(pattern.head(h));
-    for (int64_t b = 0; b < sizes.batch; ++b) {
-      uint8_t* dst = out.ptr() + (b * num_heads + h) * plane;
-      for (int64_t i = 0; i < n; ++i) {
-        const bool query_real = pattern.query_valid(b, i);
-        for (int64_t j = 0; j < m; ++j)
-          dst[i * m + j] = head.data[i * m + j] && query_real && pattern.key_valid(b, j);
-      }
-    }
-  }
+  Tensor<uint8_t> out = allowed_mask(pattern);  // [B, H, N, M]; same elements as `shape`
+  out.shape = shape;
   write_npy(a.out, out, a.mask_dtype == "bool");
 }
 

@@ -26,6 +26,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/results.h"
 #include "core/error.h"
 #include "graph/measures.h"
 #include "graph/reach.h"
@@ -164,43 +165,26 @@ void run_reach(const ReachArgs& a) {
   else if (a.level == "block") choice = graph::LevelChoice::block;
   else require(a.level == "auto", "--level", a.level, "must be auto, token or block");
 
-  const graph::ReachSummary s = graph::g1_reach_bitset(stack, a.token, choice);
-  const std::vector<double> fraction = graph::connected_fraction(s);
-  const auto depth = graph::mixing_depth(s);
-  const auto diam = graph::diameter(s);
-  const auto mean = graph::mean_shortest_path(s);
-  // The gap is the one measure computed iteratively; when Arnoldi cannot separate λ₂
-  // (a long window ring, eigenvalues clustered at 1) it is reported unknown, not guessed.
-  std::optional<graph::SpectralGap> gap;
-  std::string gap_note;
-  try {
-    gap = graph::spectral_gap(stack.layer(0));
-  } catch (const RuntimeError& e) {
-    gap_note = e.what();
-  }
-  std::vector<int64_t> path;
-  if (a.from_flag->count()) path = graph::shortest_path(stack, a.from, a.to);
-  std::vector<double> evenness;
-  const bool rollout_ok = a.token >= 0 && n <= graph::kMaxTokenNodes;
-  if (rollout_ok) evenness = graph::rollout_evenness(stack, a.token);
+  ReachRequest request;
+  request.token = a.token;
+  request.level = choice;
+  if (a.from_flag->count()) request.path = std::make_pair(a.from, a.to);
+  const ReachResult r = compute_reach(stack, request);
+  const graph::ReachSummary& s = r.summary;
+  const std::vector<double>& fraction = r.connected_fraction;
+  const auto& depth = r.mixing_depth;
+  const auto& diam = r.diameter;
+  const auto& mean = r.mean_shortest_path;
+  const auto& gap = r.gap;
+  const std::string& gap_note = r.gap_note;
+  const std::vector<int64_t>& path = r.path;
+  const std::vector<double>& evenness = r.evenness;
+  const bool rollout_ok = r.rollout_ok;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (a.json) {
-    nlohmann::json j = {
-        {"level", graph::level_name(s.level)},
-        {"mixing_depth", depth ? nlohmann::json(*depth) : nlohmann::json(nullptr)},
-        {"connected_fraction", fraction},
-        {"diameter", diam ? nlohmann::json(*diam) : nlohmann::json(nullptr)},
-        {"mean_shortest_path", mean ? nlohmann::json(*mean) : nlohmann::json(nullptr)},
-        {"spectral_gap", gap ? nlohmann::json(gap->gap) : nlohmann::json(nullptr)},
-    };
-    if (a.token >= 0) {
-      j["coverage"] = s.coverage;
-      j["span"] = s.span;
-    }
-    if (a.from_flag->count()) j["path"] = path;
-    std::cout << j.dump(2) << "\n";
+    std::cout << reach_json(r, request).dump(2) << "\n";
     return;
   }
 

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# `make test`: runs CTest in the build folder and closes with one count line.
+# `make test`: runs CTest in the build folder, then the Python package's pytest suite
+# (python/tests, against the module `make python` built into python/sparseattn/), and
+# closes with one count line summing both.
 # CTest's own summary folds skipped tests into its total ("100% passed ... out of N"), and a
 # skip must never read as a pass: the last line counts passed, failed and skipped apart.
 # Usage: scripts/run_tests.sh BUILD_DIR JOBS
 set -uo pipefail
 build=$1
 jobs=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$build" || exit 2
+build_abs=$(pwd)
 ctest --output-on-failure -j "$jobs" 2>&1 | tee ctest.log
 rc=${PIPESTATUS[0]}
 total=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' ctest.log)
@@ -14,7 +18,31 @@ passed=$(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' ctest.log | grep -cE ' Passe
 skipped=$(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' ctest.log | grep -cE '\*\*\*Skipped')
 failed=$((total - passed - skipped))
 if [ "$skipped" -gt 0 ]; then
-  echo "Skipped tests need a CUDA device (GTEST_SKIP \"no CUDA device\"); they did not run."
+  echo "Skipped CTest tests need a CUDA device (GTEST_SKIP \"no CUDA device\"); they did not run."
+fi
+
+# pytest, with the interpreter the module was built for (python/CMakeLists.txt wrote it).
+if [ -f python_executable.txt ]; then
+  py=$(head -1 python_executable.txt)
+  echo "pytest: python/tests with $py"
+  (cd "$root" && PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}" \
+     SPARSEATTN_CLI="$build_abs/sparseattn" \
+     "$py" -m pytest -q -rs -p no:cacheprovider python/tests) 2>&1 | tee pytest.log
+  py_rc=${PIPESTATUS[0]}
+  summary=$(grep -E '^=*.* in [0-9.]+s' pytest.log | tail -1)
+  count() { echo "$summary" | grep -oE "[0-9]+ $1" | grep -oE '^[0-9]+' || echo 0; }
+  py_passed=$(count passed)
+  py_failed=$(( $(count failed) + $(count error) + $(count errors) ))
+  py_skipped=$(count skipped)
+  # pytest exits 5 when it collected nothing: that is a failure here, never a pass.
+  if [ "$py_rc" -ne 0 ] && [ "$py_failed" -eq 0 ]; then py_failed=1; fi
+  [ "$py_skipped" -gt 0 ] && echo "Skipped pytest tests name their reason above (torch, jax or a CUDA device absent)."
+  passed=$((passed + py_passed))
+  failed=$((failed + py_failed))
+  skipped=$((skipped + py_skipped))
+  [ "$py_rc" -ne 0 ] && rc=1
+else
+  echo "pytest: not run (configured with -DSPARSEATTN_PYTHON=OFF: no Python module built)"
 fi
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit "$rc"

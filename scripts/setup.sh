@@ -12,8 +12,23 @@ packages=(
   libeigen3-dev libspectra-dev
   libgnuplot-iostream-dev gnuplot-nox libboost-iostreams-dev
   libssl-dev libboost-filesystem-dev
-  python3 python3-pip
+  python3 python3-pip python3-dev python3-venv
 )
+
+# The Python package (python/, `make python`, pytest in `make test`) builds with pybind11
+# and runs with numpy; its tests need pytest. pip first (into the python3 on PATH); where
+# that python3 is Debian's own and refuses pip (PEP 668), Debian's packages instead.
+python_missing=()
+for m in numpy pytest pybind11; do
+  python3 -c "import $m" 2>/dev/null || python_missing+=("$m")
+done
+if [ ${#python_missing[@]} -gt 0 ]; then
+  echo "setup: installing missing Python packages: ${python_missing[*]} (python3 -m pip)"
+  if ! python3 -m pip install -q "${python_missing[@]}"; then
+    echo "setup: pip refused; using Debian's python3-numpy python3-pytest pybind11-dev"
+    packages+=(python3-numpy python3-pytest pybind11-dev)
+  fi
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,175 @@
+#include "cli/results.h"
+
+#include "core/error.h"
+#include "graph/measures.h"
+#include "graph/rollout.h"
+#include "reference/attention.h"
+
+namespace sparseattn::cli {
+
+nlohmann::json impls_json() {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Kernel& k : kernels())
+    list.push_back({{"name", k.name},
+                    {"target", target_name(k.target)},
+                    {"dtype", dtype_name(k.dtype)},
+                    {"exact", k.exact},
+                    {"patterns", k.patterns},
+                    {"reference", k.reference},
+                    {"atol", k.atol},
+                    {"rtol", k.rtol},
+                    {"summary", k.summary}});
+  return list;
+}
+
+const Kernel& serving_kernel(const std::string& name, const Pattern& pattern) {
+  const Kernel* kernel = nullptr;
+  try {
+    kernel = &find_kernel(name);
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    throw InvalidArgument("--impl", name, what.substr(what.find(": ") + 2));
+  }
+  if (!kernel->serves(pattern)) {
+    std::string serving;
+    for (const Kernel& k : kernels())
+      if (k.serves(pattern)) serving += (serving.empty() ? "" : ", ") + std::string(k.name);
+    throw InvalidArgument("--impl", name,
+                          std::string("serves only ") + kernel->patterns + ", not " +
+                              describe(pattern.spec) + "; kernels that serve it: " + serving);
+  }
+  return *kernel;
+}
+
+nlohmann::json info_json(const Pattern& pattern, int64_t head_dim) {
+  const PatternStats st = pattern_stats(pattern);
+  const double flops = attention_flops(st, head_dim, head_dim);
+  PatternStats dense = st;
+  dense.nnz = st.dense_pairs;
+  const double dense_flops = attention_flops(dense, head_dim, head_dim);
+  return {
+      {"pattern", describe(pattern.spec)},
+      {"num_heads", pattern.sizes.num_heads},
+      {"seq_len_q", pattern.sizes.seq_len_q},
+      {"seq_len_k", pattern.sizes.seq_len_k},
+      {"head_dim", head_dim},
+      {"nnz", st.nnz},
+      {"dense_pairs", st.dense_pairs},
+      {"density", st.density},
+      {"keys_per_row", {{"min", st.row_min}, {"mean", st.row_mean}, {"max", st.row_max}}},
+      {"empty_rows", st.empty_rows},
+      {"tiles", {{"listed", st.num_tiles}, {"full", st.full_tiles},
+                 {"partial", st.num_tiles - st.full_tiles}}},
+      {"random_draws", pattern.random_draws.numel()},
+      {"random_shortfall", pattern.random_shortfall},
+      {"flops", flops},
+      {"dense_flops", dense_flops},
+      {"flops_fraction", dense_flops > 0 ? flops / dense_flops : 0.0},
+      {"clamped", pattern.clamped},
+  };
+}
+
+Tensor<uint8_t> allowed_mask(const Pattern& pattern) {
+  const PatternSizes& z = pattern.sizes;
+  const Shape shape = {z.batch, z.num_heads, z.seq_len_q, z.seq_len_k};
+  checked_numel(shape, 1, "mask shape");
+  Tensor<uint8_t> out(shape, 0);
+  const int64_t n = z.seq_len_q, m = z.seq_len_k, plane = n * m;
+  for (int64_t h = 0; h < z.num_heads; ++h) {
+    const Tensor<uint8_t> head = dense_mask(pattern.head(h));
+    for (int64_t b = 0; b < z.batch; ++b) {
+      uint8_t* dst = out.ptr() + (b * z.num_heads + h) * plane;
+      for (int64_t i = 0; i < n; ++i) {
+        const bool query_real = pattern.query_valid(b, i);
+        for (int64_t j = 0; j < m; ++j)
+          dst[i * m + j] = head.data[i * m + j] && query_real && pattern.key_valid(b, j);
+      }
+    }
+  }
+  return out;
+}
+
+Tolerance tolerance_for(CandidateDtype dtype) {
+  switch (dtype) {
+    case CandidateDtype::float64: return kTolFloat64;
+    case CandidateDtype::float32: return kTolFloat32;
+    case CandidateDtype::float16: return kTolFloat16;
+  }
+  return kTolFloat64;
+}
+
+void require_candidate_shape(const Shape& shape, const Shape& want, const std::string& what) {
+  Shape got = shape, expect = want;
+  while (got.size() > 1 && got.front() == 1) got.erase(got.begin());
+  while (expect.size() > 1 && expect.front() == 1) expect.erase(expect.begin());
+  require(got == expect, what + " shape", shape_text(shape),
+          "must be " + shape_text(want) + " (leading 1s may be omitted)");
+}
+
+nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
+                                    const Tensor<double>& v, const Pattern& pattern,
+                                    const double* scale, const Tensor<double>& o,
+                                    Tolerance o_tol, const Tensor<double>* lse,
+                                    Tolerance lse_tol) {
+  const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
+  const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, scale);
+  const CheckReport o_report = check_close(o, oracle.o, o_tol);
+  nlohmann::json j;
+  j["oracle"] = "a1_dense_masked";
+  j["pattern"] = describe(pattern.spec);
+  j["shape"] = {{"batch", s.batch},         {"num_heads", s.num_heads},
+                {"seq_len_q", s.seq_len_q}, {"seq_len_k", s.seq_len_k},
+                {"head_dim", s.head_dim},   {"head_dim_v", s.head_dim_v}};
+  j["o"] = nlohmann::json::parse(report_json(o_report, "o", o_tol));
+  bool pass = o_report.pass;
+  if (lse != nullptr) {
+    const CheckReport lse_report = check_close(*lse, oracle.lse, lse_tol);
+    j["lse"] = nlohmann::json::parse(report_json(lse_report, "lse", lse_tol));
+    pass = pass && lse_report.pass;
+  }
+  j["pass"] = pass;
+  return j;
+}
+
+ReachResult compute_reach(const graph::LayerStack& stack, const ReachRequest& request) {
+  ReachResult r;
+  const int64_t n = stack.seq_len();
+  require(request.token == -1 || (request.token >= 0 && request.token < n), "--token",
+          request.token, "must be in [0, " + std::to_string(n) + ")");
+  r.summary = graph::g1_reach_bitset(stack, request.token, request.level);
+  r.connected_fraction = graph::connected_fraction(r.summary);
+  r.mixing_depth = graph::mixing_depth(r.summary);
+  r.diameter = graph::diameter(r.summary);
+  r.mean_shortest_path = graph::mean_shortest_path(r.summary);
+  // The gap is the one measure computed iteratively; when Arnoldi cannot separate λ₂
+  // (a long window ring, eigenvalues clustered at 1) it is reported unknown, not guessed.
+  try {
+    r.gap = graph::spectral_gap(stack.layer(0));
+  } catch (const RuntimeError& e) {
+    r.gap_note = e.what();
+  }
+  if (request.path) r.path = graph::shortest_path(stack, request.path->first, request.path->second);
+  r.rollout_ok = request.token >= 0 && n <= graph::kMaxTokenNodes;
+  if (r.rollout_ok) r.evenness = graph::rollout_evenness(stack, request.token);
+  return r;
+}
+
+nlohmann::json reach_json(const ReachResult& r, const ReachRequest& request) {
+  auto or_null = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  nlohmann::json j = {
+      {"level", graph::level_name(r.summary.level)},
+      {"mixing_depth", or_null(r.mixing_depth)},
+      {"connected_fraction", r.connected_fraction},
+      {"diameter", or_null(r.diameter)},
+      {"mean_shortest_path", or_null(r.mean_shortest_path)},
+      {"spectral_gap", r.gap ? nlohmann::json(r.gap->gap) : nlohmann::json(nullptr)},
+  };
+  if (request.token >= 0) {
+    j["coverage"] = r.summary.coverage;
+    j["span"] = r.summary.span;
+  }
+  if (request.path) j["path"] = r.path;
+  return j;
+}
+
+}  // namespace sparseattn::cli

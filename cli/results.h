@@ -1,0 +1,84 @@
+// What the subcommands compute, as library functions: the CLI (cli/cmd_*.cpp) prints
+// these results and the Python package (python/) returns them, so both read the same
+// numbers from the same code. Every function throws InvalidArgument for bad input, naming
+// the argument as the CLI spells it when it came from a flag (the Python binding renames
+// "--num-random-blocks" to "num_random_blocks").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+#include "core/numerics.h"
+#include "core/tensor.h"
+#include "graph/layer_graph.h"
+#include "graph/reach.h"
+#include "graph/spectral.h"
+#include "reference/pattern/pattern.h"
+#include "registry/registry.h"
+
+namespace sparseattn::cli {
+
+// `impls --json`: one object per registry entry (name, target, dtype, exact, patterns,
+// reference, atol, rtol, summary), in ladder order.
+nlohmann::json impls_json();
+
+// The registry kernel `name`, checked to serve `pattern`. Throws InvalidArgument("--impl")
+// naming the known kernels, or the kernels that do serve the pattern.
+const Kernel& serving_kernel(const std::string& name, const Pattern& pattern);
+
+// `info --json`: nnz, density, keys per row, tiles, random draws and FLOPs (4 · nnz ·
+// head_dim per batch element, the FlashAttention paper's count) of a materialized pattern.
+nlohmann::json info_json(const Pattern& pattern, int64_t head_dim);
+
+// `mask`: the allowed mask [batch, num_heads, seq_len_q, seq_len_k], 1 = may attend:
+// dense_mask() of each head's layout with the key padding applied (contract §2).
+// Throws InvalidArgument("mask shape") when it would not fit in memory.
+Tensor<uint8_t> allowed_mask(const Pattern& pattern);
+
+// `check`: the tolerance a candidate of `dtype` is held to (core/numerics.h): float64
+// 1e-12/1e-12, float32 2e-5/2e-4, float16 2e-3/2e-3.
+enum class CandidateDtype { float64, float32, float16 };
+Tolerance tolerance_for(CandidateDtype dtype);
+
+// `check`: a candidate's shape must be `want`, leading 1s may be omitted (contract §1).
+// Throws InvalidArgument(what + " shape").
+void require_candidate_shape(const Shape& got, const Shape& want, const std::string& what);
+
+// `check`: runs the oracle a1_dense_masked on q/k/v (already rank 4) and judges o (and lse
+// when given) with core/check.h's checker. Returns the JSON object the CLI prints:
+// oracle, pattern, shape, o (and lse) reports, pass.
+nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
+                                    const Tensor<double>& v, const Pattern& pattern,
+                                    const double* scale, const Tensor<double>& o,
+                                    Tolerance o_tol, const Tensor<double>* lse,
+                                    Tolerance lse_tol);
+
+// `reach`: every measure of docs/information-flow.md for one stack (contract §6).
+struct ReachRequest {
+  int64_t token = -1;                  // receptive field of this token; -1: none
+  std::optional<std::pair<int64_t, int64_t>> path;  // shortest path from -> to
+  graph::LevelChoice level = graph::LevelChoice::automatic;
+};
+struct ReachResult {
+  graph::ReachSummary summary;
+  std::vector<double> connected_fraction;
+  std::optional<int64_t> mixing_depth, diameter;
+  std::optional<double> mean_shortest_path;
+  std::optional<graph::SpectralGap> gap;  // layer 1; unknown when Arnoldi cannot separate λ₂
+  std::string gap_note;                   // why it is unknown
+  std::vector<int64_t> path;              // empty: never connected (or not asked)
+  std::vector<double> evenness;           // rollout evenness of `token`, when computed
+  bool rollout_ok = false;
+};
+// Throws InvalidArgument("--token") outside [0, seq_len), what g1_reach_bitset throws.
+ReachResult compute_reach(const graph::LayerStack& stack, const ReachRequest& request);
+// `reach --json`: level, mixing_depth, connected_fraction, diameter, mean_shortest_path,
+// spectral_gap (null when unknown), coverage and span (with a token), path (when asked).
+nlohmann::json reach_json(const ReachResult& result, const ReachRequest& request);
+
+}  // namespace sparseattn::cli

@@ -1,0 +1,26 @@
+"""sparseattn: sparse attention patterns, a float64 oracle, reference and optimized
+kernels, and graph measures — the project's C++ libraries, one import away from NumPy.
+
+The same code the ``sparseattn`` command-line tool runs (docs/python.md)::
+
+    import numpy as np, sparseattn as sa
+    p = sa.Pattern.window(2)
+    q = k = v = np.random.default_rng(0).standard_normal((1, 2, 16, 8))
+    o, lse = sa.attend(q, k, v, p)                       # the float64 oracle
+    o32, _ = sa.attend(q, k, v, p, impl="cpu_k02_window_band")
+    sa.testing.assert_matches_oracle(q, k, v, p, o32)
+
+Shapes follow docs/contract.md §1: q [batch, num_heads, seq_len_q, head_dim], k and v
+[batch, num_heads, seq_len_k, head_dim(_v)], leading dimensions optional.
+"""
+from . import testing
+from .analysis import analyze, extend_positions, reach
+from .attention import (CheckReport, TensorReport, attend, check, impls, nystrom,
+                        performer_favor)
+from .pattern import BlockMask, Pattern
+
+__all__ = [
+    "BlockMask", "CheckReport", "Pattern", "TensorReport", "analyze", "attend", "check",
+    "extend_positions", "impls", "nystrom", "performer_favor", "reach", "testing",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,379 @@
+"""Attention through the project's kernels, and the check against the float64 oracle.
+
+Shapes (docs/contract.md §1): q [batch, num_heads, seq_len_q, head_dim], k [batch,
+num_heads, seq_len_k, head_dim], v [batch, num_heads, seq_len_k, head_dim_v]; missing
+leading dimensions mean 1 (rank 2 or 3 inputs), and outputs keep q's leading dimensions.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, fields
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import _arrays
+from . import _sparseattn as _C
+from .pattern import Pattern
+
+
+def _pattern(pattern: Any) -> Pattern:
+    if not isinstance(pattern, Pattern):
+        raise TypeError(f"pattern must be a sparseattn.Pattern, not {type(pattern).__name__}")
+    return pattern
+
+
+def _scale(scale: Any) -> Optional[float]:
+    return None if scale is None else _arrays.real("scale", scale)
+
+
+def _padding(key_padding_mask: Any) -> Optional[np.ndarray]:
+    if key_padding_mask is None:
+        return None
+    return _arrays.mask_array(key_padding_mask, "key_padding_mask")
+
+
+def _out_shapes(q: np.ndarray, o: np.ndarray, lse: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    lead = q.shape[:-1]  # o and lse keep q's leading dimensions (contract §1)
+    return o.reshape(lead + o.shape[-1:]), lse.reshape(lead)
+
+
+def impls() -> List[Dict[str, Any]]:
+    """The kernel registry, as ``sparseattn impls --json`` prints it.
+
+    Returns
+    -------
+    list of dict
+        One per implementation compiled into this build, in ladder order: ``name``,
+        ``target`` ("reference", "cpu", "cuda"), ``dtype``, ``exact`` (False for the
+        approximations), ``patterns`` served, ``reference`` (the kernel it must match),
+        ``atol``, ``rtol`` (docs/numerics.md), ``summary``.
+    """
+    return _C.impls()
+
+
+def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_masked",
+           scale: Optional[float] = None,
+           key_padding_mask: Any = None) -> Tuple[np.ndarray, np.ndarray]:
+    """Sparse attention with one registered kernel (default: the float64 oracle).
+
+    ``o_i = sum_{j in A(i)} softmax_j(scale * q_i . k_j) v_j`` over the keys ``A(i)`` the
+    pattern allows (docs/contract.md §2); ``lse_i = log sum_{j in A(i)} exp(scale * q_i .
+    k_j)``. A row with no allowed key gives ``o = 0``, ``lse = -inf``.
+
+    Parameters
+    ----------
+    q : array, [batch, num_heads, seq_len_q, head_dim] (leading dims optional)
+        A NumPy array or anything exporting DLPack or ``__array__`` (a CPU
+        ``torch.Tensor``, a JAX array), float16, float32 or float64, finite.
+        C-contiguous float32/float64 is read in place (no NumPy-side copy).
+    k : array, [batch, num_heads, seq_len_k, head_dim]
+    v : array, [batch, num_heads, seq_len_k, head_dim_v]
+    pattern : Pattern
+    impl : str
+        A registry name (:func:`impls`): ``a0_dense`` ... ``a5_flash_tiled`` (float64
+        reference ladder), ``cpu_k01_dense_flash`` ... (float32, OpenMP), ``cuda_*``
+        (when built with CUDA and a device is present), ``performer_favor``, ``nystrom``
+        (approximations, not exact).
+    scale : float, optional
+        Score scale, finite; default ``1/sqrt(head_dim)`` (contract §4).
+    key_padding_mask : array of bool, [batch, seq_len_k], optional
+        True = real token. Padded keys leave every A(i); padded query rows are fully
+        masked (contract §2).
+
+    Returns
+    -------
+    o : ndarray, [..., seq_len_q, head_dim_v]
+        In the kernel's own dtype: float64 for the reference ladder, float32 for the
+        optimized kernels (their inputs are q, k, v rounded to float32).
+    lse : ndarray, [..., seq_len_q]
+        Natural log; -inf on fully masked rows. An approximation may have no estimate for
+        some rows (Nyströmformer): NaN there, with a ``RuntimeWarning``.
+
+    Raises
+    ------
+    ValueError
+        Bad shapes, dtypes, non-finite inputs, a bad scale, an unknown ``impl`` or one that
+        does not serve the pattern, pattern parameters that do not fit the sizes — with the
+        CLI's one-line message (contract §5).
+    MemoryError
+        A buffer that would not fit in memory.
+    RuntimeError
+        A CUDA kernel without a device.
+
+    Notes
+    -----
+    The kernel runs with the GIL released: threads may call ``attend`` concurrently.
+    """
+    p = _pattern(pattern)
+    if not isinstance(impl, str):
+        raise _arrays.invalid("impl", impl, "must be a kernel name (sparseattn.impls())")
+    qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
+    o, lse, nan_rows = _C.attend(qa, ka, va, p._spec, impl, _scale(scale),
+                                 _padding(key_padding_mask))
+    if nan_rows:
+        warnings.warn(f"{impl} has no lse estimate for {nan_rows} rows (NaN there)",
+                      RuntimeWarning, stacklevel=2)
+    return _out_shapes(qa, o, lse)
+
+
+@dataclass(frozen=True)
+class TensorReport:
+    """The checker's verdict on one tensor (core/check.h; the ``o``/``lse`` objects of
+    ``sparseattn check``). ``passed`` is the JSON's ``pass``."""
+
+    tensor: str
+    passed: bool
+    reason: str
+    num_elements: int
+    num_nonfinite: int
+    num_mismatched: int
+    max_abs_error: float
+    max_rel_error: float
+    worst_index: Tuple[int, ...]
+    worst_candidate: Optional[float]
+    worst_reference: Optional[float]
+    budget_used: Optional[float]
+    atol: float
+    rtol: float
+
+    @staticmethod
+    def _from(d: Dict[str, Any]) -> "TensorReport":
+        d = dict(d)
+        d["passed"] = d.pop("pass")
+        d["worst_index"] = tuple(d["worst_index"])
+        return TensorReport(**d)
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["pass"] = d.pop("passed")
+        d["worst_index"] = list(self.worst_index)
+        return d
+
+    def line(self) -> str:
+        """One line in the manner of ``torch.testing.assert_close``."""
+        tol = f"atol {self.atol:g}, rtol {self.rtol:g}"
+        if self.passed:
+            used = "" if self.budget_used is None else f", {self.budget_used:.3g} of the budget"
+            return (f"{self.tensor}: ok ({self.num_elements} elements, greatest absolute "
+                    f"difference {self.max_abs_error:.3g}{used}; {tol})")
+        share = 100.0 * self.num_mismatched / max(self.num_elements, 1)
+        where = ""
+        if self.worst_index:
+            where = (f" at index {self.worst_index} (candidate {self.worst_candidate}, "
+                     f"oracle {self.worst_reference})")
+        nonfinite = (f"; {self.num_nonfinite} non-finite where the oracle is finite"
+                     if self.num_nonfinite else "")
+        return (f"{self.tensor}: mismatched elements {self.num_mismatched} / "
+                f"{self.num_elements} ({share:.1f}%){nonfinite}; greatest absolute "
+                f"difference {self.max_abs_error:.6g}{where}; greatest relative difference "
+                f"{self.max_rel_error:.6g}; allowed {tol}"
+                + ("" if self.budget_used is None else
+                   f" ({self.budget_used:.3g}x the budget)")
+                + (f". {self.reason}" if self.reason else ""))
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """``sparseattn check``'s JSON as attributes (``passed`` is the JSON's ``pass``).
+
+    Attributes
+    ----------
+    oracle : str
+        ``"a1_dense_masked"``, the float64 oracle (contract §4).
+    pattern : str
+        The pattern's description.
+    shape : dict
+        batch, num_heads, seq_len_q, seq_len_k, head_dim, head_dim_v.
+    o : TensorReport
+    lse : TensorReport or None
+        Present when a candidate lse was given.
+    passed : bool
+        Every checked tensor within ``atol + rtol * |oracle|``, element by element.
+    """
+
+    oracle: str
+    pattern: str
+    shape: Dict[str, int]
+    o: TensorReport
+    lse: Optional[TensorReport]
+    passed: bool
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The JSON object ``sparseattn check`` prints, field for field."""
+        d: Dict[str, Any] = {"oracle": self.oracle, "pattern": self.pattern,
+                             "shape": dict(self.shape), "o": self.o.to_dict()}
+        if self.lse is not None:
+            d["lse"] = self.lse.to_dict()
+        d["pass"] = self.passed
+        return d
+
+    def summary(self) -> str:
+        """A few human lines: verdict, pattern and shape, one line per tensor."""
+        s = self.shape
+        head = ("matches the float64 oracle" if self.passed
+                else "does NOT match the float64 oracle")
+        lines = [f"sparseattn check: candidate {head} {self.oracle}",
+                 f"pattern {self.pattern}; batch {s['batch']}, num_heads {s['num_heads']}, "
+                 f"seq_len_q {s['seq_len_q']}, seq_len_k {s['seq_len_k']}, head_dim "
+                 f"{s['head_dim']}, head_dim_v {s['head_dim_v']}",
+                 self.o.line()]
+        if self.lse is not None:
+            lines.append(self.lse.line())
+        if not self.passed:
+            bad = self.o if not self.o.passed else self.lse
+            assert bad is not None
+            idx = bad.worst_index
+            if len(idx) >= 3:
+                lines.append(f"worst element: batch {idx[0]}, head {idx[1]}, query row {idx[2]}")
+            lines.append("hint: " + _hint(bad))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _hint(bad: TensorReport) -> str:
+    """The likely cause of a failure, read off the report alone."""
+    if bad.num_nonfinite:
+        return ("the candidate has NaN/Inf where the oracle is finite; a row with no allowed "
+                "key must give o = 0 and lse = -inf, never NaN (docs/contract.md §2)")
+    if bad.num_mismatched >= 0.9 * bad.num_elements:
+        return ("almost every element differs: compare the pattern's parameters (window is "
+                "one-sided: HF Longformer's attention_window = 2 * window), the scale "
+                "(default 1/sqrt(head_dim)), the layout [batch, num_heads, seq_len, head_dim] "
+                "and, for lse, the natural log")
+    return ("some elements differ: compare pattern.mask(...) with the keys the candidate "
+            "used near the worst row (boundaries, global tokens, random blocks, padding)")
+
+
+def _candidate(x: Any, name: str) -> Tuple[np.ndarray, str]:
+    a = _arrays.to_numpy(x, name)
+    if a.dtype.kind != "f" or a.dtype.itemsize not in (2, 4, 8):
+        raise _arrays.invalid(f"{name} dtype", a.dtype, "must be float16, float32 or float64")
+    dtype = {2: "float16", 4: "float32", 8: "float64"}[a.dtype.itemsize]
+    return _arrays.float_array(a, name), dtype
+
+
+def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
+          atol: Optional[float] = None, rtol: Optional[float] = None,
+          scale: Optional[float] = None, key_padding_mask: Any = None) -> CheckReport:
+    """Compares a candidate output with the float64 oracle ``a1_dense_masked``.
+
+    The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle runs on
+    q, k, v; each candidate tensor is judged element by element, non-finite values first,
+    then ``|x - ref| <= atol + rtol * |ref|``; ``-inf`` matches ``-inf`` (a fully masked
+    row's lse).
+
+    Parameters
+    ----------
+    q, k, v, pattern, scale, key_padding_mask
+        As :func:`attend`.
+    o : array, [batch, num_heads, seq_len_q, head_dim_v] (leading 1s may be omitted)
+        The candidate output, float16/32/64; its dtype picks the default tolerance.
+    lse : array, [batch, num_heads, seq_len_q], optional
+        The candidate log-sum-exp (natural log; -inf on fully masked rows).
+    atol, rtol : float, optional
+        Finite, >= 0. Default by the candidate's dtype (docs/numerics.md): float64
+        1e-12/1e-12, float32 2e-5/2e-4, float16 2e-3/2e-3.
+
+    Returns
+    -------
+    CheckReport
+        ``report.passed``, ``report.summary()``, ``report.to_dict()`` (the CLI's JSON).
+
+    Raises
+    ------
+    ValueError
+        As :func:`attend`, and a candidate of the wrong shape or dtype.
+    """
+    p = _pattern(pattern)
+    qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
+    oa, o_dtype = _candidate(o, "o")
+    la, lse_dtype = (None, "float64") if lse is None else _candidate(lse, "lse")
+    a = None if atol is None else _arrays.real("atol", atol, 0.0)
+    r = None if rtol is None else _arrays.real("rtol", rtol, 0.0)
+    d = _C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r, _scale(scale),
+                 _padding(key_padding_mask))
+    return CheckReport(oracle=d["oracle"], pattern=d["pattern"], shape=d["shape"],
+                       o=TensorReport._from(d["o"]),
+                       lse=TensorReport._from(d["lse"]) if "lse" in d else None,
+                       passed=d["pass"])
+
+
+def performer_favor(q: Any, k: Any, v: Any, num_features: int = 256, seed: int = 0,
+                    orthogonal: bool = True,
+                    scale: Optional[float] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """Performer FAVOR+: dense softmax attention approximated with positive (orthogonal)
+    random features (Choromanski et al. 2021, §2.2-2.4, Lemma 1). NOT exact: its error
+    against the oracle is a measurement (docs/approximations.md), never a tolerance.
+
+    Parameters
+    ----------
+    q, k, v, scale
+        As :func:`attend` (dense, not causal, no key padding).
+    num_features : int
+        Random features m, >= 1.
+    seed : int
+        Seed of the projection's PRNG, [0, 2^64); a pure function of (seed, head).
+    orthogonal : bool
+        Orthogonal random features (§2.4); False: i.i.d. Gaussian rows (§2.3).
+
+    Returns
+    -------
+    o : ndarray of float64, [..., seq_len_q, head_dim_v]
+    lse : ndarray of float64, [..., seq_len_q]
+        The estimate of log sum_j exp(scale * q_i . k_j).
+
+    Raises
+    ------
+    ValueError
+        As :func:`attend`; ``num_features < 1``.
+    RuntimeError
+        A row's estimated normalizer underflowed to 0.
+    """
+    qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
+    if not isinstance(orthogonal, (bool, np.bool_)):
+        raise _arrays.invalid("orthogonal", orthogonal, "must be True or False")
+    o, lse = _C.performer_favor(qa, ka, va, _arrays.integer("num_features", num_features),
+                                _arrays.seed(seed), bool(orthogonal), _scale(scale))
+    return _out_shapes(qa, o, lse)
+
+
+def nystrom(q: Any, k: Any, v: Any, num_landmarks: int = 64, pinv: str = "iterative",
+            pinv_iterations: int = 6,
+            scale: Optional[float] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """Nyströmformer: dense softmax attention through segment-mean landmarks (Xiong et al.
+    2021, §3, eq. 15). NOT exact (docs/approximations.md).
+
+    Parameters
+    ----------
+    q, k, v, scale
+        As :func:`attend` (dense, not causal, no key padding).
+    num_landmarks : int
+        Landmarks c, 1 <= c <= min(seq_len_q, seq_len_k).
+    pinv : {"iterative", "exact"}
+        The paper's 6-step iterative pseudo-inverse (eq. 14), or Eigen's exact one.
+    pinv_iterations : int
+        Iterations of the iterative pseudo-inverse, >= 0.
+
+    Returns
+    -------
+    o : ndarray of float64, [..., seq_len_q, head_dim_v]
+    lse : ndarray of float64, [..., seq_len_q]
+        NaN on rows where the approximation has no positive normalizer (a
+        ``RuntimeWarning`` says how many).
+    """
+    qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
+    if not isinstance(pinv, str):
+        raise _arrays.invalid("pinv", pinv, "must be iterative or exact")
+    o, lse, undefined = _C.nystrom(qa, ka, va, _arrays.integer("num_landmarks", num_landmarks),
+                                   pinv, _arrays.integer("pinv_iterations", pinv_iterations),
+                                   _scale(scale))
+    if undefined:
+        warnings.warn(f"nystrom has no lse estimate for {undefined} rows (NaN there)",
+                      RuntimeWarning, stacklevel=2)
+    return _out_shapes(qa, o, lse)

@@ -1,0 +1,414 @@
+"""Attention patterns: which keys each query may attend (docs/contract.md §3).
+
+A :class:`Pattern` is a description independent of sizes, like the CLI's pattern flags;
+each method materializes it for the sizes it is given with the library's ``materialize()``
+(reference/pattern/pattern.h), the one canonical layout every kernel, the oracle and the
+graph module read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _arrays
+from . import _sparseattn as _C
+
+
+@dataclass(frozen=True)
+class BlockMask:
+    """A pattern in block-sparse form, the fields of FlexAttention's ``BlockMask``.
+
+    Queries and keys are cut into blocks of ``block_size`` tokens (the last block may be
+    partial). For each (head, query block) the key blocks holding at least one allowed
+    pair are split into *full* blocks (every pair allowed: no per-element mask needed) and
+    *partial* ones (a ``mask_mod`` must say which pairs).
+
+    Attributes
+    ----------
+    block_size : int
+        Tokens per block side.
+    seq_len_q, seq_len_k : int
+        Sequence lengths in tokens.
+    kv_num_blocks : ndarray of int32, shape [1, num_heads, num_q_blocks]
+        Number of partial key blocks per query block.
+    kv_indices : ndarray of int32, shape [1, num_heads, num_q_blocks, num_k_blocks]
+        Their indices, ascending, first ``kv_num_blocks`` entries valid, padded with 0.
+    full_kv_num_blocks, full_kv_indices : ndarray of int32
+        The same for full blocks.
+
+    Notes
+    -----
+    ``torch.nn.attention.flex_attention.BlockMask.from_kv_blocks(kv_num_blocks,
+    kv_indices, full_kv_num_blocks, full_kv_indices, BLOCK_SIZE=block_size,
+    mask_mod=...)`` takes these arrays (after ``torch.from_numpy``); the ``mask_mod``
+    must reproduce :meth:`Pattern.mask` on partial blocks.
+    """
+
+    block_size: int
+    seq_len_q: int
+    seq_len_k: int
+    kv_num_blocks: np.ndarray
+    kv_indices: np.ndarray
+    full_kv_num_blocks: np.ndarray
+    full_kv_indices: np.ndarray
+
+    def to_dense(self) -> np.ndarray:
+        """Block map, uint8 [num_heads, num_q_blocks, num_k_blocks]: 0 no allowed pair,
+        1 partial block, 2 full block."""
+        _, h, nq = self.kv_num_blocks.shape
+        nk = self.kv_indices.shape[-1]
+        out = np.zeros((h, nq, nk), dtype=np.uint8)
+        for hh in range(h):
+            for r in range(nq):
+                out[hh, r, self.kv_indices[0, hh, r, : self.kv_num_blocks[0, hh, r]]] = 1
+                out[hh, r, self.full_kv_indices[0, hh, r, : self.full_kv_num_blocks[0, hh, r]]] = 2
+        return out
+
+
+class Pattern:
+    """Which keys each query may attend (docs/contract.md §3); build with a constructor.
+
+    Constructors: :meth:`dense`, :meth:`window`, :meth:`longformer`, :meth:`random`,
+    :meth:`bigbird`, :meth:`bigbird_etc`, :meth:`hierarchical`, :meth:`explicit`,
+    :meth:`per_head`. A constructor checks the parameters that do not depend on the
+    sequence length (``ValueError`` with the CLI's message, e.g. ``invalid window = -1:
+    must be an integer >= 0 (one-sided, in steps)``); the methods that take sizes check
+    the rest (global positions inside the sequence, random table entries, ...).
+
+    Conventions (contract §2, §3): ``True`` means "may attend"; when ``seq_len_q !=
+    seq_len_k`` query ``i`` sits at key position ``i + seq_len_k - seq_len_q``
+    (bottom-right alignment); allowed keys form a set (a key listed twice counts once).
+    """
+
+    __slots__ = ("_spec", "_default_heads", "_block_size")
+
+    def __init__(self, _spec: Any, _default_heads: Optional[int] = None,
+                 _block_size: int = 128) -> None:
+        if not isinstance(_spec, _C.Spec):
+            raise TypeError("build a Pattern with a constructor, e.g. Pattern.window(4)")
+        self._spec = _spec
+        self._default_heads = _default_heads
+        self._block_size = _block_size
+
+    # ---- constructors ------------------------------------------------------------------
+    @staticmethod
+    def _make(kind: str, *, causal: bool = False, window: Any = 0, dilation: Any = 1,
+              global_tokens: Sequence[int] = (), num_random: Any = 0, block_size: Any = 64,
+              num_random_blocks: Any = 0, num_global_tokens: Any = 0, seed: Any = 0,
+              random_table: Any = None, segment_ids: Any = None, mask: Any = None,
+              heads: Sequence["Pattern"] = (), default_heads: Optional[int] = None) -> "Pattern":
+        if not isinstance(causal, (bool, np.bool_)):
+            raise _arrays.invalid("causal", causal, "must be True or False")
+        g = [_arrays.integer("global_tokens", x) for x in global_tokens]
+        spec = _C.make_spec(
+            kind, bool(causal), _arrays.integer("window", window),
+            _arrays.integer("dilation", dilation), g, _arrays.integer("num_random", num_random),
+            _arrays.integer("block_size", block_size),
+            _arrays.integer("num_random_blocks", num_random_blocks),
+            _arrays.integer("num_global_tokens", num_global_tokens), _arrays.seed(seed),
+            None if random_table is None else _arrays.int_array(random_table, "random_table"),
+            None if segment_ids is None else _arrays.int_array(segment_ids, "segment_ids"),
+            None if mask is None else _arrays.mask_array(mask, "mask"),
+            [h._spec for h in heads])
+        block_kind = kind in ("bigbird", "bigbird-etc")
+        return Pattern(spec, default_heads, int(block_size) if block_kind else 128)
+
+    @classmethod
+    def dense(cls, causal: bool = False) -> "Pattern":
+        """Every key; with ``causal``, keys at or before the query's position (contract §3).
+
+        Parameters
+        ----------
+        causal : bool
+            Keep key ``j`` for query ``i`` only when ``j <= i + seq_len_k - seq_len_q``.
+        """
+        return cls._make("dense", causal=causal)
+
+    @classmethod
+    def window(cls, window: int, dilation: int = 1, causal: bool = False) -> "Pattern":
+        """Sliding window: keys ``p + dilation*t`` for ``|t| <= window`` (``t <= 0`` if
+        causal), ``p`` the query's key position (contract §3; Beltagy et al. 2020 §3.1).
+
+        Parameters
+        ----------
+        window : int
+            One-sided half-width W in window steps, >= 0; W = 2 allows 5 keys. HF
+            Longformer's ``attention_window`` is 2W.
+        dilation : int
+            Tokens between neighbouring window keys, >= 1.
+        causal : bool
+            Only keys at or before the query's position.
+
+        Raises
+        ------
+        ValueError
+            ``window < 0``, ``dilation < 1``, a non-integer.
+        """
+        return cls._make("window", window=window, dilation=dilation, causal=causal)
+
+    @classmethod
+    def longformer(cls, window: int, global_tokens: Sequence[int] = (), dilation: int = 1,
+                   causal: bool = False) -> "Pattern":
+        """Longformer: a window plus global tokens, which attend every key and are attended
+        by every query (Beltagy et al. 2020, §3.1; contract §3).
+
+        Parameters
+        ----------
+        window, dilation, causal
+            As :meth:`window`.
+        global_tokens : sequence of int
+            Global token positions in [0, seq_len_k) (checked when sizes are known).
+        """
+        return cls._make("longformer", window=window, dilation=dilation, causal=causal,
+                         global_tokens=list(global_tokens))
+
+    @classmethod
+    def random(cls, window: int, num_random: int, global_tokens: Sequence[int] = (),
+               dilation: int = 1, causal: bool = False, seed: int = 0) -> "Pattern":
+        """Longformer plus ``num_random`` random keys per query, drawn without replacement
+        from the keys not already allowed, by the counter-based PRNG keyed with (seed,
+        head, row) (contract §3; reference/pattern/prng.h). Fewer when fewer remain.
+
+        Parameters
+        ----------
+        window, dilation, causal, global_tokens
+            As :meth:`longformer`.
+        num_random : int
+            Random keys per query, >= 0.
+        seed : int
+            PRNG seed in [0, 2^64). The draws made are :meth:`random_table`.
+        """
+        return cls._make("random", window=window, dilation=dilation, causal=causal,
+                         global_tokens=list(global_tokens), num_random=num_random, seed=seed)
+
+    @classmethod
+    def bigbird(cls, block_size: int, num_random_blocks: int = 0, seed: int = 0,
+                random_table: Any = None) -> "Pattern":
+        """BigBird ITC block-sparse pattern (Zaheer et al. 2020, §2 and App. D; contract §3):
+        with nb = ceil(seq_len / block_size) blocks, query blocks 0 and nb-1 are global
+        (attend everything); every query attends blocks 0 and nb-1 and its neighbour blocks
+        q-1, q, q+1; query blocks 1 .. nb-2 add ``num_random_blocks`` random blocks drawn
+        from the blocks not already allowed. Self-attention only (seq_len_q == seq_len_k).
+
+        Parameters
+        ----------
+        block_size : int
+            Tokens per block, >= 1; the last block may be partial.
+        num_random_blocks : int
+            Random key blocks per query block, >= 0; fewer when fewer remain.
+        seed : int
+            PRNG seed in [0, 2^64), used when ``random_table`` is None.
+        random_table : array of int, shape [num_heads or 1, nb - 2, num_random_blocks], optional
+            The random key blocks of query blocks 1 .. nb-2 (HF's ``rand_attn`` layout;
+            nb = ceil(seq_len / block_size)), entries in [0, nb); replaces the PRNG draw.
+            :meth:`random_table` returns this array for a seeded pattern.
+        """
+        default_heads = None
+        if random_table is not None:
+            t = _arrays.int_array(random_table, "random_table")
+            default_heads = int(t.shape[0]) if t.ndim == 3 else None
+            random_table = t
+        return cls._make("bigbird", block_size=block_size, num_random_blocks=num_random_blocks,
+                         seed=seed, random_table=random_table, default_heads=default_heads)
+
+    @classmethod
+    def bigbird_etc(cls, block_size: int, num_random_blocks: int = 0,
+                    num_global_tokens: int = 0, seed: int = 0) -> "Pattern":
+        """BigBird ETC (Zaheer et al. 2020, §2, App. D; contract §3): ``num_global_tokens``
+        extra global tokens sit first, attend all and are attended by all; the other tokens
+        form blocks starting after them, each attending its neighbour blocks and
+        ``num_random_blocks`` random blocks (no global blocks of their own).
+
+        Parameters
+        ----------
+        block_size, num_random_blocks, seed
+            As :meth:`bigbird`.
+        num_global_tokens : int
+            Global tokens in [0, seq_len].
+        """
+        return cls._make("bigbird-etc", block_size=block_size,
+                         num_random_blocks=num_random_blocks,
+                         num_global_tokens=num_global_tokens, seed=seed)
+
+    @classmethod
+    def hierarchical(cls, segment_ids: Any) -> "Pattern":
+        """Two-level, HIBERT-style: a token attends its own segment (a maximal run of equal
+        ids) and every segment's last token, its representative (contract §3). Self-attention
+        only.
+
+        Parameters
+        ----------
+        segment_ids : array of int, shape [seq_len]
+            One segment id per token, non-decreasing (checked when sizes are known).
+        """
+        return cls._make("hierarchical", segment_ids=segment_ids)
+
+    @classmethod
+    def explicit(cls, mask: Any) -> "Pattern":
+        """A given boolean mask (contract §3).
+
+        Parameters
+        ----------
+        mask : array of bool or 0/1 ints, shape [seq_len_q, seq_len_k] or
+               [num_heads, seq_len_q, seq_len_k]
+            True (1) where query i may attend key j.
+        """
+        m = _arrays.mask_array(mask, "mask")
+        return cls._make("explicit", mask=m,
+                         default_heads=int(m.shape[0]) if m.ndim == 3 else None)
+
+    @classmethod
+    def per_head(cls, heads: Sequence["Pattern"]) -> "Pattern":
+        """One pattern per head (contract §3): head h uses ``heads[h]``.
+
+        Parameters
+        ----------
+        heads : sequence of Pattern
+            Not themselves per-head; ``num_heads`` must then equal ``len(heads)``.
+        """
+        heads = list(heads)
+        for i, h in enumerate(heads):
+            if not isinstance(h, Pattern):
+                raise _arrays.invalid(f"heads[{i}]", type(h).__name__, "must be a Pattern")
+        return cls._make("per-head", heads=heads, default_heads=len(heads))
+
+    # ---- properties ------------------------------------------------------------------
+    @property
+    def kind(self) -> str:
+        """The kind as the CLI spells it: ``"window"``, ``"bigbird-etc"``, ``"per-head"``..."""
+        return str(self._spec.kind)
+
+    def __repr__(self) -> str:
+        return f"Pattern.{self._spec.describe()}"
+
+    def _heads(self, num_heads: Optional[int]) -> int:
+        if num_heads is None:
+            return self._default_heads or 1
+        return _arrays.integer("num_heads", num_heads, 1)
+
+    def _sizes(self, seq_len_q: Any, seq_len_k: Any) -> Tuple[int, int]:
+        n = _arrays.integer("seq_len_q", seq_len_q, 1)
+        m = n if seq_len_k is None else _arrays.integer("seq_len_k", seq_len_k, 1)
+        return n, m
+
+    # ---- materialized views ----------------------------------------------------------
+    def mask(self, seq_len_q: int, seq_len_k: Optional[int] = None,
+             num_heads: Optional[int] = None, key_padding_mask: Any = None) -> np.ndarray:
+        """The allowed mask, True where query i may attend key j (contract §2, §3).
+
+        The same array as ``sparseattn mask`` writes: ``dense_mask()`` of each head's
+        canonical layout, with key padding applied (padded keys and padded query rows
+        attend nothing).
+
+        Parameters
+        ----------
+        seq_len_q : int
+            Query tokens, >= 1.
+        seq_len_k : int, optional
+            Key tokens, >= 1; default ``seq_len_q``.
+        num_heads : int, optional
+            Heads, >= 1; default ``len(heads)`` for :meth:`per_head`, the mask's first
+            dimension for a rank-3 :meth:`explicit` mask, else 1.
+        key_padding_mask : array of bool, shape [batch, seq_len_k], optional
+            True = real token.
+
+        Returns
+        -------
+        ndarray of bool
+            [seq_len_q, seq_len_k] for one head, [num_heads, seq_len_q, seq_len_k]
+            otherwise; [batch, num_heads, seq_len_q, seq_len_k] with a key padding mask
+            of batch > 1 (the CLI's shapes).
+
+        Raises
+        ------
+        ValueError
+            Sizes < 1, parameters that do not fit the sizes.
+        MemoryError
+            The mask would not fit in physical memory.
+        """
+        n, m = self._sizes(seq_len_q, seq_len_k)
+        h = self._heads(num_heads)
+        kpm = None if key_padding_mask is None else _arrays.mask_array(key_padding_mask,
+                                                                        "key_padding_mask")
+        out = _C.mask(self._spec, h, n, m, kpm).view(np.bool_)
+        b = out.shape[0]
+        if b > 1:
+            return out
+        single: np.ndarray = out[0, 0] if h == 1 else out[0]
+        return single
+
+    def info(self, seq_len_q: int, seq_len_k: Optional[int] = None,
+             num_heads: Optional[int] = None, head_dim: int = 64) -> Dict[str, Any]:
+        """What the pattern costs, before running anything: ``sparseattn info --json``.
+
+        Parameters
+        ----------
+        seq_len_q, seq_len_k, num_heads
+            As :meth:`mask`.
+        head_dim : int
+            Head dimension for the FLOP count, >= 1.
+
+        Returns
+        -------
+        dict
+            ``pattern`` (description), ``num_heads``, ``seq_len_q``, ``seq_len_k``,
+            ``head_dim``, ``nnz`` (allowed (head, query, key) triples), ``dense_pairs``,
+            ``density``, ``keys_per_row`` {min, mean, max}, ``empty_rows``, ``tiles``
+            {listed, full, partial}, ``random_draws``, ``random_shortfall``, ``flops``
+            (4 · nnz · head_dim per batch element, the FlashAttention paper's count),
+            ``dense_flops``, ``flops_fraction``.
+        """
+        n, m = self._sizes(seq_len_q, seq_len_k)
+        return _C.info(self._spec, self._heads(num_heads), n, m,
+                       _arrays.integer("head_dim", head_dim, 1))
+
+    def random_table(self, seq_len: int, num_heads: Optional[int] = None) -> np.ndarray:
+        """The random draws this pattern makes from its seed (contract §3).
+
+        Parameters
+        ----------
+        seq_len : int
+            Tokens (self-attention), >= 1.
+        num_heads : int, optional
+            As :meth:`mask`.
+
+        Returns
+        -------
+        ndarray of int64
+            bigbird: [num_heads, nb - 2, num_random_blocks], key-block indices of query
+            blocks 1 .. nb-2 — HF's ``rand_attn`` layout; pass it back as
+            ``Pattern.bigbird(..., random_table=t)`` for the same mask. bigbird-etc:
+            [num_heads, nb, num_random_blocks]. random: [num_heads, seq_len,
+            num_random] key indices. -1 marks a draw that could not be made (fewer
+            candidates than asked; contract §3). Shape [num_heads, 0, 0] for kinds
+            without draws.
+        """
+        n, _ = self._sizes(seq_len, None)
+        return _C.random_table(self._spec, self._heads(num_heads), n)
+
+    def block_mask(self, seq_len_q: int, seq_len_k: Optional[int] = None,
+                   block_size: Optional[int] = None, num_heads: Optional[int] = None) -> BlockMask:
+        """The block-sparse form FlexAttention-style and block-sparse kernels consume.
+
+        Read off the canonical layout tiled at ``block_size`` (the layout every kernel
+        uses; for bigbird at its own block size, the pattern's block table itself).
+
+        Parameters
+        ----------
+        seq_len_q, seq_len_k, num_heads
+            As :meth:`mask`.
+        block_size : int, optional
+            Tokens per block side, >= 1; default the pattern's ``block_size`` for bigbird
+            kinds, else 128 (FlexAttention's default).
+
+        Returns
+        -------
+        BlockMask
+        """
+        n, m = self._sizes(seq_len_q, seq_len_k)
+        h = self._heads(num_heads)
+        bs = _arrays.integer("block_size", self._block_size if block_size is None else block_size, 1)
+        d = _C.block_mask(self._spec, h, n, m, bs)
+        return BlockMask(block_size=bs, seq_len_q=n, seq_len_k=m, **d)

@@ -1,0 +1,518 @@
+// sparseattn._sparseattn — the C++ half of the Python package: thin functions over the
+// project's libraries (reference/, optimized/, registry/, graph/, realdata/, and the
+// CLI's shared code in cli/results.h and cli/pattern_flags.h), so Python and the CLI run
+// the same code. The public API, its docstrings and its argument checks live in
+// python/sparseattn/*.py; everything here is private (underscore module).
+//
+// Errors (contract §5): InvalidArgument becomes ValueError with the CLI's message and the
+// flags renamed to Python keywords ("invalid --num-random-blocks = -1: ..." ->
+// "invalid num_random_blocks = -1: ..."); a buffer that would not fit in memory and
+// std::bad_alloc become MemoryError; sparseattn::RuntimeError becomes RuntimeError.
+// Kernels run with the GIL released.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/inputs.h"
+#include "cli/pattern_flags.h"
+#include "cli/results.h"
+#include "core/error.h"
+#include "graph/layer_graph.h"
+#include "python/src/arrays.h"
+#include "realdata/locality.h"
+#include "realdata/position_extension.h"
+#include "reference/approx/nystrom.h"
+#include "reference/approx/performer_favor.h"
+#include "reference/pattern/pattern.h"
+#include "registry/registry.h"
+
+namespace sparseattn::python {
+
+namespace {
+
+// ---- errors -------------------------------------------------------------------------------
+
+// "--num-random-blocks" -> "num_random_blocks", "--global" -> "global_tokens" (the Python
+// keyword), for every flag named in the message; the field name "global" the same way.
+std::string python_names(const std::string& text) {
+  auto keyword = [](std::string flag) {
+    for (char& c : flag)
+      if (c == '-') c = '_';
+    return flag == "global" ? std::string("global_tokens") : flag;
+  };
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const bool starts = text.compare(i, 2, "--") == 0 && i + 2 < text.size() &&
+                        std::islower(static_cast<unsigned char>(text[i + 2])) &&
+                        (i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) ||
+                                     text[i - 1] == '-'));
+    if (!starts) {
+      out += text[i++];
+      continue;
+    }
+    size_t end = i + 2;
+    while (end < text.size() && (std::islower(static_cast<unsigned char>(text[end])) ||
+                                 std::isdigit(static_cast<unsigned char>(text[end])) ||
+                                 text[end] == '-'))
+      ++end;
+    out += keyword(text.substr(i + 2, end - i - 2));
+    i = end;
+  }
+  for (const char* field : {"invalid global ", "invalid global["}) {
+    const std::string f = field;
+    if (out.compare(0, f.size(), f) == 0) out = "invalid global_tokens" + out.substr(f.size() - 1);
+  }
+  return out;
+}
+
+void translate(std::exception_ptr p) {
+  try {
+    if (p) std::rethrow_exception(p);
+  } catch (const InvalidArgument& e) {
+    const std::string msg = python_names(e.what());
+    if (msg.find("must fit in physical memory") != std::string::npos)
+      PyErr_SetString(PyExc_MemoryError, msg.c_str());
+    else
+      PyErr_SetString(PyExc_ValueError, msg.c_str());
+  } catch (const sparseattn::RuntimeError& e) {
+    PyErr_SetString(PyExc_RuntimeError, python_names(e.what()).c_str());
+  }
+}
+
+// ---- JSON -> Python ---------------------------------------------------------------------
+
+py::object to_python(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::null: return py::none();
+    case nlohmann::json::value_t::boolean: return py::bool_(j.get<bool>());
+    case nlohmann::json::value_t::number_integer: return py::int_(j.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned: return py::int_(j.get<uint64_t>());
+    case nlohmann::json::value_t::number_float: return py::float_(j.get<double>());
+    case nlohmann::json::value_t::string: return py::str(j.get<std::string>());
+    case nlohmann::json::value_t::array: {
+      py::list l;
+      for (const auto& e : j) l.append(to_python(e));
+      return std::move(l);
+    }
+    case nlohmann::json::value_t::object: {
+      py::dict d;
+      for (const auto& [key, value] : j.items()) d[py::str(key)] = to_python(value);
+      return std::move(d);
+    }
+    default: return py::none();
+  }
+}
+
+// ---- patterns -----------------------------------------------------------------------------
+
+// The pattern's parameters as the CLI reads them (cli::to_spec: the same range checks and
+// messages); arrays come from NumPy instead of .npy files.
+PatternSpec make_spec(const std::string& kind, bool causal, int64_t window, int64_t dilation,
+                      const std::vector<int64_t>& global_tokens, int64_t num_random,
+                      int64_t block_size, int64_t num_random_blocks, int64_t num_global_tokens,
+                      uint64_t seed, std::optional<py::array> random_table,
+                      std::optional<py::array> segment_ids, std::optional<py::array> mask,
+                      const std::vector<PatternSpec>& per_head) {
+  if (kind == "per-head") {
+    require(!per_head.empty(), "heads", "[]", "must list at least one pattern (one per head)");
+    PatternSpec s;
+    s.kind = PatternKind::per_head;
+    for (size_t h = 0; h < per_head.size(); ++h) {
+      require(per_head[h].kind != PatternKind::per_head, "heads[" + std::to_string(h) + "]",
+              describe(per_head[h]), "must not itself be per-head");
+      require(!per_head[h].key_padding_mask.has_value(), "heads[" + std::to_string(h) + "]",
+              describe(per_head[h]), "must not carry a key_padding_mask (give it to attend)");
+    }
+    s.per_head = per_head;
+    return s;
+  }
+  if (kind == "hierarchical" || kind == "explicit") {
+    PatternSpec s;
+    s.kind = parse_pattern_kind(kind);
+    if (segment_ids) {
+      const Tensor<int64_t> ids = int_tensor(*segment_ids, "segment_ids");
+      require(ids.rank() == 1, "segment_ids shape", shape_text(ids.shape),
+              "must be [seq_len] (one id per token)");
+      s.segment_ids = ids.data;
+    }
+    if (mask) s.mask = mask_tensor(*mask, "mask");
+    return s;
+  }
+  cli::PatternFlags f;
+  f.pattern = kind;
+  f.causal = causal;
+  f.window = window;
+  f.dilation = dilation;
+  for (int64_t g : global_tokens) {
+    // parse_positions reads "3,17"; a negative entry must still be refused by its rule.
+    f.global += (f.global.empty() ? "" : ",") + std::to_string(g);
+  }
+  f.num_random = num_random;
+  f.block_size = block_size;
+  f.num_random_blocks = num_random_blocks;
+  f.num_global_tokens = num_global_tokens;
+  f.seed = seed;
+  PatternSpec s = cli::to_spec(f);
+  if (random_table) s.random_table = int_tensor(*random_table, "random_table");
+  return s;
+}
+
+PatternSizes sizes_of(int64_t batch, int64_t num_heads, int64_t seq_len_q, int64_t seq_len_k) {
+  require(batch >= 1, "batch", batch, "must be an integer >= 1");
+  require(num_heads >= 1, "num_heads", num_heads, "must be an integer >= 1");
+  require(seq_len_q >= 1, "seq_len_q", seq_len_q, "must be an integer >= 1");
+  require(seq_len_k >= 1, "seq_len_k", seq_len_k, "must be an integer >= 1");
+  PatternSizes z;
+  z.batch = batch;
+  z.num_heads = num_heads;
+  z.seq_len_q = seq_len_q;
+  z.seq_len_k = seq_len_k;
+  return z;
+}
+
+PatternSpec with_padding(const PatternSpec& spec, const std::optional<py::array>& kpm) {
+  PatternSpec s = spec;
+  if (kpm) s.key_padding_mask = mask_tensor(*kpm, "key_padding_mask");
+  return s;
+}
+
+py::array mask(const PatternSpec& spec, int64_t num_heads, int64_t seq_len_q, int64_t seq_len_k,
+               std::optional<py::array> key_padding_mask) {
+  const PatternSpec s = with_padding(spec, key_padding_mask);
+  const int64_t batch = s.key_padding_mask && s.key_padding_mask->rank() == 2
+                            ? s.key_padding_mask->dim(0) : 1;
+  const PatternSizes z = sizes_of(batch, num_heads, seq_len_q, seq_len_k);
+  // Refuse an output that cannot fit before building anything (contract §5).
+  checked_numel({z.batch, z.num_heads, z.seq_len_q, z.seq_len_k}, 1,
+                "mask shape (batch, num_heads, seq_len_q, seq_len_k)");
+  Tensor<uint8_t> m;
+  {
+    py::gil_scoped_release nogil;
+    m = cli::allowed_mask(materialize(s, z));
+  }
+  return to_numpy(std::move(m));
+}
+
+py::object info(const PatternSpec& spec, int64_t num_heads, int64_t seq_len_q, int64_t seq_len_k,
+                int64_t head_dim) {
+  require(head_dim >= 1, "head_dim", head_dim, "must be an integer >= 1");
+  nlohmann::json j;
+  {
+    py::gil_scoped_release nogil;
+    j = cli::info_json(materialize(spec, sizes_of(1, num_heads, seq_len_q, seq_len_k)), head_dim);
+  }
+  return to_python(j);
+}
+
+py::array random_table(const PatternSpec& spec, int64_t num_heads, int64_t seq_len) {
+  const Pattern p = materialize(spec, sizes_of(1, num_heads, seq_len, seq_len));
+  Tensor<int64_t> t = p.random_draws;
+  if (t.numel() == 0) t.shape = {num_heads, 0, 0};  // a kind without draws
+  return to_numpy(std::move(t));
+}
+
+// FlexAttention's BlockMask fields for one tile side: per (head, query block) the key
+// blocks that are partial (kv_*) and full (full_kv_*), ascending, padded with 0.
+py::dict block_mask(const PatternSpec& spec, int64_t num_heads, int64_t seq_len_q,
+                    int64_t seq_len_k, int64_t block_size) {
+  require(block_size >= 1, "block_size", block_size, "must be an integer >= 1 (tokens)");
+  const PatternSizes z = sizes_of(1, num_heads, seq_len_q, seq_len_k);
+  const bool block_kind = spec.kind == PatternKind::bigbird || spec.kind == PatternKind::bigbird_etc;
+  Pattern p;
+  {
+    py::gil_scoped_release nogil;
+    if (!block_kind || spec.block_size == block_size) {
+      PatternSpec s = spec;
+      s.tile = block_size;  // token-level kinds: the canonical layout at this tile side
+      p = materialize(s, z);
+    } else {
+      // A block pattern re-tiled: its own layout's mask, read at the asked tile side.
+      const Pattern own = materialize(spec, z);
+      PatternSpec s;
+      s.kind = PatternKind::explicit_mask;
+      s.mask = cli::allowed_mask(own);
+      s.mask->shape = {z.num_heads, z.seq_len_q, z.seq_len_k};
+      s.tile = block_size;
+      p = materialize(s, z);
+    }
+  }
+  const int64_t nq = (seq_len_q + block_size - 1) / block_size;
+  const int64_t nk = (seq_len_k + block_size - 1) / block_size;
+  Tensor<int32_t> kv_num({1, num_heads, nq}, 0), kv_idx({1, num_heads, nq, nk}, 0);
+  Tensor<int32_t> full_num({1, num_heads, nq}, 0), full_idx({1, num_heads, nq, nk}, 0);
+  for (int64_t h = 0; h < num_heads; ++h) {
+    const HeadLayout& l = p.head(h);
+    // A block_size beyond the sequence is clamped (contract §3.11: storage only); either
+    // way there is one block per side, so the tables below are the same.
+    require(l.tile == block_size || (l.tile >= seq_len_q && l.tile >= seq_len_k), "block_size",
+            block_size, "the layout was not re-tiled");
+    for (int64_t r = 0; r < nq; ++r) {
+      const int64_t row = h * nq + r;
+      for (int64_t e = l.row_ptr[r]; e < l.row_ptr[r + 1]; ++e) {
+        if (l.is_full(e)) full_idx.data[row * nk + full_num.data[row]++] = l.col[e];
+        else kv_idx.data[row * nk + kv_num.data[row]++] = l.col[e];
+      }
+    }
+  }
+  py::dict d;
+  d["kv_num_blocks"] = to_numpy(std::move(kv_num));
+  d["kv_indices"] = to_numpy(std::move(kv_idx));
+  d["full_kv_num_blocks"] = to_numpy(std::move(full_num));
+  d["full_kv_indices"] = to_numpy(std::move(full_idx));
+  return d;
+}
+
+// ---- attention ----------------------------------------------------------------------------
+
+// q/k/v rank 2..4 as given; returns the float64 rank-4 tensors (contract §1), checked.
+struct Inputs {
+  Tensor<double> q, k, v;
+  AttentionShape shape;
+};
+
+Inputs read_inputs(const ArrayView& q, const ArrayView& k, const ArrayView* v) {
+  Inputs in;
+  in.q = to_tensor(q);
+  in.k = to_tensor(k);
+  in.q.shape = as_rank4(in.q.shape, "q");
+  in.k.shape = as_rank4(in.k.shape, "k");
+  if (v != nullptr) {
+    in.v = to_tensor(*v);
+    in.v.shape = as_rank4(in.v.shape, "v");
+    in.shape = attention_shape(in.q.shape, in.k.shape, in.v.shape);
+  }
+  cli::require_finite(in.q, "q");
+  cli::require_finite(in.k, "k");
+  if (v != nullptr) cli::require_finite(in.v, "v");
+  return in;
+}
+
+Pattern pattern_for(const PatternSpec& spec, const std::optional<py::array>& kpm,
+                    int64_t batch, int64_t num_heads, int64_t seq_len_q, int64_t seq_len_k) {
+  return materialize(with_padding(spec, kpm), sizes_of(batch, num_heads, seq_len_q, seq_len_k));
+}
+
+const double* scale_ptr(const std::optional<double>& scale) { return scale ? &*scale : nullptr; }
+
+template <class T>
+int64_t count_nan(const Tensor<T>& x) {
+  int64_t n = 0;
+  for (T e : x.data) n += std::isnan(e);
+  return n;
+}
+
+// Returns (o [B,H,Lq,Dv], lse [B,H,Lq], rows whose lse is NaN: an approximation's
+// undefined estimate). o is never NaN: a kernel that produced one is refused, as the CLI does.
+py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
+                 const PatternSpec& spec, const std::string& impl, std::optional<double> scale,
+                 std::optional<py::array> key_padding_mask) {
+  const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
+                  vv = float_view(v_arr, "v");
+  const PatternSpec s = with_padding(spec, key_padding_mask);
+  Output out;
+  const Kernel* kernel = nullptr;
+  {
+    py::gil_scoped_release nogil;
+    Inputs in = read_inputs(qv, kv, &vv);
+    const AttentionShape& a = in.shape;
+    const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
+    kernel = &cli::serving_kernel(impl, pattern);
+    const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
+                                         pattern, scale_ptr(scale));
+    kernel->run(problem, out);
+  }
+  const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
+  require(o_nan == 0, "impl", kernel->name,
+          "produced " + std::to_string(o_nan) + " NaN values in o");
+  const int64_t lse_nan = count_nan(out.lse) + count_nan(out.lse32);
+  const bool f64 = out.o.numel() > 0 || out.o32.numel() == 0;
+  if (f64) return py::make_tuple(to_numpy(std::move(out.o)), to_numpy(std::move(out.lse)), lse_nan);
+  return py::make_tuple(to_numpy(std::move(out.o32)), to_numpy(std::move(out.lse32)), lse_nan);
+}
+
+// `check`: o_dtype / lse_dtype name the candidate's own dtype before any widening
+// ("float16" arrives widened to float64), which picks its tolerance as the CLI does.
+py::object check(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
+                 const PatternSpec& spec, const py::array& o_arr, const std::string& o_dtype,
+                 std::optional<py::array> lse_arr, const std::string& lse_dtype,
+                 std::optional<double> atol, std::optional<double> rtol,
+                 std::optional<double> scale, std::optional<py::array> key_padding_mask) {
+  auto tol_of = [&](const std::string& dtype) {
+    Tolerance t = cli::tolerance_for(dtype == "float16"   ? cli::CandidateDtype::float16
+                                     : dtype == "float32" ? cli::CandidateDtype::float32
+                                                          : cli::CandidateDtype::float64);
+    if (atol) t.atol = *atol;
+    if (rtol) t.rtol = *rtol;
+    return t;
+  };
+  const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
+                  vv = float_view(v_arr, "v"), ov = float_view(o_arr, "o");
+  std::optional<ArrayView> lv;
+  if (lse_arr) lv = float_view(*lse_arr, "lse");
+  const PatternSpec s = with_padding(spec, key_padding_mask);
+  const Tolerance o_tol = tol_of(o_dtype), lse_tol = tol_of(lse_dtype);
+  nlohmann::json j;
+  {
+    py::gil_scoped_release nogil;
+    const Inputs in = read_inputs(qv, kv, &vv);
+    const AttentionShape& a = in.shape;
+    const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
+    // Candidates' shapes are checked before the oracle's O(n^2) work.
+    Tensor<double> o = to_tensor(ov);
+    cli::require_candidate_shape(o.shape, {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
+    Tensor<double> lse;
+    if (lv) {
+      lse = to_tensor(*lv);
+      cli::require_candidate_shape(lse.shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
+    }
+    j = cli::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
+                                  lv ? &lse : nullptr, lse_tol);
+  }
+  return to_python(j);
+}
+
+// Approximations (reference/approx/): dense, not causal, no key padding.
+py::tuple approx_performer_favor(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
+                          int64_t num_features, uint64_t seed, bool orthogonal,
+                          std::optional<double> scale) {
+  const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
+                  vv = float_view(v_arr, "v");
+  AttentionResult r;
+  {
+    py::gil_scoped_release nogil;
+    const Inputs in = read_inputs(qv, kv, &vv);
+    const AttentionShape& a = in.shape;
+    const Pattern pattern =
+        materialize(PatternSpec{}, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
+    FavorOptions options;
+    options.num_features = num_features;
+    options.seed = seed;
+    options.orthogonal = orthogonal;
+    r = sparseattn::performer_favor(in.q, in.k, in.v, pattern, scale_ptr(scale), options);
+  }
+  return py::make_tuple(to_numpy(std::move(r.o)), to_numpy(std::move(r.lse)));
+}
+
+py::tuple approx_nystrom(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
+                  int64_t num_landmarks, const std::string& pinv, int64_t pinv_iterations,
+                  std::optional<double> scale) {
+  require(pinv == "iterative" || pinv == "exact", "pinv", pinv, "must be iterative or exact");
+  const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
+                  vv = float_view(v_arr, "v");
+  AttentionResult r;
+  int64_t undefined = 0;
+  {
+    py::gil_scoped_release nogil;
+    const Inputs in = read_inputs(qv, kv, &vv);
+    const AttentionShape& a = in.shape;
+    const Pattern pattern =
+        materialize(PatternSpec{}, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
+    NystromOptions options;
+    options.num_landmarks = num_landmarks;
+    options.pinv = pinv == "exact" ? PinvMethod::exact : PinvMethod::iterative;
+    options.pinv_iterations = pinv_iterations;
+    r = nystrom_attention(in.q, in.k, in.v, pattern, scale_ptr(scale), options, &undefined);
+  }
+  return py::make_tuple(to_numpy(std::move(r.o)), to_numpy(std::move(r.lse)), undefined);
+}
+
+// ---- graph, real data ---------------------------------------------------------------------
+
+// layers: one (spec, num_heads) per layer, bottom first; the last repeats past the stack.
+py::object reach(const std::vector<std::pair<PatternSpec, int64_t>>& layers, int64_t seq_len,
+                 int64_t num_layers, int64_t token, std::optional<std::pair<int64_t, int64_t>> path,
+                 const std::string& level) {
+  require(!layers.empty(), "pattern", "[]", "must be a Pattern or a non-empty list of them");
+  require(num_layers >= 1, "layers", num_layers, "must be an integer >= 1");
+  cli::ReachRequest request;
+  request.token = token;
+  request.path = path;
+  if (level == "token") request.level = graph::LevelChoice::token;
+  else if (level == "block") request.level = graph::LevelChoice::block;
+  else require(level == "auto", "level", level, "must be auto, token or block");
+  nlohmann::json j;
+  {
+    py::gil_scoped_release nogil;
+    graph::LayerStack stack;
+    std::vector<std::shared_ptr<const Pattern>> built;
+    for (const auto& [spec, heads] : layers)
+      built.push_back(std::make_shared<const Pattern>(
+          materialize(spec, sizes_of(1, heads, seq_len, seq_len))));
+    for (int64_t l = 0; l < num_layers; ++l)
+      stack.layers.push_back(built[std::min<size_t>(static_cast<size_t>(l), built.size() - 1)]);
+    j = cli::reach_json(cli::compute_reach(stack, request), request);
+  }
+  return to_python(j);
+}
+
+py::object analyze(const py::array& q_arr, const py::array& k_arr, const PatternSpec& spec,
+                   std::optional<std::vector<int64_t>> windows, std::optional<double> scale) {
+  const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k");
+  std::string json;
+  {
+    py::gil_scoped_release nogil;
+    const Inputs in = read_inputs(qv, kv, nullptr);
+    const Shape& qs = in.q.shape;
+    const Pattern pattern = materialize(spec, sizes_of(qs[0], qs[1], qs[2], in.k.shape[2]));
+    const std::vector<int64_t> w = windows ? *windows : realdata::default_windows();
+    for (int64_t x : w) require(x >= 0, "windows", x, "must be one-sided widths >= 0, e.g. 1,4,16");
+    require(!w.empty(), "windows", "[]", "must name at least one width");
+    json = realdata::locality_json(
+        realdata::analyze_locality(in.q, in.k, pattern, w, scale_ptr(scale)), pattern);
+  }
+  return to_python(nlohmann::json::parse(json));
+}
+
+py::array positions_extended(const py::array& table_arr, int64_t length, double alpha) {
+  const ArrayView tv = float_view(table_arr, "table");
+  Tensor<double> out;
+  {
+    py::gil_scoped_release nogil;
+    const Tensor<double> table = to_tensor(tv);
+    cli::require_finite(table, "table");
+    out = realdata::extend_positions(table, length, alpha);
+  }
+  return to_numpy(std::move(out));
+}
+
+}  // namespace
+
+}  // namespace sparseattn::python
+
+PYBIND11_MODULE(_sparseattn, m) {
+  using namespace sparseattn;
+  using namespace sparseattn::python;
+  m.doc() = "sparseattn's C++ libraries (private; use the sparseattn package)";
+  py::register_exception_translator(&translate);
+
+  py::class_<PatternSpec>(m, "Spec")
+      .def("describe", [](const PatternSpec& s) { return describe(s); })
+      .def_property_readonly("kind", [](const PatternSpec& s) { return pattern_kind_name(s.kind); });
+
+  m.def("make_spec", &make_spec, py::arg("kind"), py::arg("causal"), py::arg("window"),
+        py::arg("dilation"), py::arg("global_tokens"), py::arg("num_random"),
+        py::arg("block_size"), py::arg("num_random_blocks"), py::arg("num_global_tokens"),
+        py::arg("seed"), py::arg("random_table"), py::arg("segment_ids"), py::arg("mask"),
+        py::arg("per_head"));
+  m.def("mask", &mask);
+  m.def("info", &info);
+  m.def("random_table", &random_table);
+  m.def("block_mask", &block_mask);
+  m.def("attend", &attend);
+  m.def("check", &check);
+  m.def("performer_favor", &approx_performer_favor);
+  m.def("nystrom", &approx_nystrom);
+  m.def("reach", &reach);
+  m.def("analyze", &analyze);
+  m.def("extend_positions", &positions_extended);
+  m.def("impls", [] { return to_python(cli::impls_json()); });
+  m.def("python_names", &python_names);
+}
