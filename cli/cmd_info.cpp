@@ -6,7 +6,8 @@
 // Everything is read off the materialized pattern (pattern_stats, attention_flops): nnz,
 // density, keys per query row, tiles of the canonical layout, the random draws that
 // could not be made, and FLOPs (4 * nnz * head_dim per batch element, the FlashAttention
-// paper's count) against dense attention's 4 * H * N * M * head_dim.
+// paper's count) against dense attention's 4 * H * N * M * head_dim. Parameters beyond the
+// sequence are shown as materialize() canonicalized them, each change on a "clamped" line.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -58,6 +59,7 @@ void run_info(const InfoArgs& a) {
         {"flops", flops},
         {"dense_flops", dense_flops},
         {"flops_fraction", dense_flops > 0 ? flops / dense_flops : 0.0},
+        {"clamped", pattern.clamped},
     };
     std::cout << j.dump(2) << "\n";
     return;
@@ -77,6 +79,9 @@ void run_info(const InfoArgs& a) {
                            random_draws - pattern.random_shortfall, pattern.random_shortfall)
             << fmt::format("FLOPs         {:.4g} per batch element vs dense {:.4g} ({:.4f} of dense)\n",
                            flops, dense_flops, dense_flops > 0 ? flops / dense_flops : 0.0);
+  // contract §3: parameters beyond the sequence mean their clamped value; say which.
+  for (const std::string& c : pattern.clamped)
+    std::cout << fmt::format("clamped       {} (beyond the sequence: the same pattern)\n", c);
   if (pattern.has_key_padding())
     std::cout << "note          counts ignore --key-padding-mask (it varies per batch element)\n";
 }

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/pattern_flags.h"
+
 namespace sparseattn::cli {
 
 void register_attend(CLI::App& app);
@@ -29,6 +31,7 @@ inline void register_commands(CLI::App& app) {
   register_analyze(app);
   register_demo_real(app);
   register_impls(app);
+  decimal_integer_flags(app);  // every integer flag of every subcommand: decimal, strict
 }
 
 // A command that finishes without throwing but must report failure (e.g. `check` on a

@@ -1,5 +1,10 @@
 // build/sparseattn — the command-line oracle. Each subcommand lives in its own cmd_*.cpp
 // and registers itself here; errors become one line on stderr and a non-zero exit.
+//
+// Exit status (contract §5): 0 success; 1 a check that ran and failed (`check` on a
+// failing candidate, `demo` with a kernel outside its tolerance); 2 every argument or
+// input error, CLI11's parse errors included; 3 a failure outside the caller's control
+// (a file that cannot be written, no CUDA device).
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>
@@ -19,7 +24,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are "parse errors" with status 0; every other one (a value
+    // that is not a number, a missing required flag, an unknown flag) is an argument
+    // error: exit 2, like the errors the commands raise (contract §5), not CLI11's own
+    // codes 101-114.
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const sparseattn::InvalidArgument& e) {
     std::cerr << "sparseattn: error: " << e.what() << "\n";
     return 2;

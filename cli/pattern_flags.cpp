@@ -63,29 +63,44 @@ std::vector<int64_t> parse_positions(const std::string& text) {
   return out;
 }
 
-// CLI11 alone converts "-1" to 2^64-1 for an unsigned flag and clamps an overflowing
-// integer to the type's maximum; these validators see the text first and refuse both.
-const CLI::Validator kStrictInt64(
-    [](std::string& text) -> std::string {
-      if (text.empty() || text == "-" ||
-          text.find_first_not_of("0123456789", text[0] == '-' ? 1 : 0) != std::string::npos)
-        return text + " must be an integer";
-      errno = 0;
-      std::strtoll(text.c_str(), nullptr, 10);
-      if (errno == ERANGE) return text + " must be an integer in [-2^63, 2^63)";
-      return "";
-    },
-    "INT");
-const CLI::Validator kStrictUint64(
-    [](std::string& text) -> std::string {
-      if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-        return text + " must be an integer in [0, 2^64)";
-      errno = 0;
-      std::strtoull(text.c_str(), nullptr, 10);
-      if (errno == ERANGE) return text + " must be an integer in [0, 2^64)";
-      return "";
-    },
-    "UINT64");
+// CLI11 alone reads integers with strtoll(text, 0): "010" is octal eight, "08" fails,
+// "0x10" is sixteen; it also wraps "-1" into 2^64-1 for an unsigned flag and clamps an
+// overflowing integer to the type's maximum. This validator sees the text first: it
+// accepts only decimal digits (and a leading '-' for signed flags), checks the range, and
+// rewrites the text without its leading zeros, so the conversion that follows can only
+// read decimal (contract §5: integers are decimal, "010" is ten).
+std::string decimal_integer(std::string& text, bool is_signed) {
+  const std::string range = is_signed ? "[-2^63, 2^63)" : "[0, 2^64)";
+  const std::string allowed = text + " must be an integer in " + range +
+                              ", written in decimal (a leading 0 is still decimal: 010 is ten)";
+  const bool negative = is_signed && !text.empty() && text[0] == '-';
+  const size_t digits = negative ? 1 : 0;
+  if (text.size() == digits || text.find_first_not_of("0123456789", digits) != std::string::npos)
+    return allowed;
+  const size_t first = std::min(text.find_first_not_of('0', digits), text.size() - 1);
+  std::string canonical = (negative ? "-" : "") + text.substr(first);
+  if (canonical == "-0") canonical = "0";
+  errno = 0;
+  if (is_signed) std::strtoll(canonical.c_str(), nullptr, 10);
+  else std::strtoull(canonical.c_str(), nullptr, 10);
+  if (errno == ERANGE) return allowed;
+  text = canonical;
+  return "";
+}
+
+void make_decimal(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    const std::string type = opt->get_type_name();
+    const bool is_unsigned = type.rfind("UINT", 0) == 0;
+    const bool is_signed = type.rfind("INT", 0) == 0;
+    if (!is_signed && !is_unsigned) continue;
+    // transform(), not check(): CLI11 hands check() validators a copy of the text, and
+    // the rewrite must reach the conversion. transform() also runs first.
+    opt->transform(CLI::Validator(
+        [is_signed](std::string& text) { return decimal_integer(text, is_signed); }, ""));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) make_decimal(*sub);
+}
 
 }  // namespace
 
@@ -107,8 +122,10 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
                 "keys only at or before the query's position (t <= 0) "
                 "[dense, window, longformer, random]");
   cmd->add_option("--global", f.global,
-                  "I,J,...: global token positions, integers in [0, seq_len); each attends "
-                  "every key and is attended by every query [longformer, random]");
+                  "I,J,...: global token positions, integers in [0, seq_len) (decimal); each "
+                  "attends every key and is attended by every query, except that with --causal "
+                  "global rows and columns obey causality too: no query sees a key after its "
+                  "position (contract §3) [longformer, random]");
   cmd->add_option("--num-random", f.num_random,
                   "R: random keys per query, integer >= 0, drawn without replacement from "
                   "the keys not already allowed [random]")
@@ -141,11 +158,11 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
                   "S: seed of the counter-based PRNG, integer in [0, 2^64); draws are keyed by "
                   "(seed, head, row) [random, bigbird, bigbird-etc]")
       ->capture_default_str();
-  for (const char* name : {"--window", "--dilation", "--num-random", "--block-size",
-                           "--num-random-blocks", "--num-global-tokens"})
-    cmd->get_option(name)->check(kStrictInt64);
-  cmd->get_option("--seed")->check(kStrictUint64);
+  // Every integer flag here is decimal: decimal_integer_flags() (called once for the
+  // whole app by register_commands()) attaches the decimal validator.
 }
+
+void decimal_integer_flags(CLI::App& app) { make_decimal(app); }
 
 PatternSpec to_spec(const PatternFlags& f) {
   PatternSpec s;

@@ -34,6 +34,13 @@ struct PatternFlags {
 // --key-padding-mask, --seed to `cmd`, each documented with its unit and range.
 void add_pattern_flags(CLI::App* cmd, PatternFlags& flags);
 
+// Makes every integer option of `app` and of all its subcommands (type INT or UINT, the
+// pattern flags, --seq-len, --num-heads, --seed, --token, ...) decimal and strict: "010"
+// is ten, "08" eight; "0x10", "1e3", "-1" for an unsigned flag and values beyond the
+// type's range are refused with "<text> must be an integer in <range>, written in
+// decimal". Call once, after every option is added (register_commands() does).
+void decimal_integer_flags(CLI::App& app);
+
 // Builds the PatternSpec, loading the .npy files named by the flags. Throws
 // InvalidArgument naming the flag (e.g. "--global") for malformed values.
 PatternSpec to_spec(const PatternFlags& flags);

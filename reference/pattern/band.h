@@ -68,13 +68,24 @@ struct KeySpan {
   int64_t lo;
   int64_t hi;
 };
+// dilation * window, saturated at 2^63 - 1 instead of overflowing (window >= 0,
+// dilation >= 1). materialize() keeps both within the sequence (contract §3, canonical
+// spec), but band.h makes no such assumption: a BandParams built by hand is safe too.
+SPARSEATTN_HD int64_t band_reach(const BandParams& b) {
+  constexpr int64_t kMax = 0x7fffffffffffffffLL;
+  return b.window > kMax / b.dilation ? kMax : b.dilation * b.window;
+}
+
 SPARSEATTN_HD KeySpan band_key_span(const BandParams& b, int64_t i0, int64_t i1) {
   const int64_t offset = b.seq_len_k - b.seq_len_q;
-  const int64_t lo = i0 + offset - b.dilation * b.window;
-  const int64_t hi = (i1 - 1) + offset + (b.causal ? 0 : b.dilation * b.window);
+  const int64_t reach = band_reach(b);
+  const int64_t first = i0 + offset;        // position of the first query
+  const int64_t last = (i1 - 1) + offset;   // position of the last query
+  const int64_t ahead = b.causal ? 0 : reach;
   KeySpan span;
-  span.lo = lo < 0 ? 0 : lo;
-  span.hi = hi > b.seq_len_k - 1 ? b.seq_len_k - 1 : hi;
+  // first - reach and last + ahead, clipped to [0, seq_len_k - 1] without overflowing.
+  span.lo = first <= reach ? 0 : first - reach;
+  span.hi = ahead >= b.seq_len_k - 1 - last ? b.seq_len_k - 1 : last + ahead;
   return span;
 }
 

@@ -79,6 +79,7 @@ LayoutBuilder::LayoutBuilder(int64_t seq_len_q, int64_t seq_len_k, int64_t tile)
   layout_.tile = tile;
   layout_.row_ptr.push_back(0);
   scratch_of_kt_.assign(static_cast<size_t>(layout_.num_k_tiles()), -1);
+  full_kt_.assign(static_cast<size_t>(layout_.num_k_tiles()), 0);
 }
 
 void LayoutBuilder::begin_query_tile(int64_t qt) {
@@ -114,7 +115,7 @@ void LayoutBuilder::add_key_range(int64_t i, int64_t j0, int64_t j1) {
   while (j0 < j1) {
     const int64_t kt = j0 / tile, k0 = kt * tile;
     const int64_t end = std::min(j1, k0 + tile);
-    set_bit_range(scratch_for(kt) + r * wpr, j0 - k0, end - k0);
+    if (!full_kt_[kt]) set_bit_range(scratch_for(kt) + r * wpr, j0 - k0, end - k0);
     j0 = end;
   }
 }
@@ -123,11 +124,12 @@ void LayoutBuilder::add_full_tile(int64_t kt) {
   require(current_qt_ >= 0, "query tile", current_qt_, "begin_query_tile first");
   require(kt >= 0 && kt < layout_.num_k_tiles(), "key tile", kt,
           "must be in [0, " + std::to_string(layout_.num_k_tiles()) + ")");
-  const int64_t tile = layout_.tile;
-  const int64_t rows = std::min(tile, layout_.seq_len_q - current_qt_ * tile);
-  const int64_t cols = std::min(tile, layout_.seq_len_k - kt * tile);
-  uint64_t* bits = scratch_for(kt);
-  for (int64_t r = 0; r < rows; ++r) set_bit_range(bits + r * layout_.words_per_row(), 0, cols);
+  // A full tile needs no bitmask, neither here nor in the layout: mark it, so that a
+  // block pattern (BigBird: only full tiles) builds without any scratch — its memory does
+  // not grow with the block size (contract §5, docs/patterns.md "Memory bound").
+  if (full_kt_[kt]) return;
+  full_kt_[kt] = 1;
+  if (scratch_of_kt_[kt] < 0) touched_kt_.push_back(kt);
 }
 
 void LayoutBuilder::flush_query_tile() {
@@ -135,8 +137,16 @@ void LayoutBuilder::flush_query_tile() {
   const int64_t rows = std::min(tile, layout_.seq_len_q - current_qt_ * tile);
   std::sort(touched_kt_.begin(), touched_kt_.end());
   for (int64_t kt : touched_kt_) {
-    const uint64_t* bits = scratch_.data() + scratch_of_kt_[kt];
     const int64_t cols = std::min(tile, layout_.seq_len_k - kt * tile);
+    if (full_kt_[kt]) {  // every pair of the tile, whatever else was added to it
+      full_kt_[kt] = 0;
+      scratch_of_kt_[kt] = -1;
+      layout_.nnz += rows * cols;
+      layout_.col.push_back(static_cast<int32_t>(kt));
+      layout_.bits_at.push_back(HeadLayout::kFullTile);
+      continue;
+    }
+    const uint64_t* bits = scratch_.data() + scratch_of_kt_[kt];
     int64_t set = 0;
     for (int64_t w = 0; w < rows * wpr; ++w) set += popcount64(bits[w]);
     scratch_of_kt_[kt] = -1;

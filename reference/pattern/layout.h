@@ -87,6 +87,7 @@ class LayoutBuilder {
   std::vector<int64_t> scratch_of_kt_;   // [num_k_tiles] offset into scratch_, or -1
   std::vector<int64_t> touched_kt_;      // key tiles touched by the current query tile
   std::vector<uint64_t> scratch_;        // touched tiles' masks
+  std::vector<uint8_t> full_kt_;         // [num_k_tiles] 1: added whole by add_full_tile
 };
 
 }  // namespace sparseattn

@@ -428,6 +428,20 @@ Shape draws_shape(const PatternSpec& s, const PatternSizes& z) {
   return {};
 }
 
+// Appends "<prefix><field> <given> -> <canonical>" for every field canonicalize() changed.
+void note_clamped(const PatternSpec& given, const PatternSpec& canonical, const std::string& prefix,
+                  std::vector<std::string>& out) {
+  auto note = [&](const char* field, int64_t a, int64_t b) {
+    if (a != b) out.push_back(prefix + field + " " + std::to_string(a) + " -> " + std::to_string(b));
+  };
+  note("window", given.window, canonical.window);
+  note("dilation", given.dilation, canonical.dilation);
+  note("num_random", given.num_random, canonical.num_random);
+  note("block_size", given.block_size, canonical.block_size);
+  note("num_random_blocks", given.num_random_blocks, canonical.num_random_blocks);
+  note("tile", given.tile, canonical.tile);
+}
+
 }  // namespace
 
 Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
@@ -448,6 +462,17 @@ Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
                 std::to_string(sizes.seq_len_k) + ")]");
   }
 
+  // contract §3 "Parameters beyond the sequence": refuse what is out of range by the
+  // given name and value, then clamp to the equivalent canonical value before anything
+  // (layout, draw table, kernel) sees a parameter.
+  validate_common(spec, sizes);
+  for (const PatternSpec& h : spec.per_head) validate_common(h, sizes);
+  canonicalize_in_place(p.spec, sizes);
+  note_clamped(spec, p.spec, "", p.clamped);
+  for (size_t h = 0; h < spec.per_head.size() && h < p.spec.per_head.size(); ++h)
+    note_clamped(spec.per_head[h], p.spec.per_head[h], "head " + std::to_string(h) + ": ",
+                 p.clamped);
+
   p.heads.resize(static_cast<size_t>(sizes.num_heads));
   if (spec.kind == PatternKind::per_head) {
     require(static_cast<int64_t>(spec.per_head.size()) == sizes.num_heads, "per_head size",
@@ -455,7 +480,7 @@ Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
     // DECISION: each head's spec is built as head h of its own pattern (the PRNG is
     // keyed with h); random_draws stays empty for per-head patterns.
     for (int64_t h = 0; h < sizes.num_heads; ++h) {
-      const PatternSpec& s = spec.per_head[h];
+      const PatternSpec& s = p.spec.per_head[h];
       validate_kind(s, sizes);
       Pattern scratch;
       scratch.random_draws = Tensor<int64_t>(draws_shape(s, sizes), -1);
@@ -465,18 +490,19 @@ Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
     return p;
   }
 
-  validate_kind(spec, sizes);
-  const Shape ds = draws_shape(spec, sizes);
+  const PatternSpec& cs = p.spec;  // canonical from here on
+  validate_kind(cs, sizes);
+  const Shape ds = draws_shape(cs, sizes);
   if (!ds.empty()) {
     checked_numel(ds, sizeof(int64_t),
-                  spec.kind == PatternKind::random
+                  cs.kind == PatternKind::random
                       ? "num_random (table of draws [num_heads, seq_len_q, num_random])"
                       : "num_random_blocks (table of draws [num_heads, rows, num_random_blocks])");
     p.random_draws = Tensor<int64_t>(ds, -1);
   }
 
-  if (!head_dependent(spec)) {
-    auto shared = std::make_shared<const HeadLayout>(build_head(spec, sizes, 0, p));
+  if (!head_dependent(cs)) {
+    auto shared = std::make_shared<const HeadLayout>(build_head(cs, sizes, 0, p));
     for (auto& h : p.heads) h = shared;
     // Draws made once (e.g. a [1, rows, r] random table) hold for every head.
     if (p.random_draws.numel() > 0) {
@@ -487,7 +513,7 @@ Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
     }
   } else {
     for (int64_t h = 0; h < sizes.num_heads; ++h)
-      p.heads[h] = std::make_shared<const HeadLayout>(build_head(spec, sizes, h, p));
+      p.heads[h] = std::make_shared<const HeadLayout>(build_head(cs, sizes, h, p));
   }
   return p;
 }

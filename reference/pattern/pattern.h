@@ -22,7 +22,12 @@ struct PatternSizes {
 };
 
 struct Pattern {
+  // The canonical spec (canonicalize()): every parameter within what the sequence needs,
+  // so nothing reading it can meet an out-of-range value. Equivalent to the spec given.
   PatternSpec spec;
+  // The parameters canonicalize() changed, e.g. "window 9223372036854775807 -> 15";
+  // empty when none. `info` prints it.
+  std::vector<std::string> clamped;
   PatternSizes sizes;
 
   // [num_heads]; heads with identical patterns share one layout.
@@ -61,6 +66,16 @@ struct Pattern {
 // Cost: O(nnz) time for token-level kinds (plus O(seq_len_q * seq_len_k) for explicit
 // masks); O(tiles) for block kinds.
 Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes);
+
+// contract §3 "Parameters beyond the sequence": the spec with every parameter clamped to
+// the equivalent value for `sizes` (dilation and window against N = max(seq_len_q,
+// seq_len_k), block_size against the sequence, num_random against seq_len_k,
+// num_random_blocks against the number of blocks, tile against max(N, 64); per-head specs
+// each). The allowed set and every random draw are those of `spec`; docs/patterns.md
+// derives each equivalence. Values that validation refuses (window < 0, ...) are left
+// as they are. materialize() calls it, so Pattern::spec is always canonical.
+PatternSpec canonicalize(const PatternSpec& spec, const PatternSizes& sizes);
+void canonicalize_in_place(PatternSpec& spec, const PatternSizes& sizes);
 
 // Counts over all heads, key padding ignored (it depends on the batch).
 struct PatternStats {

@@ -120,6 +120,38 @@ TEST(NystromAttention, OneLandmarkPerTokenWithExactPinvReproducesTheOracle) {
   }
 }
 
+// The lse correction where it is not 1 (landmarks != tokens), with an exact answer:
+// rank-1 keys q_i = (1, 0), k_j = (j, 0), j = 0..3, scale 1, ONE landmark, exact A⁺.
+// Q̃ = (1, 0), K̃ = (1.5, 0): every score of F and A is 1.5, so F = A = [1], lseF_i =
+// lseA = 1.5, and lseB = log Σ_j e^j. lse_i = lseF_i + log(F A⁺ w)_i with w = exp(lseB −
+// lseA): lse_i = lseB = log(1 + e + e² + e³) = 3.4401896985..., the oracle's value (all
+// queries are equal, so Nyström is exact here; o = softmax(j)·v as well). A flipped sign
+// in the correction (w = exp(lseA − lseB)) would give 3 − 3.44 = −0.44.
+TEST(NystromAttention, RankOneKeysOneLandmarkGiveTheExactLse) {
+  const int64_t n = 4;
+  const Pattern pattern = dense(1, n, n);
+  Tensor<double> q({1, 1, n, 2}, 0.0), k({1, 1, n, 2}, 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    q.data[i * 2] = 1.0;
+    k.data[i * 2] = static_cast<double>(i);
+  }
+  const Tensor<double> v = gaussian_tensor({1, 1, n, 3}, 44);
+  const double scale = 1.0;
+  const AttentionResult r =
+      nystrom_attention(q, k, v, pattern, &scale, NystromOptions{1, PinvMethod::exact, 6});
+  const double e = std::exp(1.0);
+  const double want = std::log(1.0 + e + e * e + e * e * e);
+  EXPECT_NEAR(want, 3.44019, 5e-6);
+  const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, &scale);
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(r.lse.data[i], want, 1e-12) << "row " << i;
+    EXPECT_NEAR(oracle.lse.data[i], want, 1e-12) << "row " << i;
+  }
+  const Tolerance limit{1e-12, 1e-12};
+  const CheckReport o = check_close(r.o, oracle.o, limit);
+  EXPECT_TRUE(o.pass) << report_json(o, "o", limit);
+}
+
 // Error against the oracle (mean row-relative error of o, averaged over 3 Gaussian
 // inputs) with the paper's 6-iteration A⁺ falls as landmarks grow 4 → 16 → 64. The exact
 // A⁺ is NOT monotone in c (measured: c = 64 is worse than c = 16 — softmax(s Q̃ K̃ᵀ)

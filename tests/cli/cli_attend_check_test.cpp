@@ -11,49 +11,6 @@
 namespace sparseattn::testing_cli {
 namespace {
 
-using Allowed = std::function<bool(int64_t b, int64_t h, int64_t i, int64_t j)>;
-
-struct Dims {
-  int64_t B, H, Lq, Lk, D, Dv;
-};
-
-// contract §2 written out: s_ij = scale <q_i, k_j>; lse_i = log sum exp over allowed j;
-// o_i = sum exp(s_ij - lse_i) v_j; o_i = 0 and lse_i = -inf when nothing is allowed.
-void independent_attention(const Tensor<double>& q, const Tensor<double>& k,
-                           const Tensor<double>& v, const Dims& d, double scale,
-                           const Allowed& allowed, std::vector<double>& o,
-                           std::vector<double>& lse) {
-  o.assign(static_cast<size_t>(d.B * d.H * d.Lq * d.Dv), 0.0);
-  lse.assign(static_cast<size_t>(d.B * d.H * d.Lq), -INFINITY);
-  for (int64_t b = 0; b < d.B; ++b)
-    for (int64_t h = 0; h < d.H; ++h)
-      for (int64_t i = 0; i < d.Lq; ++i) {
-        const double* qi = &q.data[((b * d.H + h) * d.Lq + i) * d.D];
-        std::vector<double> s(static_cast<size_t>(d.Lk), -INFINITY);
-        double m = -INFINITY;
-        for (int64_t j = 0; j < d.Lk; ++j) {
-          if (!allowed(b, h, i, j)) continue;
-          const double* kj = &k.data[((b * d.H + h) * d.Lk + j) * d.D];
-          double dot = 0.0;
-          for (int64_t x = 0; x < d.D; ++x) dot += qi[x] * kj[x];
-          s[j] = scale * dot;
-          m = std::max(m, s[j]);
-        }
-        if (m == -INFINITY) continue;
-        double l = 0.0;
-        for (int64_t j = 0; j < d.Lk; ++j)
-          if (s[j] != -INFINITY) l += std::exp(s[j] - m);
-        const int64_t row = (b * d.H + h) * d.Lq + i;
-        lse[row] = m + std::log(l);
-        for (int64_t j = 0; j < d.Lk; ++j) {
-          if (s[j] == -INFINITY) continue;
-          const double p = std::exp(s[j] - m) / l;
-          for (int64_t x = 0; x < d.Dv; ++x)
-            o[row * d.Dv + x] += p * v.data[((b * d.H + h) * d.Lk + j) * d.Dv + x];
-        }
-      }
-}
-
 // |x - ref| <= 1e-12 * |ref| + 1e-12 (the float64 row of core/numerics.h), and -inf = -inf.
 void expect_close_1e12(const std::vector<double>& got, const std::vector<double>& want,
                        const char* name) {

@@ -34,7 +34,7 @@ class BadInput : public CliTest {
   // Runs `args`; expects failure naming `argument`, and neither out.npy nor lse.npy.
   void expect_rejected(const std::string& args, const std::string& argument) {
     const RunResult r = run(args);
-    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(r.exit_code, 2) << args;  // contract §5: every argument or input error
     EXPECT_EQ(r.err.rfind("sparseattn: error: invalid " + argument, 0), 0u)
         << "stderr: " << r.err << "\nargs: " << args;
     EXPECT_NE(r.err.find(" = "), std::string::npos) << r.err;
@@ -210,10 +210,12 @@ TEST_F(BadInput, ReachTokenAndLayersOutOfRange) {
   expect_rejected(reach + "--layers 0", "--layers");
 }
 
-// Draws beyond the candidates are reported shortfalls (contract §3), but the table of draws
-// must fit in memory: a count that cannot is refused by name, not as "tensor shape".
+// contract §3: num_random beyond the keys means all the keys (canonicalization bounds the
+// table of draws by seq_len), but a table of draws that cannot fit even so — here
+// [1, 4e6, 4e6] int64, 128 TB — is refused by name before any work, not as "tensor shape".
 TEST_F(BadInput, RandomDrawTableTooLargeNamesTheFlag) {
-  expect_rejected(mask("--pattern random --num-random 1000000000000000"), "--num-random");
+  expect_rejected("info --seq-len 4000000 --pattern random --num-random 1000000000000000",
+                  "--num-random");
 }
 
 // CLI11 alone would wrap "-1" into 2^64-1 for the unsigned seed and clamp an overflowing
@@ -223,7 +225,7 @@ TEST_F(BadInput, IntegersAreParsedStrictly) {
                                   mask("--pattern random --num-random 1 --seed 18446744073709551616"),
                                   mask("--pattern window --window 9223372036854775808")}) {
     const RunResult r = run(args);
-    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_EQ(r.err.rfind("sparseattn: error: --", 0), 0u) << r.err;
     EXPECT_NE(r.err.find("must be an integer in"), std::string::npos) << r.err;
     EXPECT_FALSE(exists("out.npy")) << args;

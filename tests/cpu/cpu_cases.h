@@ -34,12 +34,17 @@ inline std::vector<Case> cpu_cases() {
   c.push_back(make_case(token(K::window, 20, 3, false, 64), {1, 1, 400, 400, 64, 64}));
   c.push_back(make_case(token(K::window, 7, 2, true, 16), {1, 1, 190, 250, 8, 8}));
   c.push_back(make_case(token(K::window, 70, 2, false, 64), {1, 1, 250, 190, 8, 8}, false, 4.0));
+  // seq_len_k - seq_len_q not a multiple of the dilation (61, -61, 41): bottom-right and
+  // top-left alignment differ only here.
+  c.push_back(make_case(token(K::window, 7, 3, false, 64), {1, 1, 190, 251, 8, 8}));
+  c.push_back(make_case(token(K::window, 5, 2, true, 16), {1, 2, 251, 190, 8, 8}));
   // longformer: globals at both ends and inside the band, dilated + causal, padding.
   c.push_back(make_case(token(K::longformer, 30, 1, false, 64, {0, 5, 150, 299}),
                         {1, 2, 300, 300, 64, 64}));
   c.push_back(make_case(token(K::longformer, 9, 2, true, 64, {0, 100, 101}),
                         {3, 1, 200, 200, 16, 16}, true));
   c.push_back(make_case(token(K::longformer, 12, 1, false, 16, {40}), {1, 1, 130, 170, 8, 8}));
+  c.push_back(make_case(token(K::longformer, 6, 2, true, 64, {3, 90}), {1, 1, 130, 171, 8, 8}));
   // bigbird: block 64 with 3 random blocks (the benchmark's pattern), not a multiple of
   // the block, block 100 > one query tile, block 16 with padding, ETC with g not a
   // multiple of the block.

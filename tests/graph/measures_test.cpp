@@ -98,6 +98,30 @@ TEST(Spectral, DenseGapIsOneWindowSmallBigBirdLarge) {
   EXPECT_TRUE(spectral_gap(*make(bigbird_spec(16, 2, 3), 400)).block_level);
 }
 
+// Known |λ₂| on the dense eigen path, by hand (no random pattern involved):
+// - window w = 1 over 3 tokens: P = [[1/2, 1/2, 0], [1/3, 1/3, 1/3], [0, 1/2, 1/2]].
+//   (1, 0, -1) is an eigenvector with λ = 1/2; the trace 4/3 = 1 + 1/2 + λ₃ gives
+//   λ₃ = -1/6. So |λ₂| = 1/2, gap 1/2.
+// - window w = 0: P = I, every eigenvalue 1: |λ₂| = 1, gap 0 (no mixing at all).
+// - causal dense over n tokens: P is lower triangular with diagonal 1/(i+1), so its
+//   eigenvalues are 1, 1/2, ..., 1/n: |λ₂| = 1/2 for every n >= 2.
+TEST(Spectral, HandComputedSecondEigenvalues) {
+  const SpectralGap three = spectral_gap_with(*make(window_spec(1), 3), "eigen-dense");
+  EXPECT_NEAR(three.lambda2_modulus, 0.5, 1e-12);
+  EXPECT_NEAR(three.gap, 0.5, 1e-12);
+  EXPECT_EQ(three.method, "eigen-dense");
+  const SpectralGap none = spectral_gap_with(*make(window_spec(0), 7), "eigen-dense");
+  EXPECT_NEAR(none.lambda2_modulus, 1.0, 1e-12);
+  EXPECT_NEAR(none.gap, 0.0, 1e-12);
+  PatternSpec causal;
+  causal.causal = true;
+  for (int64_t n : {2, 5, 40}) {
+    const SpectralGap g = spectral_gap_with(*make(causal, n), "eigen-dense");
+    EXPECT_NEAR(g.lambda2_modulus, 0.5, 1e-9) << "n=" << n;
+    EXPECT_NEAR(g.gap, 0.5, 1e-9) << "n=" << n;
+  }
+}
+
 // The two methods must agree where both run, on a directed pattern with complex
 // eigenvalues (random keys), and the block-level gap must equal the token-level one.
 TEST(Spectral, ArnoldiAgreesWithDenseAndBlockWithToken) {
@@ -146,6 +170,31 @@ TEST(Rollout, RowsSumToOneAndSupportEqualsReachability) {
     for (int64_t j = 0; j < n; ++j)
       if (last(n / 2, j) > 0) h -= last(n / 2, j) * std::log(last(n / 2, j));
     EXPECT_NEAR(even.back(), h / std::log(double(n)), 1e-12);
+  }
+}
+
+// Exact values (graph/rollout.h: Ã = 0.5·W + 0.5·I, W uniform over the allowed keys).
+// Window w = 1 over 3 tokens: A(0) = {0, 1}, A(1) = {0, 1, 2}, A(2) = {1, 2}, so
+//   Ã = [[3/4, 1/4, 0], [1/6, 2/3, 1/6], [0, 1/4, 3/4]]                     (1 layer)
+//   R_2 = Ã² = [[29/48, 17/48, 1/24], [17/72, 19/36, 17/72], [1/24, 17/48, 29/48]]
+//   R_3 = Ã³ = [[295/576, 229/576, 52/576], [229/864, 406/864, 229/864], [52/576, 229/576, 295/576]]
+// (each row worked out by hand; every row sums to 1). A rollout without the residual
+// half (Ã = W) would give row 0 = [1/2, 1/2, 0] after one layer.
+TEST(Rollout, ThreeWindowLayersOverThreeTokensHaveExactValues) {
+  const LayerStack stack = stack_of(window_spec(1), 3, 3);
+  const double want[3][3][3] = {
+      {{3.0 / 4, 1.0 / 4, 0.0}, {1.0 / 6, 2.0 / 3, 1.0 / 6}, {0.0, 1.0 / 4, 3.0 / 4}},
+      {{29.0 / 48, 17.0 / 48, 1.0 / 24}, {17.0 / 72, 19.0 / 36, 17.0 / 72}, {1.0 / 24, 17.0 / 48, 29.0 / 48}},
+      {{295.0 / 576, 229.0 / 576, 52.0 / 576},
+       {229.0 / 864, 406.0 / 864, 229.0 / 864},
+       {52.0 / 576, 229.0 / 576, 295.0 / 576}}};
+  for (int64_t L = 1; L <= 3; ++L) {
+    const Eigen::MatrixXd r = rollout_matrix(stack, L);
+    ASSERT_EQ(r.rows(), 3);
+    ASSERT_EQ(r.cols(), 3);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)
+        EXPECT_NEAR(r(i, j), want[L - 1][i][j], 1e-15) << "L=" << L << " i=" << i << " j=" << j;
   }
 }
 

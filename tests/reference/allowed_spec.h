@@ -60,7 +60,8 @@ inline bool allowed_spec(const PatternSpec& s, const PatternSizes& z, const Tens
       return base || drawn(draws, h, i, j);
     }
     case PatternKind::bigbird: {
-      const int64_t b = s.block_size, nb = (z.seq_len_q + b - 1) / b;
+      // nb = ceil(n / b), written so that a block_size near 2^63 cannot overflow.
+      const int64_t b = s.block_size, nb = z.seq_len_q / b + (z.seq_len_q % b != 0);
       const int64_t qb = i / b, kb = j / b;
       if (qb == 0 || qb == nb - 1) return true;          // global query blocks
       if (kb == 0 || kb == nb - 1) return true;          // global key blocks

@@ -186,16 +186,26 @@ inline std::vector<Case> cases() {
   c.push_back(make_case(token(K::window, 3, 2, true, 1), {1, 1, 29, 11, 1, 1}));
   c.push_back(make_case(token(K::window, 1, 4, false, 1), {2, 1, 1, 1, 3, 3}));
   c.push_back(make_case(token(K::window, 100, 1, false, 64), {1, 1, 23, 23, 4, 4}));
+  // dilation with seq_len_k - seq_len_q NOT a multiple of it (there bottom-right and
+  // top-left alignment differ): offsets 1, 11, -11.
+  c.push_back(make_case(token(K::window, 1, 2, false, 1), {1, 1, 1, 2, 3, 3}));
+  c.push_back(make_case(token(K::window, 2, 3, false, 5), {1, 1, 10, 21, 3, 3}));
+  c.push_back(make_case(token(K::window, 3, 2, true, 64), {1, 2, 20, 9, 4, 2}));
+  // parameters beyond the sequence (contract §3): the clamped pattern's result.
+  c.push_back(make_case(token(K::window, 4611686018427387904, 1, true, 5), {1, 1, 9, 13, 3, 3}));
+  c.push_back(make_case(token(K::window, 2, 4611686018427387904, false, 5), {1, 1, 9, 13, 3, 3}));
   // longformer: global rows and columns, with causal, with unequal lengths.
   c.push_back(make_case(token(K::longformer, 2, 1, false, 5, {0, 7, 22}), {3, 2, 23, 23, 8, 8}, true));
   c.push_back(make_case(token(K::longformer, 1, 2, true, 1, {3}), {1, 1, 19, 19, 3, 3}));
   c.push_back(make_case(token(K::longformer, 1, 1, false, 5, {0, 17}), {1, 1, 6, 20, 3, 3}));
   c.push_back(make_case(token(K::longformer, 3, 1, true, 64, {2, 2, 9}), {1, 2, 9, 14, 3, 4}));
+  c.push_back(make_case(token(K::longformer, 1, 3, false, 5, {4}), {1, 1, 8, 13, 3, 3}));
   // random: zero random keys; several heads; shortfall under causal at the first rows.
   c.push_back(make_case(token(K::random, 1, 1, false, 5, {}, 0, 1), {1, 1, 17, 17, 3, 3}));
   c.push_back(make_case(token(K::random, 1, 1, false, 5, {2}, 3, 7), {1, 3, 33, 33, 8, 8}));
   c.push_back(make_case(token(K::random, 0, 1, true, 64, {}, 5, 3), {3, 2, 20, 20, 3, 3}, true));
   c.push_back(make_case(token(K::random, 1, 2, false, 1, {0}, 2, 11), {1, 2, 7, 15, 5, 3}));
+  c.push_back(make_case(token(K::random, 1, 2, false, 5, {}, 2, 13), {1, 1, 6, 11, 3, 3}));
   // bigbird ITC: one short block, fewer than 3 blocks (all global), not a multiple of
   // the block, zero random blocks, block 1, several heads, key padding.
   c.push_back(make_case(bigbird(4, 2, 0), {1, 1, 1, 1, 3, 3}));
@@ -205,6 +215,8 @@ inline std::vector<Case> cases() {
   c.push_back(make_case(bigbird(8, 3, 9), {1, 2, 64, 64, 17, 17}));
   c.push_back(make_case(bigbird(1, 2, 4), {1, 1, 9, 9, 3, 3}));
   c.push_back(make_case(bigbird(5, 3, 2), {2, 1, 27, 27, 6, 6}));
+  c.push_back(make_case(bigbird(4611686018427387904, 2, 1), {1, 1, 9, 9, 3, 3}));
+  c.push_back(make_case(bigbird(3, 4611686018427387904, 1), {1, 2, 14, 14, 3, 3}));
   // bigbird ETC: no global tokens, global tokens not a multiple of the block, all global.
   c.push_back(make_case(bigbird(4, 1, 0, 0), {1, 1, 21, 21, 3, 3}));
   c.push_back(make_case(bigbird(4, 2, 6, 3), {3, 2, 22, 22, 5, 5}, true));

@@ -89,7 +89,9 @@ TEST_P(BigBirdItc, GlobalRowsFullNeighboursAndGlobalBlocksSeenRandomBlocksDistin
   const ItcFacts f = GetParam();
   const Pattern p = materialize(bigbird(f.b, f.r, 123), {1, f.heads, f.n, f.n});
   const int64_t nb = (f.n + f.b - 1) / f.b;
-  ASSERT_EQ(p.random_draws.shape, (Shape{f.heads, std::max<int64_t>(nb - 2, 0), f.r}));
+  // contract §3, parameters beyond the sequence: r random blocks >= nb mean nb, and a
+  // block_size >= n means n (one block); the draw table is that of the clamped values.
+  ASSERT_EQ(p.random_draws.shape, (Shape{f.heads, std::max<int64_t>(nb - 2, 0), std::min(f.r, nb)}));
   auto block_keys = [&](int64_t kb) {
     std::set<int64_t> s;
     for (int64_t j = kb * f.b; j < std::min((kb + 1) * f.b, f.n); ++j) s.insert(j);
@@ -98,7 +100,7 @@ TEST_P(BigBirdItc, GlobalRowsFullNeighboursAndGlobalBlocksSeenRandomBlocksDistin
   // The canonical tiles are BigBird's blocks, and every listed block is a full tile
   // (a4 gathers whole blocks; only keys past seq_len_k are cut at the partial last block).
   for (int64_t h = 0; h < f.heads; ++h) {
-    EXPECT_EQ(p.head(h).tile, f.b);
+    EXPECT_EQ(p.head(h).tile, std::min(f.b, f.n));
     for (int64_t e = 0; e < p.head(h).num_tiles(); ++e) EXPECT_TRUE(p.head(h).is_full(e)) << "tile " << e;
   }
   int64_t shortfall = 0;
