@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/compat_flags.h"
 #include "cli/inputs.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -38,6 +39,7 @@ struct AttendArgs {
   std::string scale;  // text: parsed by parse_finite (rejects nan/inf)
   std::string dtype;  // "" = the kernel's own output dtype
   PatternFlags pattern;
+  CompatFlags compat;  // contract §3.12
 };
 
 const Kernel& serving_kernel(const std::string& name, const Pattern& pattern) {
@@ -160,7 +162,28 @@ void run_attend(const AttendArgs& a) {
   const Shape q_file_shape = read_npy_header(a.q, "--q").shape;
   const Shape k_file_shape = read_npy_header(a.k, "--k").shape;
   const Shape v_file_shape = read_npy_header(a.v, "--v").shape;
-  AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, a.pattern);
+  PatternFlags pattern_flags = a.pattern;
+  apply_attention_window(a.compat, pattern_flags);
+  AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, pattern_flags);
+  if (compat_requested(a.compat)) {  // contract §3.12: its own path, forward only
+    require(!backward, "--dout", a.dout,
+            "gradients are not available under the compatibility flags (contract §3.12)");
+    double s = 0.0;
+    if (!a.scale.empty()) s = parse_finite("--scale", a.scale, -INFINITY);
+    AttentionResult r = compat_attend(a.compat, in, a.scale.empty() ? nullptr : &s, a.impl);
+    const bool f64 = a.dtype != "float32";
+    Tensor<float> none_o, none_lse;
+    Shape lse_rank4 = r.lse.shape;
+    lse_rank4.push_back(1);
+    Shape lse_shape = out_shape(q_file_shape, lse_rank4);
+    lse_shape.pop_back();
+    const Shape o_shape = out_shape(q_file_shape, r.o.shape);
+    std::vector<Pending> files;
+    files.push_back(pending(a.out, r.o, none_o, true, f64, o_shape));
+    files.push_back(pending(a.lse, r.lse, none_lse, true, f64, lse_shape));
+    write_all(files);
+    return;
+  }
   const Kernel& kernel = serving_kernel(a.impl, in.pattern);
   const GradKernel* grad = backward ? &backward_for(a.impl) : nullptr;
   Tensor<double> dout;
@@ -255,6 +278,7 @@ void register_attend(CLI::App& app) {
   cmd->add_option("--dk", args->dk, "DK.npy: write dk (k's shape); needs --dout");
   cmd->add_option("--dv", args->dv, "DV.npy: write dv (v's shape); needs --dout");
   add_pattern_flags(cmd, args->pattern);
+  add_compat_flags(cmd, args->compat);
   cmd->callback([args] { run_attend(*args); });
 }
 

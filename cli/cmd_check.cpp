@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/compat_flags.h"
 #include "cli/inputs.h"
 #include "core/check.h"
 #include "core/error.h"
@@ -38,6 +39,7 @@ struct CheckArgs {
   std::string dout, candidate_dq, candidate_dk, candidate_dv;  // gradients
   std::string atol, rtol, scale;  // text: parsed by parse_finite
   PatternFlags pattern;
+  CompatFlags compat;  // contract §3.12
 };
 
 Tolerance tolerance_for(NpyDtype dtype) {
@@ -65,7 +67,12 @@ Tensor<double> read_candidate(const std::string& path, const std::string& flag,
 }
 
 void run_check(const CheckArgs& a) {
-  AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, a.pattern);
+  PatternFlags pattern_flags = a.pattern;
+  apply_attention_window(a.compat, pattern_flags);
+  const bool compat = compat_requested(a.compat);
+  require(!compat || a.dout.empty(), "--dout", a.dout,
+          "gradients are not available under the compatibility flags (contract §3.12)");
+  AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, pattern_flags);
   double scale = 0.0;
   if (!a.scale.empty()) scale = parse_finite("--scale", a.scale, -INFINITY);
   const double* scale_ptr = a.scale.empty() ? nullptr : &scale;
@@ -110,10 +117,15 @@ void run_check(const CheckArgs& a) {
       if (!g.path.empty()) g.x = read_candidate(g.path, std::string("--candidate-") + g.name, g.shape, a, &g.tol);
   }
 
-  const AttentionResult oracle = a1_dense_masked(in.q, in.k, in.v, in.pattern, scale_ptr);
+  // Under a compatibility mode the oracle is that mode's float64 definition (contract §3.12).
+  const AttentionResult oracle = compat ? compat_attend(a.compat, in, scale_ptr, "a1_dense_masked")
+                                        : a1_dense_masked(in.q, in.k, in.v, in.pattern, scale_ptr);
   const CheckReport o_report = check_close(o, oracle.o, o_tol);
   nlohmann::json j;
   j["oracle"] = "a1_dense_masked";
+  if (!a.compat.compat.empty()) j["compat"] = a.compat.compat;
+  if (!a.compat.global_mask.empty()) j["global_mask"] = a.compat.global_mask;
+  if (!a.compat.q_global.empty()) j["global_projections"] = true;
   j["pattern"] = describe(in.pattern.spec);
   j["shape"] = {{"batch", in.shape.batch},         {"num_heads", in.shape.num_heads},
                 {"seq_len_q", in.shape.seq_len_q}, {"seq_len_k", in.shape.seq_len_k},
@@ -174,6 +186,7 @@ void register_check(CLI::App& app) {
   cmd->add_option("--candidate-dv", args->candidate_dv,
                   "DV.npy: dv to judge, v's shape [batch, num_heads, seq_len_k, head_dim_v]; needs --dout");
   add_pattern_flags(cmd, args->pattern);
+  add_compat_flags(cmd, args->compat);
   cmd->callback([args] { run_check(*args); });
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/compat_flags.h"
 #include "cli/inputs.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -23,9 +24,12 @@ struct MaskArgs {
   std::string out;
   std::string mask_dtype = "uint8";
   PatternFlags pattern;
+  CompatFlags compat;  // --attention-window only (contract §3.12)
 };
 
-void run_mask(const MaskArgs& a) {
+void run_mask(const MaskArgs& args) {
+  MaskArgs a = args;
+  apply_attention_window(a.compat, a.pattern);
   require(a.mask_dtype == "uint8" || a.mask_dtype == "bool", "--mask-dtype", a.mask_dtype,
           "must be uint8 or bool");
   check_outputs({{"--out", a.out}}, {{"--mask", a.pattern.mask},
@@ -68,6 +72,7 @@ void register_mask(CLI::App& app) {
   cmd->add_option("--out", args->out, "M.npy: the mask")->required();
   cmd->add_option("--mask-dtype", args->mask_dtype, "uint8 | bool")->capture_default_str();
   add_pattern_flags(cmd, args->pattern);
+  add_attention_window_flag(cmd, args->compat);
   cmd->callback([args] { run_mask(*args); });
 }
 
