@@ -15,7 +15,7 @@ namespace sparseattn::cli {
 
 void add_attention_window_flag(CLI::App* cmd, CompatFlags& f) {
   f.window_flag = cmd->get_option("--window");
-  cmd->add_option("--attention-window", f.attention_window,
+  f.attention_window_flag = cmd->add_option("--attention-window", f.attention_window,
                   "N: HF Longformer's attention_window, the TOTAL width 2W (even, >= 0); "
                   "sets --window W = N/2. Give it or --window, not both");
 }
@@ -37,10 +37,9 @@ void add_compat_flags(CLI::App* cmd, CompatFlags& f) {
 }
 
 void apply_attention_window(const CompatFlags& f, PatternFlags& pattern) {
-  if (f.attention_window < 0 && f.attention_window != -1)
-    throw InvalidArgument("--attention-window", std::to_string(f.attention_window),
-                          "must be an even integer >= 0 (HF's total width 2W)");
-  if (f.attention_window == -1) return;
+  if (!f.attention_window_flag || f.attention_window_flag->count() == 0) return;
+  require(f.attention_window >= 0, "--attention-window", f.attention_window,
+          "must be an even integer >= 0 (HF's total width 2W)");
   require(f.attention_window % 2 == 0, "--attention-window", f.attention_window,
           "must be even: it is HF's total width 2W (W = N/2 keys on each side)");
   require(!f.window_flag || f.window_flag->count() == 0, "--attention-window", f.attention_window,

@@ -17,8 +17,9 @@ struct CompatFlags {
   std::string compat;       // "" or "hf-bigbird"
   std::string global_mask;  // G.npy [batch, seq_len_k], 1 = global
   std::string q_global, k_global, v_global;  // shaped like q, k, v
-  int64_t attention_window = -1;             // HF's total width 2W; -1 = not given
-  CLI::Option* window_flag = nullptr;        // --window, to refuse both
+  int64_t attention_window = 0;              // HF's total width 2W
+  CLI::Option* attention_window_flag = nullptr;  // given or not
+  CLI::Option* window_flag = nullptr;            // --window, to refuse both
 };
 
 // Adds --attention-window to `cmd` (after add_pattern_flags).
