@@ -4,8 +4,11 @@
 //   sparseattn attend --q Q.npy --k K.npy --v V.npy --out O.npy [--lse LSE.npy]
 //                     [--impl a1_dense_masked] [--scale S] [--dtype float32|float64]
 //                     [--dout DO.npy [--dq DQ.npy] [--dk DK.npy] [--dv DV.npy]]
-//                     [pattern flags]
+//                     [pattern flags] [compatibility flags]
 //
+// Compatibility flags (contract §3.12, cli/compat_flags.h): --compat hf-bigbird (--impl
+// a1_dense_masked or cpu_k07_hf_listing), --global-mask, --q-global/--k-global/--v-global
+// (any kernel serving longformer, run per batch element), --attention-window. Forward only.
 // Shapes (contract §1): q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv]; o [B,H,Lq,Dv] and lse
 // [B,H,Lq] keep q's leading dimensions as given in the file (rank 2 in, rank 2 out).
 // Backward (contract §7, docs/backward.md): dO has o's shape; dq, dk, dv keep the shapes of
@@ -171,7 +174,10 @@ void run_attend(const AttendArgs& a) {
     double s = 0.0;
     if (!a.scale.empty()) s = parse_finite("--scale", a.scale, -INFINITY);
     AttentionResult r = compat_attend(a.compat, in, a.scale.empty() ? nullptr : &s, a.impl);
-    const bool f64 = a.dtype != "float32";
+    // Default dtype: the implementation's own (float32 for the CPU kernels, k07 included).
+    const bool f64 = !a.dtype.empty() ? a.dtype == "float64"
+                                      : a.impl != "cpu_k07_hf_listing" &&
+                                            find_kernel(a.impl).dtype == DType::float64;
     Tensor<float> none_o, none_lse;
     Shape lse_rank4 = r.lse.shape;
     lse_rank4.push_back(1);

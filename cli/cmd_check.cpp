@@ -5,7 +5,9 @@
 //                    [--dout DO.npy [--candidate-dq DQ.npy] [--candidate-dk DK.npy]
 //                                   [--candidate-dv DV.npy]]
 //
-// The oracle is a1_dense_masked (contract §4) on the same q/k/v files. Each candidate tensor
+// The oracle is a1_dense_masked (contract §4) on the same q/k/v files; under the
+// compatibility flags (contract §3.12: --compat hf-bigbird, --global-mask, --q-global
+// --k-global --v-global, --attention-window) it is that mode's float64 definition. Each candidate tensor
 // is judged by core/check.h's one checker with the tolerance of its file's dtype from
 // core/numerics.h (float64 1e-12/1e-12, float32 2e-5/2e-4, float16 2e-3/2e-3) unless
 // --atol/--rtol are given. Prints one JSON object to stdout; exit 0 when every checked
