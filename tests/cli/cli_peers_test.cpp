@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli_harness.h"
+#include "core/npy.h"
 
 namespace sparseattn::testing_cli {
 namespace {
@@ -113,6 +114,43 @@ TEST_F(PeersTest, OptimizedCpuKernelsServeTheModes) {
   c = run("check --q " + fx(l, "q") + " --k " + fx(l, "k") + " --v " + fx(l, "v") +
           " --candidate " + fx(l, "o") + longformer_flags(l) + globals(l));
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+}
+
+// `mask --global-mask` writes one longformer pattern per batch element: batch element b's
+// planes equal `mask --global <row b>` with row b's padding (pattern and padding built
+// independently by the plain flags).
+TEST_F(PeersTest, MaskTakesPerBatchGlobals) {
+  const std::string l = "longformer_64";
+  RunResult r = run("mask --seq-len 64 --num-heads 2 --pattern longformer --attention-window 8"
+                    " --global-mask " + fx(l, "global_mask") + " --key-padding-mask " +
+                    fx(l, "key_padding_mask") + " --out " + path("m.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor<uint8_t> got = read_npy_mask(path("m.npy"), "m");
+  ASSERT_EQ(got.shape, (Shape{2, 2, 64, 64}));
+  const Tensor<uint8_t> pad = read_npy_mask(fx(l, "key_padding_mask"), "pad");
+  const char* globals_of[2] = {"0,17", "0,5,40"};  // the fixture's manifest
+  for (int64_t b = 0; b < 2; ++b) {
+    r = run(std::string("mask --seq-len 64 --pattern longformer --window 4 --global ") +
+            globals_of[b] + " --out " + path("one.npy"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const Tensor<uint8_t> one = read_npy_mask(path("one.npy"), "one");
+    int64_t differ = 0;
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < 64; ++i)
+        for (int64_t j = 0; j < 64; ++j) {
+          const bool want = one.data[i * 64 + j] && pad.data[b * 64 + i] && pad.data[b * 64 + j];
+          differ += (got.data[((b * 2 + h) * 64 + i) * 64 + j] != 0) != want;
+        }
+    EXPECT_EQ(differ, 0) << "batch element " << b;
+  }
+  // A global query of batch element 0 (17) is local in batch element 1.
+  int64_t row17_b0 = 0, row17_b1 = 0;
+  for (int64_t j = 0; j < 64; ++j) {
+    row17_b0 += got.data[(0 * 64 + 17) * 64 + j];
+    row17_b1 += got.data[((2 * 1) * 64 + 17) * 64 + j];
+  }
+  EXPECT_EQ(row17_b0, 64);
+  EXPECT_EQ(row17_b1, 9 + 3);  // window 17-4..17+4 and the globals 0, 5, 40
 }
 
 // Bad combinations are argument errors (exit 2) naming the flag.
