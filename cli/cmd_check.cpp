@@ -25,6 +25,7 @@
 
 #include "cli/commands.h"
 #include "cli/compat_flags.h"
+#include "cli/convention_hint.h"
 #include "cli/inputs.h"
 #include "core/check.h"
 #include "core/error.h"
@@ -134,6 +135,15 @@ void run_check(const CheckArgs& a) {
                 {"head_dim", in.shape.head_dim},   {"head_dim_v", in.shape.head_dim_v}};
   j["o"] = nlohmann::json::parse(report_json(o_report, "o", o_tol));
   bool pass = o_report.pass;
+  // On failure, say which peer convention would explain it (not when the flags of that
+  // convention were given: then there is nothing left to suggest).
+  if (!o_report.pass && a.compat.compat.empty() && a.compat.q_global.empty()) {
+    Tensor<uint8_t> gm;
+    if (!a.compat.global_mask.empty()) gm = read_npy_mask(a.compat.global_mask, "--global-mask");
+    const std::string hint = convention_hint(in.pattern, o, oracle.o, o_tol,
+                                             a.compat.global_mask.empty() ? nullptr : &gm);
+    if (!hint.empty()) j["hint"] = hint;
+  }
   if (!a.candidate_lse.empty()) {
     const CheckReport lse_report = check_close(lse, oracle.lse, lse_tol);
     j["lse"] = nlohmann::json::parse(report_json(lse_report, "lse", lse_tol));

@@ -45,12 +45,15 @@ std::string globals(const std::string& name) {
 class PeersTest : public CliTest {
  protected:
   // Runs `check`; returns the report's max abs error of o, asserting the exit code.
+  std::string hint;  // the last report's "hint" ("" when none)
   double check(const std::string& args, int want_exit) {
     const RunResult r = run("check " + args);
+    hint.clear();
     EXPECT_EQ(r.exit_code, want_exit) << r.out << r.err;
     if (r.exit_code > 1) return -1.0;
     const nlohmann::json j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["pass"].get<bool>(), want_exit == 0) << r.out;
+    if (j.contains("hint")) hint = j["hint"].get<std::string>();
     return j["o"]["max_abs_error"].get<double>();
   }
 };
@@ -69,8 +72,13 @@ TEST_F(PeersTest, HfBigBirdCompatReproducesTrainEvalAndPadding) {
 // where it does (eval mode: block 0 listed 1 + r times; 1024 tokens: the last block drawn).
 TEST_F(PeersTest, SetSemanticsFailsExactlyWhereHfRepeatsBlocks) {
   EXPECT_LT(check(qkvo("bigbird_train_256") + bigbird_flags("bigbird_train_256"), 0), 1e-6);
+  EXPECT_EQ(hint, "");  // a pass has no hint
   EXPECT_GT(check(qkvo("bigbird_eval_256") + bigbird_flags("bigbird_eval_256"), 1), 1e-3);
+  // The report names the convention: every failing row is in a block HF lists twice.
+  EXPECT_NE(hint.find("names a key block twice"), std::string::npos) << hint;
+  EXPECT_NE(hint.find("--compat hf-bigbird"), std::string::npos) << hint;
   EXPECT_GT(check(qkvo("bigbird_train_1024") + bigbird_flags("bigbird_train_1024"), 1), 1e-4);
+  EXPECT_NE(hint.find("--compat hf-bigbird"), std::string::npos) << hint;
 }
 
 // HF Longformer: per-batch globals ({0,17} and {0,5,40}), separate global projections,
@@ -80,8 +88,11 @@ TEST_F(PeersTest, LongformerGlobalsAndProjectionsReproduceHf) {
   EXPECT_LT(check(qkvo(n) + longformer_flags(n) + globals(n), 0), 1e-6);
   // The global rows from q, k, v instead of the global projections: fails.
   EXPECT_GT(check(qkvo(n) + longformer_flags(n) + " --global-mask " + fx(n, "global_mask"), 1), 1e-3);
+  EXPECT_NE(hint.find("only rows of global queries differ"), std::string::npos) << hint;
+  EXPECT_NE(hint.find("--q-global"), std::string::npos) << hint;
   // One global set for the whole batch (batch element 0's): fails on batch element 1.
   EXPECT_GT(check(qkvo(n) + longformer_flags(n) + " --global 0,17", 1), 1e-3);
+  EXPECT_NE(hint.find("--global-mask"), std::string::npos) << hint;
   // --attention-window is the total width: --window 8 (one-sided) is a different pattern.
   EXPECT_GT(check(qkvo(n) + " --pattern longformer --window 8 --key-padding-mask " +
                       fx(n, "key_padding_mask") + globals(n), 1), 1e-4);
