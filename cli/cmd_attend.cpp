@@ -4,8 +4,11 @@
 //   sparseattn attend --q Q.npy --k K.npy --v V.npy --out O.npy [--lse LSE.npy]
 //                     [--impl a1_dense_masked] [--scale S] [--dtype float32|float64]
 //                     [--dout DO.npy [--dq DQ.npy] [--dk DK.npy] [--dv DV.npy]]
-//                     [pattern flags]
+//                     [pattern flags] [compatibility flags]
 //
+// Compatibility flags (contract §3.12, cli/compat_flags.h): --compat hf-bigbird (--impl
+// a1_dense_masked or cpu_k07_hf_listing), --global-mask, --q-global/--k-global/--v-global
+// (any kernel serving longformer, run per batch element), --attention-window. Forward only.
 // Shapes (contract §1): q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv]; o [B,H,Lq,Dv] and lse
 // [B,H,Lq] keep q's leading dimensions as given in the file (rank 2 in, rank 2 out).
 // Backward (contract §7, docs/backward.md): dO has o's shape; dq, dk, dv keep the shapes of
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/compat_flags.h"
 #include "cli/inputs.h"
 #include "cli/results.h"
 #include "core/error.h"
@@ -39,6 +43,7 @@ struct AttendArgs {
   std::string scale;  // text: parsed by parse_finite (rejects nan/inf)
   std::string dtype;  // "" = the kernel's own output dtype
   PatternFlags pattern;
+  CompatFlags compat;  // contract §3.12
 };
 
 // o/lse keep q's rank: a rank-2 q [Lq, D] gives o [Lq, Dv] and lse [Lq].
@@ -142,7 +147,31 @@ void run_attend(const AttendArgs& a) {
   const Shape q_file_shape = read_npy_header(a.q, "--q").shape;
   const Shape k_file_shape = read_npy_header(a.k, "--k").shape;
   const Shape v_file_shape = read_npy_header(a.v, "--v").shape;
-  AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, a.pattern);
+  PatternFlags pattern_flags = a.pattern;
+  apply_attention_window(a.compat, pattern_flags);
+  AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, pattern_flags);
+  if (compat_requested(a.compat)) {  // contract §3.12: its own path, forward only
+    require(!backward, "--dout", a.dout,
+            "gradients are not available under the compatibility flags (contract §3.12)");
+    double s = 0.0;
+    if (!a.scale.empty()) s = parse_finite("--scale", a.scale, -INFINITY);
+    AttentionResult r = compat_attend(a.compat, in, a.scale.empty() ? nullptr : &s, a.impl);
+    // Default dtype: the implementation's own (float32 for the CPU kernels, k07 included).
+    const bool f64 = !a.dtype.empty() ? a.dtype == "float64"
+                                      : a.impl != "cpu_k07_hf_listing" &&
+                                            find_kernel(a.impl).dtype == DType::float64;
+    Tensor<float> none_o, none_lse;
+    Shape lse_rank4 = r.lse.shape;
+    lse_rank4.push_back(1);
+    Shape lse_shape = out_shape(q_file_shape, lse_rank4);
+    lse_shape.pop_back();
+    const Shape o_shape = out_shape(q_file_shape, r.o.shape);
+    std::vector<Pending> files;
+    files.push_back(pending(a.out, r.o, none_o, true, f64, o_shape));
+    files.push_back(pending(a.lse, r.lse, none_lse, true, f64, lse_shape));
+    write_all(files);
+    return;
+  }
   const Kernel& kernel = serving_kernel(a.impl, in.pattern);
   const GradKernel* grad = backward ? &backward_for(a.impl) : nullptr;
   Tensor<double> dout;
@@ -237,6 +266,7 @@ void register_attend(CLI::App& app) {
   cmd->add_option("--dk", args->dk, "DK.npy: write dk (k's shape); needs --dout");
   cmd->add_option("--dv", args->dv, "DV.npy: write dv (v's shape); needs --dout");
   add_pattern_flags(cmd, args->pattern);
+  add_compat_flags(cmd, args->compat);
   cmd->callback([args] { run_attend(*args); });
 }
 

@@ -5,7 +5,9 @@
 //                    [--dout DO.npy [--candidate-dq DQ.npy] [--candidate-dk DK.npy]
 //                                   [--candidate-dv DV.npy]]
 //
-// The oracle is a1_dense_masked (contract §4) on the same q/k/v files. Each candidate tensor
+// The oracle is a1_dense_masked (contract §4) on the same q/k/v files; under the
+// compatibility flags (contract §3.12: --compat hf-bigbird, --global-mask, --q-global
+// --k-global --v-global, --attention-window) it is that mode's float64 definition. Each candidate tensor
 // is judged by core/check.h's one checker with the tolerance of its file's dtype from
 // core/numerics.h (float64 1e-12/1e-12, float32 2e-5/2e-4, float16 2e-3/2e-3) unless
 // --atol/--rtol are given. Prints one JSON object to stdout; exit 0 when every checked
@@ -22,6 +24,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/compat_flags.h"
+#include "cli/convention_hint.h"
 #include "cli/inputs.h"
 #include "cli/results.h"
 #include "core/check.h"
@@ -39,6 +43,7 @@ struct CheckArgs {
   std::string dout, candidate_dq, candidate_dk, candidate_dv;  // gradients
   std::string atol, rtol, scale;  // text: parsed by parse_finite
   PatternFlags pattern;
+  CompatFlags compat;  // contract §3.12
 };
 
 Tolerance tolerance_of_file(NpyDtype dtype) {
@@ -62,7 +67,12 @@ Tensor<double> read_candidate(const std::string& path, const std::string& flag,
 }
 
 void run_check(const CheckArgs& a) {
-  AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, a.pattern);
+  PatternFlags pattern_flags = a.pattern;
+  apply_attention_window(a.compat, pattern_flags);
+  const bool compat = compat_requested(a.compat);
+  require(!compat || a.dout.empty(), "--dout", a.dout,
+          "gradients are not available under the compatibility flags (contract §3.12)");
+  AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, pattern_flags);
   double scale = 0.0;
   if (!a.scale.empty()) scale = parse_finite("--scale", a.scale, -INFINITY);
   const double* scale_ptr = a.scale.empty() ? nullptr : &scale;
@@ -107,10 +117,24 @@ void run_check(const CheckArgs& a) {
       if (!g.path.empty()) g.x = read_candidate(g.path, std::string("--candidate-") + g.name, g.shape, a, &g.tol);
   }
 
-  nlohmann::json j =
-      check_against_oracle(in.q, in.k, in.v, in.pattern, scale_ptr, o, o_tol,
-                           a.candidate_lse.empty() ? nullptr : &lse, lse_tol);
+  // Under a compatibility mode the oracle is that mode's float64 definition (contract §3.12).
+  const AttentionResult oracle = compat ? compat_attend(a.compat, in, scale_ptr, "a1_dense_masked")
+                                        : a1_dense_masked(in.q, in.k, in.v, in.pattern, scale_ptr);
+  nlohmann::json j = check_against(oracle, in.pattern, in.shape, o, o_tol,
+                                   a.candidate_lse.empty() ? nullptr : &lse, lse_tol);
+  if (!a.compat.compat.empty()) j["compat"] = a.compat.compat;
+  if (!a.compat.global_mask.empty()) j["global_mask"] = a.compat.global_mask;
+  if (!a.compat.q_global.empty()) j["global_projections"] = true;
   bool pass = j.at("pass").get<bool>();
+  // On failure, say which peer convention would explain it (not when the flags of that
+  // convention were given: then there is nothing left to suggest).
+  if (!j.at("o").at("pass").get<bool>() && a.compat.compat.empty() && a.compat.q_global.empty()) {
+    Tensor<uint8_t> gm;
+    if (!a.compat.global_mask.empty()) gm = read_npy_mask(a.compat.global_mask, "--global-mask");
+    const std::string hint = convention_hint(in.pattern, o, oracle.o, o_tol,
+                                             a.compat.global_mask.empty() ? nullptr : &gm);
+    if (!hint.empty()) j["hint"] = hint;
+  }
   if (backward) {
     const GradientResult g = b1_dense_masked_grad(in.q, in.k, in.v, dout, in.pattern, scale_ptr);
     j["gradient_oracle"] = "b1_dense_masked_grad";
@@ -160,6 +184,7 @@ void register_check(CLI::App& app) {
   cmd->add_option("--candidate-dv", args->candidate_dv,
                   "DV.npy: dv to judge, v's shape [batch, num_heads, seq_len_k, head_dim_v]; needs --dout");
   add_pattern_flags(cmd, args->pattern);
+  add_compat_flags(cmd, args->compat);
   cmd->callback([args] { run_check(*args); });
 }
 

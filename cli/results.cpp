@@ -112,7 +112,13 @@ nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double
                                     Tolerance o_tol, const Tensor<double>* lse,
                                     Tolerance lse_tol) {
   const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
-  const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, scale);
+  return check_against(a1_dense_masked(q, k, v, pattern, scale), pattern, s, o, o_tol, lse,
+                       lse_tol);
+}
+
+nlohmann::json check_against(const AttentionResult& oracle, const Pattern& pattern,
+                             const AttentionShape& s, const Tensor<double>& o, Tolerance o_tol,
+                             const Tensor<double>* lse, Tolerance lse_tol) {
   const CheckReport o_report = check_close(o, oracle.o, o_tol);
   nlohmann::json j;
   j["oracle"] = "a1_dense_masked";

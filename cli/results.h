@@ -18,6 +18,7 @@
 #include "graph/layer_graph.h"
 #include "graph/reach.h"
 #include "graph/spectral.h"
+#include "reference/attention.h"
 #include "reference/pattern/pattern.h"
 #include "registry/registry.h"
 
@@ -57,6 +58,12 @@ nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double
                                     const double* scale, const Tensor<double>& o,
                                     Tolerance o_tol, const Tensor<double>* lse,
                                     Tolerance lse_tol);
+
+// `check` against an oracle computed elsewhere (a compatibility mode's float64 definition,
+// contract §3.12): the same JSON as check_against_oracle, whose "oracle" field names a1.
+nlohmann::json check_against(const AttentionResult& oracle, const Pattern& pattern,
+                             const AttentionShape& shape, const Tensor<double>& o,
+                             Tolerance o_tol, const Tensor<double>* lse, Tolerance lse_tol);
 
 // `reach`: every measure of docs/information-flow.md for one stack (contract §6).
 struct ReachRequest {
