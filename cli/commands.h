@@ -16,6 +16,7 @@ void register_extend_positions(CLI::App& app);
 void register_analyze(CLI::App& app);
 void register_demo_real(CLI::App& app);
 void register_impls(CLI::App& app);
+void register_sweep(CLI::App& app);  // cli/cmd_sweep.cpp
 
 // Calls every register_* above (main.cpp calls this).
 inline void register_commands(CLI::App& app) {
@@ -29,6 +30,7 @@ inline void register_commands(CLI::App& app) {
   register_analyze(app);
   register_demo_real(app);
   register_impls(app);
+  register_sweep(app);
 }
 
 // A command that finishes without throwing but must report failure (e.g. `check` on a

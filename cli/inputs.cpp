@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "cli/pattern_file.h"
 #include "core/error.h"
 #include "core/npy.h"
 
@@ -98,7 +99,10 @@ PatternSizes to_sizes(const SizeFlags& f, const PatternFlags& pattern) {
   require(f.num_heads >= 1, "--num-heads", f.num_heads, "must be an integer >= 1");
   PatternSizes s;
   s.batch = key_padding_batch(pattern);
-  s.num_heads = f.num_heads;
+  // A per-head --pattern-file fixes the head count; an explicit different --num-heads is
+  // then reported by materialize().
+  const int64_t file_heads = pattern_file_heads(pattern);
+  s.num_heads = f.num_heads == 1 && file_heads > 0 ? file_heads : f.num_heads;
   s.seq_len_q = f.seq_len;
   s.seq_len_k = has_k ? f.seq_len_k : f.seq_len;
   return s;

@@ -4,6 +4,8 @@
 // that the chosen --pattern would silently ignore.
 #include "cli/pattern_flags.h"
 
+#include "cli/pattern_file.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -141,6 +143,10 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
                   "S: seed of the counter-based PRNG, integer in [0, 2^64); draws are keyed by "
                   "(seed, head, row) [random, bigbird, bigbird-etc]")
       ->capture_default_str();
+  cmd->add_option("--pattern-file", f.pattern_file,
+                  "P.json: the pattern as JSON, keys = these flags' names without \"--\" "
+                  "({\"pattern\": \"window\", \"window\": 64}); a list = one pattern per head "
+                  "(cli/pattern_file.h, docs/benchmarks.md); replaces the other pattern flags");
   for (const char* name : {"--window", "--dilation", "--num-random", "--block-size",
                            "--num-random-blocks", "--num-global-tokens"})
     cmd->get_option(name)->check(kStrictInt64);
@@ -148,6 +154,7 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
 }
 
 PatternSpec to_spec(const PatternFlags& f) {
+  if (!f.pattern_file.empty()) return spec_from_pattern_file(f);
   PatternSpec s;
   try {
     s.kind = parse_pattern_kind(f.pattern);
