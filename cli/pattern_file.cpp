@@ -182,7 +182,9 @@ FilePattern pattern_from_json(const nlohmann::json& entry, const std::string& wh
   require(!heads->empty(), heads_where, "[]", "must list one pattern per head (at least one)");
   out.spec.kind = PatternKind::per_head;
   for (size_t h = 0; h < heads->size(); ++h) {
-    const std::string at = heads_where + "[" + std::to_string(h) + "]";
+    // "p.json: [1]" for a plain list, "p.json: heads[1]", "... layers[0][1]" in a layer.
+    const bool plain = heads == &entry && !where.empty() && where.back() != ']';
+    const std::string at = (plain ? where + ": " : heads_where) + "[" + std::to_string(h) + "]";
     const nlohmann::json& e = (*heads)[h];
     require(e.is_object(), at, e.dump(), "must be an object of pattern flags (one head's pattern)");
     require(!e.contains("key_padding_mask") && !e.contains("key-padding-mask"),
