@@ -350,8 +350,23 @@ std::vector<std::string> write_sweep_figures(const SweepResult& r, int64_t fit_f
   auto label = [](const std::pair<std::string, std::string>& key) {
     return key.second == "dense" ? key.first + " (dense)" : key.first;
   };
-  const std::string head = "set title '" + gnuplot_text(title) + "' noenhanced\n" +
-                           "set logscale x 2\nset xlabel 'seq_len' noenhanced\n";
+  // The title: the pattern, wrapped at its heads ("; ") so a per-head mix stays readable.
+  std::string wrapped, line;
+  size_t start = 0;
+  while (start < title.size()) {
+    size_t end = title.find("; ", start);
+    end = end == std::string::npos ? title.size() : end + 2;
+    const std::string piece = title.substr(start, end - start);
+    if (!line.empty() && line.size() + piece.size() > 110) wrapped += line + "\n", line.clear();
+    line += piece;
+    start = end;
+  }
+  wrapped += line;
+  // Double quotes: gnuplot then reads \n as a line break; noenhanced: "_" is literal.
+  std::string quoted;
+  for (char ch : wrapped) quoted += ch == '\n' ? std::string("\\n") : ch == '"' || ch == '\\' ? std::string("\\") + ch : std::string(1, ch);
+  const std::string head = "set title \"" + quoted + "\" noenhanced font ',10'\n" +
+                           "set logscale x 2\nset xlabel 'seq\\_len'\n";
 
   // 1. time vs n, log-log, fitted slope in the legend.
   write_figure(dir, "time_vs_seq_len", [&](Gnuplot& gp) {
