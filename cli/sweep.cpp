@@ -147,7 +147,9 @@ SweepResult run_sweep(const SweepConfig& c) {
         const double mean_point = done > 0 ? elapsed / static_cast<double>(done) : 0.0;
         for (const Series& r : series) {
           if (!r.active) continue;
-          for (size_t nj = ni; nj < c.seq_lens.size(); ++nj) {
+          // Series before this one are done at this n; this one and later ones are not.
+          const bool done_here = &r < &s;
+          for (size_t nj = ni + (done_here ? 1 : 0); nj < c.seq_lens.size(); ++nj) {
             const double p = predict(r, static_cast<double>(c.seq_lens[nj]));
             remaining += std::isfinite(p) ? std::min(p * (c.repeats + 1), c.max_seconds) : mean_point;
           }
@@ -248,7 +250,7 @@ nlohmann::json sweep_fits(const SweepResult& r, int64_t fit_from) {
   std::vector<std::pair<std::string, std::string>> order;
   for (const SweepPoint& p : r.points) {
     const auto key = std::make_pair(p.impl, p.pattern);
-    if (!xy.count(key)) order.push_back(key);
+    if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
     if (p.validated && p.seq_len >= fit_from) xy[key].emplace_back(double(p.seq_len), p.median_s);
   }
   nlohmann::json out = nlohmann::json::array();
@@ -322,7 +324,7 @@ nlohmann::json run_context() {
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   j["date"] = date;
   std::string commit = "unknown";
-  if (FILE* git = ::popen("git rev-parse HEAD 2>/dev/null", "r")) {
+  if (FILE* git = ::popen("git describe --always --dirty --abbrev=40 2>/dev/null", "r")) {
     char buf[64] = {0};
     if (std::fgets(buf, sizeof buf, git)) commit = std::string(buf, std::strcspn(buf, "\n"));
     if (::pclose(git) != 0) commit = "unknown";
@@ -371,6 +373,7 @@ std::vector<std::string> write_sweep_figures(const SweepResult& r, int64_t fit_f
   // 1. time vs n, log-log, fitted slope in the legend.
   write_figure(dir, "time_vs_seq_len", [&](Gnuplot& gp) {
     gp << head << "set logscale y 10\nset ylabel 'seconds per call (median)'\n";
+    if (fit_from > 0) gp << "set key title 'slopes fitted on seq\\_len >= " << fit_from << "'\n";
     std::vector<FigureLine> lines;
     for (const auto& key : order) {
       std::vector<std::pair<double, double>> xy, fit_xy;

@@ -84,7 +84,8 @@ nlohmann::json sweep_fits(const SweepResult& result, int64_t fit_from);
 nlohmann::json points_json(const std::vector<SweepPoint>& points);
 std::string points_csv(const std::vector<SweepPoint>& points);
 
-// Where and when: machine (uname, CPU model, cores), date (UTC, ISO 8601), commit (git, or
+// Where and when: machine (uname, CPU model, cores), date (UTC, ISO 8601), commit (`git
+// describe --always --dirty` of the working directory: "-dirty" = uncommitted changes; or
 // "unknown"), load_average [1, 5, 15 min], omp_threads.
 nlohmann::json run_context();
 
