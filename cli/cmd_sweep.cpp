@@ -152,6 +152,12 @@ void run_sweep_command(const SweepArgs& a) {
     require(c.dense_baseline->exact, "--dense-baseline", a.dense_baseline, "must be an exact kernel");
   }
 
+  if (c.kernels.empty() && c.dense_baseline == nullptr) {
+    std::string why;
+    for (const std::string& n : notes) why += (why.empty() ? "" : "; ") + n;
+    throw InvalidArgument("--impl", a.impl, "no kernel to run: " + why);
+  }
+
   // Outputs checked before minutes of work.
   std::error_code ec;
   std::filesystem::create_directories(a.out, ec);
