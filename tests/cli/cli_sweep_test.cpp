@@ -107,7 +107,18 @@ TEST_F(Sweep, PatternFileMasksEqualTheFlagsMasks) {
     ASSERT_EQ(b.exit_code, 0) << b.err;
     EXPECT_EQ(slurp(path("a.npy")), slurp(path("b.npy")));
   }
-  // A per-head file: head h of the mask is head h of its own pattern.
+  // attend: the same output bytes from the flags and from the file.
+  write_npy(path("q.npy"), uniform_tensor({1, 2, 37, 8}, 1));
+  write_npy(path("k.npy"), uniform_tensor({1, 2, 37, 8}, 2));
+  write_npy(path("v.npy"), uniform_tensor({1, 2, 37, 8}, 3));
+  const std::string qkv = "attend --q " + path("q.npy") + " --k " + path("k.npy") + " --v " + path("v.npy");
+  write("p.json", cases[2].second);
+  const RunResult fa = run(qkv + " --out " + path("oa.npy") + " " + cases[2].first);
+  const RunResult fb = run(qkv + " --out " + path("ob.npy") + " --pattern-file " + path("p.json"));
+  ASSERT_EQ(fa.exit_code, 0) << fa.err;
+  ASSERT_EQ(fb.exit_code, 0) << fb.err;
+  EXPECT_EQ(slurp(path("oa.npy")), slurp(path("ob.npy")));
+  // A per-head file fixes the head count (head by head equality: pattern_file_test).
   write("p.json", kPerHead);
   const RunResult r = run("mask --seq-len 48 --out " + path("m.npy") + " --pattern-file " + path("p.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
