@@ -16,7 +16,7 @@ CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build test lint demo demo-synthetic help bench bench-quick plots plots-graph figures sweep gpu-check clean
+.PHONY: all setup configure build test lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-check clean
 
 all: build
 
@@ -79,6 +79,7 @@ plots: build plots-graph
 # Your own pattern (docs/benchmarks.md, "Your own pattern: sparseattn sweep"): every exact
 # kernel serving PATTERN_FILE, validated then timed over SEQ_LEN, into $(BUILD)/sweep/.
 #   make sweep PATTERN_FILE=docs/examples/pattern_mixed_heads.json SEQ_LEN=1024:8192
+.PHONY: sweep figures
 PATTERN_FILE ?= docs/examples/pattern_mixed_heads.json
 SEQ_LEN      ?= 1024:8192
 SWEEP_FLAGS  ?= --target cpu --max-seconds 60

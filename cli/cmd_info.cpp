@@ -6,12 +6,7 @@
 // Everything is read off the materialized pattern (pattern_stats, attention_flops): nnz,
 // density, keys per query row, tiles of the canonical layout, the random draws that
 // could not be made, and FLOPs (4 * nnz * head_dim per batch element, the FlashAttention
-// paper's count) against dense attention's 4 * H * N * M * head_dim. Also what a tiled
-// kernel does with the layout: it computes every pair of every listed tile, partial ones
-// included (tiled_flops), reads q once and k, v once per listed tile (bytes_tiled, float32),
-// against every tensor once (bytes_min); and the layout's own memory (layout_bytes, heads
-// that share a layout counted once). A sweep (--seq-len A:B) gives one row, or with --json
-// one object of a JSON array, per n.
+// paper's count) against dense attention's 4 * H * N * M * head_dim.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,15 +30,13 @@ struct InfoArgs {
   PatternFlags pattern;
 };
 
-// What a tiled kernel does with the layout (see the file's header).
-struct TileWork {
-  int64_t tile_pairs = 0;    // in-bounds (query, key) pairs of all listed tiles, all heads
-  int64_t kv_columns = 0;    // key columns of all listed tiles (k and v rows loaded), all heads
-  int64_t layout_bytes = 0;  // row_ptr, col, bits_at, bits of the distinct layouts
-};
-
-TileWork tile_work(const Pattern& p) {
-  TileWork w;
+// What a tiled kernel does with the layout: it computes every pair of every listed tile,
+// partial ones included (tiled_flops, and the share of them spent on masked pairs),
+// reads q once and k, v once per listed tile (bytes_tiled, float32) against every tensor
+// once (bytes_min); and the layout's own memory (layout_bytes: row_ptr, col, bits_at,
+// bits; heads that share a layout counted once). Key padding ignored, like the counts.
+nlohmann::json tile_json(const Pattern& p, int64_t head_dim) {
+  int64_t tile_pairs = 0, kv_columns = 0, layout_bytes = 0;
   std::vector<const HeadLayout*> seen;
   for (int64_t h = 0; h < p.sizes.num_heads; ++h) {
     const HeadLayout& L = p.head(h);
@@ -51,37 +44,48 @@ TileWork tile_work(const Pattern& p) {
       const int64_t rows = std::min(L.tile, L.seq_len_q - qt * L.tile);
       for (int64_t e = L.row_ptr[qt]; e < L.row_ptr[qt + 1]; ++e) {
         const int64_t cols = std::min(L.tile, L.seq_len_k - int64_t{L.col[e]} * L.tile);
-        w.tile_pairs += rows * cols;
-        w.kv_columns += cols;
+        tile_pairs += rows * cols;
+        kv_columns += cols;
       }
     }
     if (std::find(seen.begin(), seen.end(), &L) != seen.end()) continue;
     seen.push_back(&L);
-    w.layout_bytes += static_cast<int64_t>(L.row_ptr.size() * sizeof(int64_t) + L.col.size() * sizeof(int32_t) +
-                                           L.bits_at.size() * sizeof(int64_t) + L.bits.size() * sizeof(uint64_t));
+    layout_bytes += static_cast<int64_t>(L.row_ptr.size() * sizeof(int64_t) + L.col.size() * sizeof(int32_t) +
+                                         L.bits_at.size() * sizeof(int64_t) + L.bits.size() * sizeof(uint64_t));
   }
-  return w;
+  PatternStats st = pattern_stats(p);
+  const double flops = attention_flops(st, head_dim, head_dim);
+  st.nnz = tile_pairs;
+  const double tiled_flops = attention_flops(st, head_dim, head_dim);
+  const double H = static_cast<double>(p.sizes.num_heads), D = static_cast<double>(head_dim);
+  const double q_o_lse = 4.0 * H * static_cast<double>(p.sizes.seq_len_q) * (2 * D + 1);
+  return {{"tile_pairs", tile_pairs},
+          {"tiled_flops", tiled_flops},
+          {"partial_tile_waste", tiled_flops > 0 ? 1.0 - flops / tiled_flops : 0.0},
+          {"bytes_min", q_o_lse + 4.0 * H * static_cast<double>(p.sizes.seq_len_k) * 2 * D},
+          {"bytes_tiled", q_o_lse + 4.0 * static_cast<double>(kv_columns) * 2 * D},
+          {"layout_bytes", layout_bytes}};
 }
 
-nlohmann::json info_json(const Pattern& pattern, const PatternSizes& sizes, int64_t head_dim) {
+// One length: the table, or one JSON object (appended to `rows` when given, else printed).
+void run_info(const InfoArgs& a, nlohmann::json* rows = nullptr) {
+  require(a.head_dim >= 1, "--head-dim", a.head_dim, "must be an integer >= 1");
+  const PatternSizes sizes = to_sizes(a.sizes, a.pattern);
+  const Pattern pattern = build_pattern(a.pattern, sizes);
   const PatternStats st = pattern_stats(pattern);
-  const double flops = attention_flops(st, head_dim, head_dim);
+  const double flops = attention_flops(st, a.head_dim, a.head_dim);
   PatternStats dense = st;
   dense.nnz = st.dense_pairs;
-  const double dense_flops = attention_flops(dense, head_dim, head_dim);
-  PatternStats tiled = st;
-  const TileWork w = tile_work(pattern);
-  tiled.nnz = w.tile_pairs;
-  const double tiled_flops = attention_flops(tiled, head_dim, head_dim);
+  const double dense_flops = attention_flops(dense, a.head_dim, a.head_dim);
   const int64_t random_draws = pattern.random_draws.numel();
-  const double H = static_cast<double>(sizes.num_heads), D = static_cast<double>(head_dim);
-  const double q_o_lse = 4.0 * H * static_cast<double>(sizes.seq_len_q) * (2 * D + 1);
-  return {
+
+  if (a.json) {
+    nlohmann::json j = {
         {"pattern", describe(pattern.spec)},
         {"num_heads", sizes.num_heads},
         {"seq_len_q", sizes.seq_len_q},
         {"seq_len_k", sizes.seq_len_k},
-        {"head_dim", head_dim},
+        {"head_dim", a.head_dim},
         {"nnz", st.nnz},
         {"dense_pairs", st.dense_pairs},
         {"density", st.density},
@@ -94,57 +98,10 @@ nlohmann::json info_json(const Pattern& pattern, const PatternSizes& sizes, int6
         {"flops", flops},
         {"dense_flops", dense_flops},
         {"flops_fraction", dense_flops > 0 ? flops / dense_flops : 0.0},
-        {"tile_pairs", w.tile_pairs},
-        {"tiled_flops", tiled_flops},
-        {"partial_tile_waste", tiled_flops > 0 ? 1.0 - flops / tiled_flops : 0.0},
-        {"bytes_min", q_o_lse + 4.0 * H * static_cast<double>(sizes.seq_len_k) * 2 * D},
-        {"bytes_tiled", q_o_lse + 4.0 * static_cast<double>(w.kv_columns) * 2 * D},
-        {"layout_bytes", w.layout_bytes},
-  };
-}
-
-void run_info_sweep(const InfoArgs& a, const std::vector<int64_t>& seq_lens) {
-  require(!a.sizes.seq_len_k_flag->count(), "--seq-len-k", a.sizes.seq_len_k,
-          "a --seq-len sweep is self-attention (seq_len_k = seq_len); leave it out");
-  nlohmann::json rows = nlohmann::json::array();
-  if (!a.json)
-    std::cout << fmt::format("{:>8} {:>14} {:>10} {:>9} {:>9} {:>9} {:>12} {:>12} {:>12} {:>12}\n",
-                             "seq_len", "nnz", "density", "keys/row", "full", "partial", "FLOPs",
-                             "tiled FLOPs", "bytes tiled", "layout B");
-  for (const int64_t n : seq_lens) {
-    SizeFlags sf = a.sizes;
-    sf.seq_len = n;
-    const PatternSizes sizes = to_sizes(sf, a.pattern);
-    const nlohmann::json j = info_json(build_pattern(a.pattern, sizes), sizes, a.head_dim);
-    if (!a.json)
-      std::cout << fmt::format("{:>8} {:>14} {:>10.6f} {:>9.1f} {:>9} {:>9} {:>12.4g} {:>12.4g} {:>12.4g} {:>12}\n",
-                               n, j["nnz"].get<int64_t>(), j["density"].get<double>(),
-                               j["keys_per_row"]["mean"].get<double>(), j["tiles"]["full"].get<int64_t>(),
-                               j["tiles"]["partial"].get<int64_t>(), j["flops"].get<double>(),
-                               j["tiled_flops"].get<double>(), j["bytes_tiled"].get<double>(),
-                               j["layout_bytes"].get<int64_t>())
-                << std::flush;
-    rows.push_back(j);
-  }
-  if (a.json) std::cout << rows.dump(2) << "\n";
-}
-
-void run_info(const InfoArgs& a) {
-  require(a.head_dim >= 1, "--head-dim", a.head_dim, "must be an integer >= 1");
-  const std::vector<int64_t> seq_lens = parse_seq_lens("--seq-len", a.sizes.seq_len_text);
-  if (is_seq_len_sweep(a.sizes.seq_len_text)) return run_info_sweep(a, seq_lens);
-  SizeFlags sf = a.sizes;
-  sf.seq_len = seq_lens.front();
-  const PatternSizes sizes = to_sizes(sf, a.pattern);
-  const Pattern pattern = build_pattern(a.pattern, sizes);
-  const nlohmann::json info = info_json(pattern, sizes, a.head_dim);
-  const PatternStats st = pattern_stats(pattern);
-  const double flops = info["flops"].get<double>();
-  const double dense_flops = info["dense_flops"].get<double>();
-  const int64_t random_draws = pattern.random_draws.numel();
-
-  if (a.json) {
-    std::cout << info.dump(2) << "\n";
+    };
+    j.update(tile_json(pattern, a.head_dim));
+    if (rows) rows->push_back(j);
+    else std::cout << j.dump(2) << "\n";
     return;
   }
   std::cout << fmt::format("pattern       {}\n", describe(pattern.spec))
@@ -161,17 +118,51 @@ void run_info(const InfoArgs& a) {
             << fmt::format("random draws  {} made, {} short (fewer candidates than asked)\n",
                            random_draws - pattern.random_shortfall, pattern.random_shortfall)
             << fmt::format("FLOPs         {:.4g} per batch element vs dense {:.4g} ({:.4f} of dense)\n",
-                           flops, dense_flops, dense_flops > 0 ? flops / dense_flops : 0.0)
-            << fmt::format("tiled FLOPs   {:.4g}: every pair of every listed tile ({:.1f}% spent on "
-                           "masked pairs of partial tiles)\n",
-                           info["tiled_flops"].get<double>(), 100 * info["partial_tile_waste"].get<double>())
-            << fmt::format("bytes         {:.4g} moved by a tiled float32 kernel (k, v once per listed "
-                           "tile); {:.4g} with every tensor once\n",
-                           info["bytes_tiled"].get<double>(), info["bytes_min"].get<double>())
-            << fmt::format("layout        {} bytes (row_ptr, col, tile masks; shared heads once)\n",
-                           info["layout_bytes"].get<int64_t>());
+                           flops, dense_flops, dense_flops > 0 ? flops / dense_flops : 0.0);
   if (pattern.has_key_padding())
     std::cout << "note          counts ignore --key-padding-mask (it varies per batch element)\n";
+  const nlohmann::json t = tile_json(pattern, a.head_dim);
+  std::cout << fmt::format("tiled FLOPs   {:.4g}: every pair of every listed tile ({:.1f}% spent on "
+                           "masked pairs of partial tiles)\n",
+                           t["tiled_flops"].get<double>(), 100 * t["partial_tile_waste"].get<double>())
+            << fmt::format("bytes         {:.4g} moved by a tiled float32 kernel (k, v once per listed "
+                           "tile); {:.4g} with every tensor once\n",
+                           t["bytes_tiled"].get<double>(), t["bytes_min"].get<double>())
+            << fmt::format("layout        {} bytes (row_ptr, col, tile masks; shared heads once)\n",
+                           t["layout_bytes"].get<int64_t>());
+}
+
+// --seq-len N, or a sweep (A:B, A,B,C): one table row, or with --json one object of a JSON
+// array, per n.
+void run_info_command(const InfoArgs& a) {
+  const std::vector<int64_t> seq_lens = parse_seq_lens("--seq-len", a.sizes.seq_len_text);
+  InfoArgs one = a;
+  if (!is_seq_len_sweep(a.sizes.seq_len_text)) {
+    one.sizes.seq_len = seq_lens.front();
+    return run_info(one);
+  }
+  require(!a.sizes.seq_len_k_flag->count(), "--seq-len-k", a.sizes.seq_len_k,
+          "a --seq-len sweep is self-attention (seq_len_k = seq_len); leave it out");
+  nlohmann::json rows = nlohmann::json::array();
+  if (!a.json)
+    std::cout << fmt::format("{:>8} {:>14} {:>10} {:>9} {:>9} {:>9} {:>12} {:>12} {:>12} {:>12}\n",
+                             "seq_len", "nnz", "density", "keys/row", "full", "partial", "FLOPs",
+                             "tiled FLOPs", "bytes tiled", "layout B");
+  for (const int64_t n : seq_lens) {
+    one.sizes.seq_len = n;
+    one.json = true;
+    run_info(one, &rows);
+    const nlohmann::json& j = rows.back();
+    if (!a.json)
+      std::cout << fmt::format("{:>8} {:>14} {:>10.6f} {:>9.1f} {:>9} {:>9} {:>12.4g} {:>12.4g} {:>12.4g} {:>12}\n",
+                               n, j["nnz"].get<int64_t>(), j["density"].get<double>(),
+                               j["keys_per_row"]["mean"].get<double>(), j["tiles"]["full"].get<int64_t>(),
+                               j["tiles"]["partial"].get<int64_t>(), j["flops"].get<double>(),
+                               j["tiled_flops"].get<double>(), j["bytes_tiled"].get<double>(),
+                               j["layout_bytes"].get<int64_t>())
+                << std::flush;
+  }
+  if (a.json) std::cout << rows.dump(2) << "\n";
 }
 
 }  // namespace
@@ -187,7 +178,7 @@ void register_info(CLI::App& app) {
                 "print one JSON object instead of the table (a JSON array, one object per n, for "
                 "a --seq-len sweep)");
   add_pattern_flags(cmd, args->pattern);
-  cmd->callback([args] { run_info(*args); });
+  cmd->callback([args] { run_info_command(*args); });
 }
 
 }  // namespace sparseattn::cli

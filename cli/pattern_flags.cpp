@@ -92,6 +92,10 @@ const CLI::Validator kStrictUint64(
 }  // namespace
 
 void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
+  cmd->add_option("--pattern-file", f.pattern_file,
+                  "P.json: the pattern as JSON, keys = these flags' names without \"--\" "
+                  "({\"pattern\": \"window\", \"window\": 64}); a list = one pattern per head "
+                  "(cli/pattern_file.h, docs/benchmarks.md); replaces the other pattern flags");
   cmd->add_option("--pattern", f.pattern,
                   "which keys each query may attend (contract §3): dense | window | longformer | "
                   "random | bigbird | bigbird-etc | hierarchical | explicit")
@@ -143,10 +147,6 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
                   "S: seed of the counter-based PRNG, integer in [0, 2^64); draws are keyed by "
                   "(seed, head, row) [random, bigbird, bigbird-etc]")
       ->capture_default_str();
-  cmd->add_option("--pattern-file", f.pattern_file,
-                  "P.json: the pattern as JSON, keys = these flags' names without \"--\" "
-                  "({\"pattern\": \"window\", \"window\": 64}); a list = one pattern per head "
-                  "(cli/pattern_file.h, docs/benchmarks.md); replaces the other pattern flags");
   for (const char* name : {"--window", "--dilation", "--num-random", "--block-size",
                            "--num-random-blocks", "--num-global-tokens"})
     cmd->get_option(name)->check(kStrictInt64);

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "cli_harness.h"
+#include "tests/cli/cli_harness.h"
 #include "core/npy.h"
 
 namespace sparseattn::testing_cli {
