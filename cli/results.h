@@ -32,6 +32,10 @@ nlohmann::json impls_json();
 // naming the known kernels, or the kernels that do serve the pattern.
 const Kernel& serving_kernel(const std::string& name, const Pattern& pattern);
 
+// What a tiled kernel does with the layout: tile_pairs, tiled_flops, partial_tile_waste,
+// bytes_min, bytes_tiled, layout_bytes (key padding ignored, like the counts).
+nlohmann::json tile_json(const Pattern& pattern, int64_t head_dim);
+
 // `info --json`: nnz, density, keys per row, tiles, random draws and FLOPs (4 · nnz ·
 // head_dim per batch element, the FlashAttention paper's count) of a materialized pattern.
 nlohmann::json info_json(const Pattern& pattern, int64_t head_dim);

@@ -14,6 +14,8 @@ sparseattn — targets
   make bench-quick  small sizes only (what CI runs)
   make lint         references resolve inside the repository; includes go down the layers
   make plots        figures into docs/figures/ from benchmark output
+  make sweep        time every kernel on your pattern: PATTERN_FILE=p.json SEQ_LEN=1024:65536
+  make figures      regenerate every figure in docs/figures/ (full benchmark: ~20 min, idle machine)
   make gpu-check    on a machine with an NVIDIA GPU: CUDA tests, memcheck, GPU benchmarks
   make help         this page
   make clean        remove build/
