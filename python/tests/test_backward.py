@@ -6,6 +6,8 @@ CLI's ``check --dout --candidate-dq ...`` does; a bad dout is refused naming dou
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -323,3 +325,25 @@ def test_gradient_check_report_matches_cli(cli, tmp_path):
     assert report.to_dict() == json.loads(res.stdout)
     assert not report.passed and report.dq.passed and report.dv.passed  # type: ignore[union-attr]
     assert report.dk is not None and report.dk.worst_index == (1, 0, 12, 3)
+
+
+def test_the_gil_is_released_during_the_backward_pass():
+    q, k, v = qkv((1, 1, 1400, 32), seed=50)
+    dout = np.ones((1, 1, 1400, 32))
+    p = sa.Pattern.dense()
+    t0 = time.perf_counter()
+    sa.attend(q, k, v, p)
+    forward = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    sa.attend(q, k, v, p, dout=dout)  # a1, then b1: serial float64, O(n^2), no OpenMP
+    both = time.perf_counter() - t0
+    worker = threading.Thread(target=sa.attend, args=(q, k, v, p), kwargs={"dout": dout})
+    stamps = []
+    worker.start()
+    while worker.is_alive():
+        stamps.append(time.perf_counter())
+    worker.join()
+    gaps = np.diff(stamps) if len(stamps) > 1 else np.array([both])
+    # The backward alone takes both - forward: holding the GIL during it would stall this
+    # loop for that long.
+    assert gaps.max() < 0.5 * (both - forward), (gaps.max(), forward, both)
