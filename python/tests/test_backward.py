@@ -347,3 +347,9 @@ def test_the_gil_is_released_during_the_backward_pass():
     # The backward alone takes both - forward: holding the GIL during it would stall this
     # loop for that long.
     assert gaps.max() < 0.5 * (both - forward), (gaps.max(), forward, both)
+
+
+def test_backward_impls_match_cli(cli):
+    assert sa.impls(backward=True) == json.loads(cli(["impls", "--backward", "--json"]).stdout)
+    with pytest.raises(ValueError, match=r"^invalid backward = 1: must be True or False"):
+        sa.impls(backward=1)
