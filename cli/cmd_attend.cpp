@@ -110,27 +110,9 @@ void refuse_nan(const AttendArgs& a, const Kernel& kernel, const Output& out) {
               " rows (NaN); nothing was written. Run without --lse, or use an exact kernel");
 }
 
-// The backward kernel matching --impl, or InvalidArgument naming --impl and the --impl
-// values that have one.
-const GradKernel& backward_for(const std::string& impl) {
-  if (const GradKernel* g = grad_kernel_for_forward(impl)) return *g;
-  std::string with;
-  for (const GradKernel& g : grad_kernels()) with += (with.empty() ? "" : ", ") + std::string(g.forward);
-  throw InvalidArgument("--impl", impl,
-                        "has no backward pass (needed by --dout); implementations with one: " + with);
-}
-
 // contract §7 / §5: dO [B,H,Lq,Dv] (o's shape; leading 1s may be omitted), finite.
 Tensor<double> load_dout(const std::string& path, const AttentionShape& s) {
-  Tensor<double> d = read_npy_float(path, "--dout");
-  const Shape want = {s.batch, s.num_heads, s.seq_len_q, s.head_dim_v};
-  Shape got = d.shape;
-  while (got.size() < 4 && !got.empty()) got.insert(got.begin(), 1);
-  require(got == want, "--dout shape", shape_text(d.shape),
-          "must be o's shape " + shape_text(want) + " (leading 1s may be omitted)");
-  require_finite(d, "--dout");
-  d.shape = want;
-  return d;
+  return checked_dout(read_npy_float(path, "--dout"), s, "--dout");
 }
 
 void run_attend(const AttendArgs& a) {
@@ -198,19 +180,7 @@ void run_attend(const AttendArgs& a) {
   refuse_nan(a, kernel, out);
 
   GradOutput gout;
-  if (backward) {
-    GradProblem gp = make_grad_problem(problem, std::move(dout));
-    gp.o = out.o;  // the saved tensors of this forward pass
-    gp.lse = out.lse;
-    gp.o32 = out.o32;
-    gp.lse32 = out.lse32;
-    grad->run(gp, gout);
-    const int64_t nan = count_nan(gout.dq) + count_nan(gout.dk) + count_nan(gout.dv) +
-                        count_nan(gout.dq32) + count_nan(gout.dk32) + count_nan(gout.dv32);
-    require(nan == 0, "--impl", a.impl,
-            std::string("its backward ") + grad->name + " produced " + std::to_string(nan) +
-                " NaN gradient values; nothing was written");
-  }
+  if (backward) gout = run_backward(*grad, problem, out, std::move(dout), a.impl);
 
   const bool kernel_is_f64 = out.o.numel() > 0 || out.o32.numel() == 0;
   const std::string dtype = !a.dtype.empty() ? a.dtype : kernel_is_f64 ? "float64" : "float32";

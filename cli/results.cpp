@@ -1,9 +1,14 @@
 #include "cli/results.h"
 
+#include <cmath>
+#include <utility>
+
+#include "cli/inputs.h"
 #include "core/error.h"
 #include "graph/measures.h"
 #include "graph/rollout.h"
 #include "reference/attention.h"
+#include "reference/backward/backward.h"
 
 namespace sparseattn::cli {
 
@@ -174,6 +179,89 @@ nlohmann::json check_against(const AttentionResult& oracle, const Pattern& patte
   }
   j["pass"] = pass;
   return j;
+}
+
+nlohmann::json grad_impls_json() {
+  nlohmann::json list = nlohmann::json::array();
+  for (const GradKernel& k : grad_kernels())
+    list.push_back({{"name", k.name},
+                    {"target", target_name(k.target)},
+                    {"dtype", dtype_name(k.dtype)},
+                    {"forward", k.forward},
+                    {"patterns", k.patterns},
+                    {"reference", k.reference},
+                    {"atol", k.atol},
+                    {"rtol", k.rtol},
+                    {"summary", k.summary}});
+  return list;
+}
+
+const GradKernel& backward_for(const std::string& impl) {
+  if (const GradKernel* g = grad_kernel_for_forward(impl)) return *g;
+  std::string with;
+  for (const GradKernel& g : grad_kernels()) with += (with.empty() ? "" : ", ") + std::string(g.forward);
+  throw InvalidArgument("--impl", impl,
+                        "has no backward pass (needed by --dout); implementations with one: " + with);
+}
+
+Tensor<double> checked_dout(Tensor<double> d, const AttentionShape& s, const std::string& name) {
+  const Shape want = {s.batch, s.num_heads, s.seq_len_q, s.head_dim_v};
+  Shape got = d.shape;
+  while (got.size() < 4 && !got.empty()) got.insert(got.begin(), 1);
+  require(got == want, name + " shape", shape_text(d.shape),
+          "must be o's shape " + shape_text(want) + " (leading 1s may be omitted)");
+  require_finite(d, name);
+  d.shape = want;
+  return d;
+}
+
+namespace {
+
+template <class T>
+int64_t count_nan(const Tensor<T>& x) {
+  int64_t n = 0;
+  for (T e : x.data) n += std::isnan(e);
+  return n;
+}
+
+}  // namespace
+
+GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Output& forward,
+                        Tensor<double> dout, const std::string& impl) {
+  GradProblem gp = make_grad_problem(problem, std::move(dout));
+  gp.o = forward.o;  // the saved tensors of this forward pass
+  gp.lse = forward.lse;
+  gp.o32 = forward.o32;
+  gp.lse32 = forward.lse32;
+  GradOutput gout;
+  grad.run(gp, gout);
+  const int64_t nan = count_nan(gout.dq) + count_nan(gout.dk) + count_nan(gout.dv) +
+                      count_nan(gout.dq32) + count_nan(gout.dk32) + count_nan(gout.dv32);
+  require(nan == 0, "--impl", impl,
+          std::string("its backward ") + grad.name + " produced " + std::to_string(nan) +
+              " NaN gradient values; nothing was written");
+  return gout;
+}
+
+void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
+                                    const Tensor<double>& k, const Tensor<double>& v,
+                                    const Pattern& pattern, const double* scale,
+                                    const Tensor<double>& dout, const GradientCandidate& dq,
+                                    const GradientCandidate& dk, const GradientCandidate& dv) {
+  const GradientResult g = b1_dense_masked_grad(q, k, v, dout, pattern, scale);
+  j["gradient_oracle"] = "b1_dense_masked_grad";
+  bool pass = j.at("pass").get<bool>();
+  const std::pair<const char*, const GradientCandidate*> cands[3] = {
+      {"dq", &dq}, {"dk", &dk}, {"dv", &dv}};
+  const Tensor<double>* refs[3] = {&g.dq, &g.dk, &g.dv};
+  for (int t = 0; t < 3; ++t) {
+    const auto& [name, c] = cands[t];
+    if (c->x == nullptr) continue;
+    const CheckReport r = check_close(*c->x, *refs[t], c->tol);
+    j[name] = nlohmann::json::parse(report_json(r, name, c->tol));
+    pass = pass && r.pass;
+  }
+  j["pass"] = pass;
 }
 
 ReachResult compute_reach(const graph::LayerStack& stack, const ReachRequest& request) {
