@@ -16,12 +16,14 @@ Usage: scripts/run_notebooks.py [--out OUT_DIR] [--timeout S] [NOTEBOOK.py ...]
 """
 import argparse
 import glob
+import json
 import os
 import re
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERNEL = "sparseattn-python"
 
 
 def main() -> int:
@@ -52,15 +54,26 @@ def main() -> int:
         print("notebooks: none found", file=sys.stderr)
         return 1
     os.makedirs(args.out, exist_ok=True)
-    # The kernel inherits this environment: the in-place package first, figures off-screen.
+    # The kernel inherits this environment: the in-place package first; figures embedded in
+    # the executed copies (matplotlib's inline backend, whatever MPLBACKEND the caller has).
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [os.path.join(ROOT, "python")] + [p for p in [os.environ.get("PYTHONPATH")] if p])
-    os.environ.setdefault("MPLBACKEND", "Agg")
+    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    # A kernel spec of our own, first on JUPYTER_PATH, so the kernel is this interpreter (the
+    # one the module was built for) even where another "python3" kernel is installed.
+    spec_root = os.path.join(os.path.abspath(args.out), "jupyter")
+    spec_dir = os.path.join(spec_root, "kernels", KERNEL)
+    os.makedirs(spec_dir, exist_ok=True)
+    with open(os.path.join(spec_dir, "kernel.json"), "w") as f:
+        json.dump({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                   "display_name": f"Python ({sys.executable})", "language": "python"}, f)
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(
+        [spec_root] + [p for p in [os.environ.get("JUPYTER_PATH")] if p])
     passed = failed = 0
     for path in paths:
         name = os.path.splitext(os.path.basename(path))[0]
         nb = jupytext.read(path)
-        client = NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
+        client = NotebookClient(nb, timeout=args.timeout, kernel_name=KERNEL,
                                 resources={"metadata": {"path": ROOT}})
         t0 = time.perf_counter()
         try:
