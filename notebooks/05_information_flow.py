@@ -4,9 +4,9 @@
 # A sparse layer lets query i read only a few keys; a stack of layers lets information
 # travel further, hop by hop. `sparseattn.reach` (the graph module, `graph/`; contract §6;
 # docs/information-flow.md defines every number) measures how far: reachability per layer,
-# mixing depth, shortest paths, spectral gap. BigBird's §3 argument (Zaheer et al. 2020) is
+# mixing depth, shortest paths, spectral gap. BigBird's graph argument (Zaheer et al. 2020, §2) is
 # that global and random edges make the graph an expander, so a few layers connect
-# everything; a pure window needs about n / (2W) layers.
+# everything; a pure window needs about n / W layers (end to end, W tokens per hop).
 
 # %%
 import os
