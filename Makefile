@@ -16,7 +16,7 @@ CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build python pip-check test lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-deps gpu-check clean
+.PHONY: all setup configure build python pip-check notebooks test lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-deps gpu-check clean
 
 all: build
 
@@ -43,8 +43,16 @@ python: setup configure
 pip-check: setup
 	@scripts/pip_check.sh
 
-# CTest, then the Python package's pytest suite (python/tests), then one line counting
-# passed, failed and skipped apart over both (a skip is not a pass).
+# Every notebook of notebooks/ executed end to end in a Jupyter kernel against the in-place
+# module (scripts/run_notebooks.py; executed copies with their outputs in $(BUILD)/notebooks/;
+# notebooks/README.md lists them). `make test` runs them too, as its third stage.
+notebooks: python
+	@py=$$(head -1 $(BUILD)/python_executable.txt 2>/dev/null || echo python3); \
+	  "$$py" scripts/run_notebooks.py --out $(BUILD)/notebooks
+
+# CTest, then the Python package's pytest suite (python/tests), then the notebooks (each one
+# test), then one line counting passed, failed and skipped apart over all three (a skip is
+# not a pass).
 test: build
 	@scripts/run_tests.sh $(BUILD) $(JOBS)
 

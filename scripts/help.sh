@@ -9,9 +9,10 @@ sparseattn — targets
   make              build build/sparseattn, the libraries, tests and benchmarks
   make demo         the main job on the stored real data (data/), report in build/real-data-report/
   make demo-synthetic  the same ladder on seeded random q/k/v (a table)
-  make test         build and run the Google Test suite (installs what is missing)
+  make test         build and run the Google Test suite, pytest and the notebooks (installs what is missing)
   make bench        the full Google Benchmark suite (JSON into build/bench/)
   make bench-quick  small sizes only (what CI runs)
+  make notebooks    execute every notebook of notebooks/ (also part of make test)
   make lint         references resolve inside the repository; includes go down the layers
   make plots        figures into docs/figures/ from benchmark output
   make sweep        time every kernel on your pattern: PATTERN_FILE=p.json SEQ_LEN=1024:65536

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: runs CTest in the build folder, then the Python package's pytest suite
-# (python/tests, against the module `make python` built into python/sparseattn/), and
-# closes with one count line summing both.
+# (python/tests, against the module `make python` built into python/sparseattn/), then every
+# notebook of notebooks/ (scripts/run_notebooks.py; each notebook counts as one test), and
+# closes with one count line summing all three.
 # CTest's own summary folds skipped tests into its total ("100% passed ... out of N"), and a
 # skip must never read as a pass: the last line counts passed, failed and skipped apart.
 # Usage: scripts/run_tests.sh BUILD_DIR JOBS
@@ -43,6 +44,27 @@ if [ -f python_executable.txt ]; then
   [ "$py_rc" -ne 0 ] && rc=1
 else
   echo "pytest: not run (configured with -DSPARSEATTN_PYTHON=OFF: no Python module built)"
+fi
+
+# The notebooks, with the same interpreter: each one executed end to end is one test.
+if [ -f python_executable.txt ]; then
+  py=$(head -1 python_executable.txt)
+  echo "notebooks: notebooks/*.py with $py"
+  (cd "$root" && "$py" scripts/run_notebooks.py --out "$build_abs/notebooks") 2>&1 \
+    | grep -v 'Kernel is running over TCP without encryption' | tee notebooks.log
+  nb_rc=${PIPESTATUS[0]}
+  nb_passed=$(grep -cE '^notebook [^ ]+: passed' notebooks.log)
+  nb_failed=$(grep -cE '^notebook [^ ]+: FAILED' notebooks.log)
+  # The runner refused to start (a missing package): every notebook failed, none passed.
+  if [ "$nb_rc" -ne 0 ] && [ "$nb_failed" -eq 0 ]; then
+    nb_failed=$(ls "$root"/notebooks/[0-9]*.py 2>/dev/null | wc -l)
+    [ "$nb_failed" -eq 0 ] && nb_failed=1
+  fi
+  passed=$((passed + nb_passed))
+  failed=$((failed + nb_failed))
+  [ "$nb_rc" -ne 0 ] && rc=1
+else
+  echo "notebooks: not run (no Python module built)"
 fi
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit "$rc"

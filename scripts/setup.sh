@@ -30,6 +30,20 @@ if [ ${#python_missing[@]} -gt 0 ]; then
   fi
 fi
 
+# The notebooks (notebooks/, `make notebooks`, the third stage of `make test`) run in a
+# Jupyter kernel: jupytext reads their percent-format .py files, nbclient and ipykernel
+# execute them, matplotlib draws. From PyPI (Debian has no jupytext); where pip is refused,
+# the build and the other tests still work and the notebook stage says what is missing.
+notebook_missing=()
+for m in jupytext nbclient ipykernel matplotlib; do
+  python3 -c "import $m" 2>/dev/null || notebook_missing+=("$m")
+done
+if [ ${#notebook_missing[@]} -gt 0 ]; then
+  echo "setup: installing missing Python packages for the notebooks: ${notebook_missing[*]} (python3 -m pip)"
+  python3 -m pip install -q "${notebook_missing[@]}" ||
+    echo "setup: pip refused; the notebooks will not run until ${notebook_missing[*]} are installed (a virtual environment: docs/python.md)" >&2
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
