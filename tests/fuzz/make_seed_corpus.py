@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the libFuzzer targets into tests/fuzz/corpus/<target>/.
 
-Standard library only (no NumPy), deterministic: rerunning it rewrites the same files.
-Seeds are starting points, not tests: libFuzzer mutates them. Inputs a fuzzing run finds
-worth keeping are merged next to them by `make fuzz` (docs/robustness.md).
+Standard library only (no NumPy), deterministic: rerunning it rewrites the same named
+files. Seeds are starting points, not tests: libFuzzer mutates them. The files named by a
+SHA-1 next to them are inputs fuzzing runs found that add coverage, merged in with
+`build-fuzz/<target> -merge=1 tests/fuzz/corpus/<target> build-fuzz/corpus/<target>`
+(docs/robustness.md).
 
   fuzz_npy      valid .npy files of every accepted dtype and version, plus the malformed
                 cases the reader must refuse (Fortran order, big-endian, truncated data,
