@@ -54,6 +54,25 @@ Tensor<double> read_candidate(const std::string& path, const std::string& flag,
   return c;
 }
 
+// Never judge a candidate against a wrong reference (contract §5: no silent NaN or wrong
+// answer). The oracle is float64: where the scores scale * q·k or the outputs leave its
+// range (inputs near 1e308) it produces NaN or ±inf instead of the result, and every
+// candidate would "fail" against it. Such inputs are refused, naming the first row.
+void require_finite_oracle(const AttentionResult& oracle) {
+  const Shape& ls = oracle.lse.shape;  // [B, H, Lq]
+  const int64_t dv = oracle.o.shape.back();
+  for (int64_t r = 0; r < oracle.lse.numel(); ++r) {
+    bool finite = !std::isnan(oracle.lse.data[r]) && oracle.lse.data[r] != INFINITY;
+    for (int64_t d = 0; d < dv; ++d) finite = finite && std::isfinite(oracle.o.data[r * dv + d]);
+    if (finite) continue;
+    const int64_t i = r % ls[2], h = r / ls[2] % ls[1], b = r / ls[2] / ls[1];
+    throw InvalidArgument("--q, --k, --v", "row [" + std::to_string(b) + "," + std::to_string(h) +
+                                               "," + std::to_string(i) + "]",
+                          "the float64 oracle overflows there (scores scale * q.k or outputs "
+                          "beyond float64's range, ~1.8e308); scale the inputs or --scale down");
+  }
+}
+
 void run_check(const CheckArgs& a) {
   AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, a.pattern);
   double scale = 0.0;
@@ -71,6 +90,7 @@ void run_check(const CheckArgs& a) {
     lse = read_candidate(a.candidate_lse, "--candidate-lse", lse_shape, a, &lse_tol);
 
   const AttentionResult oracle = a1_dense_masked(in.q, in.k, in.v, in.pattern, scale_ptr);
+  require_finite_oracle(oracle);
   const CheckReport o_report = check_close(o, oracle.o, o_tol);
   nlohmann::json j;
   j["oracle"] = "a1_dense_masked";

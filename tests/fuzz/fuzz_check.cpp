@@ -15,11 +15,15 @@
 // exactly when every element passes and the shapes agree (leading 1s aside); a NaN or an
 // Inf where the reference is finite never passes; budget_used <= 1 exactly when it passes;
 // report_json() is valid JSON. `check` exits 0 on an exact copy of the oracle's output
-// and 1 on a candidate holding a NaN.
+// and 1 on a candidate holding a NaN; it refuses (InvalidArgument) inputs on which the
+// float64 oracle is not finite instead of judging against it. SPARSEATTN_FUZZ_PRINT=1 prints the command a
+// replayed input runs and keeps its files.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <CLI/CLI.hpp>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <limits>
@@ -245,11 +249,14 @@ void fuzz_command(FuzzedDataProvider& d) {
   // The oracle's own answer, when the sizes and the scale admit one.
   AttentionResult oracle;
   bool have_oracle = false;
+  bool oracle_finite = true;  // o finite, lse finite or -inf: else `check` must refuse
   if (!scale_given) {
     PatternSizes z{B, H, Lq, Lk};
     try {
       oracle = a1_dense_masked(q, k, v, materialize(spec, z), nullptr);
       have_oracle = true;
+      for (double x : oracle.o.data) oracle_finite = oracle_finite && std::isfinite(x);
+      for (double x : oracle.lse.data) oracle_finite = oracle_finite && !std::isnan(x) && x != INFINITY;
     } catch (const InvalidArgument&) {
     }
   }
@@ -289,6 +296,11 @@ void fuzz_command(FuzzedDataProvider& d) {
     }
   }
 
+  if (std::getenv("SPARSEATTN_FUZZ_PRINT")) {  // replaying a crash: the command, files kept
+    std::string line;
+    for (const std::string& a : args) line += "'" + a + "' ";
+    std::fprintf(stderr, "fuzz_check command: %s\n", line.c_str());
+  }
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   cli::exit_code_ref() = -1;
@@ -306,9 +318,12 @@ void fuzz_command(FuzzedDataProvider& d) {
   } catch (const CLI::ParseError&) {
     return;  // an argument error CLI11 itself reports (contract §5: exit 2)
   } catch (const InvalidArgument&) {
-    FUZZ_REQUIRE(!exact, "an exact copy of the oracle's output was refused");
+    FUZZ_REQUIRE(!exact || !oracle_finite, "an exact copy of the oracle's output was refused");
     return;
   }
+  // Inputs the float64 oracle cannot represent are refused, never judged (a NaN reference
+  // would fail every candidate).
+  FUZZ_REQUIRE(!(have_oracle && !oracle_finite && plain_args), "judged against a non-finite oracle");
   const int code = cli::exit_code_ref();
   FUZZ_REQUIRE(code == 0 || code == 1, std::to_string(code));
   (void)nlohmann::json::parse(sink.str());  // the report is valid JSON (throws otherwise)

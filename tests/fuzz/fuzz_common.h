@@ -21,7 +21,7 @@
 namespace sparseattn::fuzz {
 
 // A folder of its own per fuzzing process (several jobs may share one machine), removed
-// at exit.
+// at exit unless SPARSEATTN_FUZZ_PRINT is set (replaying a crash keeps its files).
 inline const std::filesystem::path& scratch_dir() {
   static const std::filesystem::path dir = [] {
     std::string tmpl =
@@ -30,7 +30,8 @@ inline const std::filesystem::path& scratch_dir() {
       std::perror("mkdtemp");
       std::abort();
     }
-    std::atexit([] { std::filesystem::remove_all(scratch_dir()); });
+    if (std::getenv("SPARSEATTN_FUZZ_PRINT") == nullptr)
+      std::atexit([] { std::filesystem::remove_all(scratch_dir()); });
     return std::filesystem::path(tmpl);
   }();
   return dir;
