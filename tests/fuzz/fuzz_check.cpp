@@ -152,8 +152,8 @@ Tensor<double> finite_tensor(FuzzedDataProvider& d, Shape shape) {
   return t;
 }
 
-// Writes `t` as float16/32/64 .npy (float16: values rounded by a plain cast through float,
-// good enough for a candidate).
+// Writes `t` as float16/32/64 .npy. float16: small integers, NaN and ±Inf exactly, any
+// other value as arbitrary half bits (a candidate only has to be some float16 tensor).
 void write_as(FuzzedDataProvider& d, const std::string& path, const Tensor<double>& t) {
   switch (d.ConsumeIntegralInRange<int>(0, 2)) {
     case 0: write_npy(path, t); return;
@@ -182,6 +182,10 @@ void write_as(FuzzedDataProvider& d, const std::string& path, const Tensor<doubl
             h = static_cast<uint16_t>(((e + 15) << 10) | ((v << (10 - e)) & 0x3ff));
           }
           if (x < 0) h |= 0x8000;
+        } else if (std::isnan(x)) {
+          h = 0x7e00;  // NaN stays NaN (the NaN-candidate assertion relies on it)
+        } else if (std::isinf(x)) {
+          h = x > 0 ? 0x7c00 : 0xfc00;
         }
         bytes += static_cast<char>(h & 0xff);
         bytes += static_cast<char>(h >> 8);
