@@ -9,14 +9,16 @@ endif
 # ccache (installed by scripts/setup.sh) lets every build tree of one machine -- the main
 # one, the sanitizer one, a second checkout -- reuse objects compiled once.
 CCACHE  := $(shell command -v ccache 2>/dev/null)
+CCACHE_FLAGS :=
 ifneq ($(CCACHE),)
-CMAKE_FLAGS += -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE)
+CCACHE_FLAGS := -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE)
+CMAKE_FLAGS += $(CCACHE_FLAGS)
 ifneq ($(NVCC),)
 CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build python pip-check notebooks test lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-deps gpu-check clean
+.PHONY: all setup configure build python pip-check notebooks test lint sanitize fuzz demo demo-synthetic help bench bench-quick plots plots-graph gpu-deps gpu-check clean
 
 all: build
 
@@ -65,6 +67,40 @@ lint:
 	python3 scripts/check_refs.py
 	python3 scripts/check_layers.py --self-test
 	python3 scripts/check_layers.py
+
+# `make sanitize` (docs/robustness.md): the CPU build (CUDA off) in its own tree with
+# AddressSanitizer + UndefinedBehaviorSanitizer (-DSPARSEATTN_SANITIZE=ON), then the whole
+# CTest suite under it -- the CLI tests run the sanitized binary. Any finding aborts its
+# process (halt_on_error, -fno-sanitize-recover=all), so it fails its test; leaks are
+# reported by LeakSanitizer at exit.
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:print_stacktrace=1:strict_string_checks=1:check_initialization_order=1 \
+                UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+$(SANITIZE_BUILD)/CMakeCache.txt:
+	@$(MAKE) --no-print-directory setup
+	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPARSEATTN_CUDA=OFF \
+	  -DSPARSEATTN_SANITIZE=ON -DSPARSEATTN_BUILD_BENCH=OFF -DSPARSEATTN_PYTHON=OFF $(CCACHE_FLAGS)
+
+sanitize: setup $(SANITIZE_BUILD)/CMakeCache.txt
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	@$(SANITIZE_ENV) scripts/run_tests.sh $(SANITIZE_BUILD) $(JOBS)
+
+# `make fuzz` (docs/robustness.md): the libFuzzer targets of tests/fuzz/ (clang, ASan +
+# UBSan) in build-fuzz/, each run for FUZZ_SECONDS from its seed corpus
+# (tests/fuzz/corpus/<target>/). CI runs `make fuzz FUZZ_SECONDS=10`.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+CLANGXX      ?= clang++
+
+$(FUZZ_BUILD)/CMakeCache.txt:
+	@scripts/setup.sh fuzz
+	cmake -S tests/fuzz -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=$(CLANGXX) $(CCACHE_FLAGS)
+
+fuzz: $(FUZZ_BUILD)/CMakeCache.txt
+	@scripts/setup.sh fuzz
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@scripts/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # The main job needs only the CLI binary; building just it keeps a fresh `make demo` short.
 # `make demo` runs it on the stored real data (data/: all-MiniLM-L6-v2 on GPL-3, 4096
@@ -141,4 +177,4 @@ help:
 	@scripts/help.sh
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)

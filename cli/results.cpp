@@ -150,6 +150,29 @@ void require_candidate_shape(const Shape& shape, const Shape& want, const std::s
           "must be " + shape_text(want) + " (leading 1s may be omitted)");
 }
 
+namespace {
+
+// Never judge a candidate against a wrong reference (contract §5: no silent NaN or wrong
+// answer). The oracle is float64: where the scores scale * q·k or the outputs leave its
+// range (inputs near 1e308) it produces NaN or ±inf instead of the result, and every
+// candidate would "fail" against it. Such inputs are refused, naming the first row.
+void require_finite_oracle(const AttentionResult& oracle) {
+  const Shape& ls = oracle.lse.shape;  // [B, H, Lq]
+  const int64_t dv = oracle.o.shape.back();
+  for (int64_t r = 0; r < oracle.lse.numel(); ++r) {
+    bool finite = !std::isnan(oracle.lse.data[r]) && oracle.lse.data[r] != INFINITY;
+    for (int64_t d = 0; d < dv; ++d) finite = finite && std::isfinite(oracle.o.data[r * dv + d]);
+    if (finite) continue;
+    const int64_t i = r % ls[2], h = r / ls[2] % ls[1], b = r / ls[2] / ls[1];
+    throw InvalidArgument("--q, --k, --v", "row [" + std::to_string(b) + "," + std::to_string(h) +
+                                               "," + std::to_string(i) + "]",
+                          "the float64 oracle overflows there (scores scale * q.k or outputs "
+                          "beyond float64's range, ~1.8e308); scale the inputs or --scale down");
+  }
+}
+
+}  // namespace
+
 nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                     const Tensor<double>& v, const Pattern& pattern,
                                     const double* scale, const Tensor<double>& o,
@@ -163,6 +186,7 @@ nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double
 nlohmann::json check_against(const AttentionResult& oracle, const Pattern& pattern,
                              const AttentionShape& s, const Tensor<double>& o, Tolerance o_tol,
                              const Tensor<double>* lse, Tolerance lse_tol) {
+  require_finite_oracle(oracle);
   const CheckReport o_report = check_close(o, oracle.o, o_tol);
   nlohmann::json j;
   j["oracle"] = "a1_dense_masked";

@@ -10,6 +10,8 @@ sparseattn — targets
   make demo         the main job on the stored real data (data/), report in build/real-data-report/
   make demo-synthetic  the same ladder on seeded random q/k/v (a table)
   make test         build and run the Google Test suite, pytest and the notebooks (installs what is missing)
+  make sanitize     the CPU build and the whole suite under ASan + UBSan (build-sanitize/)
+  make fuzz         libFuzzer targets (clang) for FUZZ_SECONDS each, default 60 (build-fuzz/)
   make bench        the full Google Benchmark suite (JSON into build/bench/)
   make bench-quick  small sizes only (what CI runs)
   make notebooks    execute every notebook of notebooks/ (also part of make test)
@@ -19,7 +21,7 @@ sparseattn — targets
   make figures      regenerate every figure in docs/figures/ (full benchmark: ~20 min, idle machine)
   make gpu-check    on a machine with an NVIDIA GPU: CUDA tests, memcheck, GPU benchmarks
   make help         this page
-  make clean        remove build/
+  make clean        remove build/, build-sanitize/ and build-fuzz/
 
 This machine:
 TXT
@@ -31,6 +33,7 @@ have "benchmark"  "pkg libbenchmark-dev" "libbenchmark-dev" "missing (make insta
 have "CLI11"      "pkg libcli11-dev" "libcli11-dev" "missing (make installs libcli11-dev)"
 have "Eigen"      "pkg libeigen3-dev" "libeigen3-dev" "missing (make installs libeigen3-dev)"
 have "Spectra"    "pkg libspectra-dev" "libspectra-dev" "missing (make installs libspectra-dev)"
+have "clang"      "command -v clang++ && pkg libclang-rt-dev" "$(clang++ --version 2>/dev/null | head -1): make fuzz works" "missing (make fuzz installs clang libclang-rt-dev)"
 have "gnuplot"    "command -v gnuplot" "$(gnuplot --version 2>/dev/null)" "missing (make installs gnuplot-nox): no plots"
 nvcc_path=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 have "nvcc"       "test -n '$nvcc_path'" "$nvcc_path: CUDA kernels are compiled" "missing: CUDA kernels are not built; CPU parts build and test"

@@ -3,6 +3,11 @@
 # `make demo` and `make test` work on a fresh Debian machine. Installs nothing that is
 # already present; prints what it installs. Needs root (or sudo) only when something
 # is missing.
+#
+#   scripts/setup.sh         what `make`, `make test` and `make sanitize` need (GCC's
+#                            AddressSanitizer/UBSan runtimes come with build-essential)
+#   scripts/setup.sh fuzz    that, plus clang and its compiler-rt (libFuzzer, ASan, UBSan
+#                            for clang) for `make fuzz`
 set -euo pipefail
 
 packages=(
@@ -14,6 +19,11 @@ packages=(
   libssl-dev libboost-filesystem-dev
   python3 python3-pip python3-dev python3-venv
 )
+if [ "${1:-}" = "fuzz" ]; then
+  # Debian's default clang and the matching compiler-rt (libclang_rt.fuzzer and the
+  # sanitizer runtimes live in libclang-rt-<version>-dev; libclang-rt-dev follows clang).
+  packages+=(clang libclang-rt-dev)
+fi
 
 # The Python package (python/, `make python`, pytest in `make test`) builds with pybind11
 # and runs with numpy; its tests need pytest. pip first (into the python3 on PATH); where
