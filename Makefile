@@ -16,7 +16,7 @@ CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build python pip-check test lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-deps gpu-check clean
+.PHONY: all setup configure build python pip-check test exercises lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-deps gpu-check clean
 
 all: build
 
@@ -47,6 +47,14 @@ pip-check: setup
 # passed, failed and skipped apart over both (a skip is not a pass).
 test: build
 	@scripts/run_tests.sh $(BUILD) $(JOBS)
+
+# Grades exercises/ex*.py against the oracle (exercises/grader, pytest); a teacher grades a
+# folder of hand-ins kept elsewhere with `make exercises SOLUTIONS=DIR` (the same as
+# `pytest exercises/grader --solutions DIR`). The grader's own tests run in `make test`.
+PYTHON_EXE = $(shell head -1 $(BUILD)/python_executable.txt 2>/dev/null || echo python3)
+exercises: python
+	PYTHONPATH=python$(if $(PYTHONPATH),:$(PYTHONPATH)) $(PYTHON_EXE) -m pytest -q -p no:cacheprovider \
+	  exercises/grader $(if $(SOLUTIONS),--solutions $(SOLUTIONS))
 
 # Every reference resolves inside the repository (scripts/check_refs.py: no outside
 # document, no issue number, no contract section or path that does not exist) and no

@@ -12,6 +12,8 @@ sparseattn — targets
   make test         build and run the Google Test suite (installs what is missing)
   make bench        the full Google Benchmark suite (JSON into build/bench/)
   make bench-quick  small sizes only (what CI runs)
+  make exercises    grade exercises/ex*.py against the oracle (SOLUTIONS=DIR: a folder of hand-ins)
+  make figures      the teaching figures (pattern masks, BigBird gather, online softmax) into docs/figures/
   make lint         references resolve inside the repository; includes go down the layers
   make plots        figures into docs/figures/ from benchmark output
   make gpu-check    on a machine with an NVIDIA GPU: CUDA tests, memcheck, GPU benchmarks
