@@ -16,7 +16,7 @@ CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build python pip-check test exercises lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-deps gpu-check clean
+.PHONY: all setup configure build python pip-check test exercises lint demo demo-synthetic help bench bench-quick plots plots-graph figures gpu-deps gpu-check clean
 
 all: build
 
@@ -96,13 +96,26 @@ bench-quick: build
 
 plots: build plots-graph
 	$(BUILD)/plot_bench $(if $(wildcard $(BENCH_JSON)),$(BENCH_JSON),docs/figures/bench_cpu.json) docs/figures
+	$(BUILD)/plot_backward $(if $(wildcard $(BUILD)/bench/bench_backward.json),$(BUILD)/bench/bench_backward.json,docs/figures/bench_backward.json) docs/figures
 
-# Graph figures (graph/plots/plot_reach.cpp): docs/figures/reach_*.svg, computed by the graph
+# Graph figures (graph/plots/plot_reach.cpp): docs/figures/reach_*.{svg,png}, computed by the graph
 # module itself; the numbers behind them are printed (docs/information-flow.md).
 plots-graph: setup configure
 	cmake --build $(BUILD) -j $(JOBS) --target plot_reach
 	@mkdir -p docs/figures
 	$(BUILD)/plot_reach docs/figures
+
+# Teaching figures (tools/plots/plot_teaching.cpp): every pattern's mask, the BigBird
+# gather and the online softmax as PNG, from the pattern module and the reference ladder;
+# the reach curves (plots-graph); the real-data figures of docs/real-data.md (the report of
+# `demo-real` on the stored data, copied). docs/figures/README.md lists which target draws
+# which figure. Needs no benchmark run.
+REAL_FIGURES = real_heatmap.png real_mass_kept.png real_error_vs_time.png
+figures: setup configure plots-graph
+	cmake --build $(BUILD) -j $(JOBS) --target plot_teaching sparseattn
+	$(BUILD)/plot_teaching docs/figures
+	$(BUILD)/sparseattn demo-real --data data --out $(BUILD)/real-data-report > /dev/null
+	cp $(addprefix $(BUILD)/real-data-report/,$(REAL_FIGURES)) docs/figures/
 
 # The GPU run (docs/cuda.md): `make gpu-deps` here (Debian, apt) packs the C++ libraries a
 # bare GPU machine lacks into .gpu-deps/ (sources and headers, ~2 MB); there, carrying
