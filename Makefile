@@ -109,7 +109,7 @@ plots-graph: setup configure
 # gather and the online softmax as PNG, from the pattern module and the reference ladder;
 # the reach curves (plots-graph); the real-data figures of docs/real-data.md (the report of
 # `demo-real` on the stored data, copied). docs/figures/README.md lists which target draws
-# which figure. Needs no benchmark run.
+# which figure. Needs no benchmark run (about 2 minutes on 2 shared cores, most of it demo-real).
 REAL_FIGURES = real_heatmap.png real_mass_kept.png real_error_vs_time.png
 figures: setup configure plots-graph
 	cmake --build $(BUILD) -j $(JOBS) --target plot_teaching sparseattn
