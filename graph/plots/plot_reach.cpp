@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     gp << terminal(out, "reach_hops", ext)
        << "set title 'Hop-distance distribution (seq_len " << n << ", fraction of all n^2 pairs)'\n"
        << "set xlabel 'hop distance d (log scale)'\nset ylabel 'fraction of pairs at distance d'\n"
-       << "set logscale x\nset logscale y\nset key outside right\nset grid\n";
+       << "set logscale x\nset logscale y\nset format y '%g'\nset key below maxrows 2 width -2\nset grid\n";
     gp << "plot ";
     for (size_t k = 0; k < names.size(); ++k)
       gp << (k ? ", " : "") << "'-' with linespoints title " << std::quoted(names[k]);
