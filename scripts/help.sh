@@ -15,6 +15,8 @@ sparseattn — targets
   make bench        the full Google Benchmark suite (JSON into build/bench/)
   make bench-quick  small sizes only (what CI runs)
   make notebooks    execute every notebook of notebooks/ (also part of make test)
+  make exercises    grade exercises/ex*.py against the oracle (SOLUTIONS=DIR: a folder of hand-ins)
+  make figures-teaching  the teaching figures (pattern masks, BigBird gather, online softmax) into docs/figures/
   make lint         references resolve inside the repository; includes go down the layers
   make plots        figures into docs/figures/ from benchmark output
   make sweep        time every kernel on your pattern: PATTERN_FILE=p.json SEQ_LEN=1024:65536
