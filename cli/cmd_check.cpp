@@ -21,7 +21,9 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "cli/check_report.h"
 #include "cli/commands.h"
+#include "cli/conventions.h"
 #include "cli/inputs.h"
 #include "cli/results.h"
 #include "core/check.h"
@@ -39,6 +41,8 @@ struct CheckArgs {
   std::string dout, candidate_dq, candidate_dk, candidate_dv;  // gradients
   std::string atol, rtol, scale;  // text: parsed by parse_finite
   PatternFlags pattern;
+  ConventionFlags conventions;
+  std::string format = "json";
 };
 
 Tolerance tolerance_of_file(NpyDtype dtype) {
@@ -61,8 +65,17 @@ Tensor<double> read_candidate(const std::string& path, const std::string& flag,
   return c;
 }
 
+// A bshd candidate [B, L, H, d] (leading 1s may be omitted) as bhsd [B, H, L, d].
+Tensor<double> to_bhsd(Tensor<double> x, const Shape& bhsd) {
+  x.shape = {bhsd[0], bhsd[2], bhsd[1], bhsd[3]};
+  return swap_dims_1_2(x);
+}
+Shape bshd_of(const Shape& bhsd) { return {bhsd[0], bhsd[2], bhsd[1], bhsd[3]}; }
+
 void run_check(const CheckArgs& a) {
-  AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, a.pattern);
+  require(a.format == "json" || a.format == "text", "--format", a.format, "must be json or text");
+  const Conventions conv = parse_conventions(a.conventions);
+  AttentionInputs in = load_inputs_with(a.q, a.k, a.v, a.pattern, conv);
   double scale = 0.0;
   if (!a.scale.empty()) scale = parse_finite("--scale", a.scale, -INFINITY);
   const double* scale_ptr = a.scale.empty() ? nullptr : &scale;
@@ -72,13 +85,17 @@ void run_check(const CheckArgs& a) {
                          in.shape.head_dim_v};
   const Shape lse_shape = {in.shape.batch, in.shape.num_heads, in.shape.seq_len_q};
   Tolerance o_tol{}, lse_tol{};
-  const Tensor<double> o = read_candidate(a.candidate, "--candidate", o_shape, a, &o_tol);
+  Tensor<double> o = read_candidate(a.candidate, "--candidate",
+                                    conv.bshd ? bshd_of(o_shape) : o_shape, a, &o_tol);
+  if (conv.bshd) o = to_bhsd(std::move(o), o_shape);
   Tensor<double> lse;
   if (!a.candidate_lse.empty())
     lse = read_candidate(a.candidate_lse, "--candidate-lse", lse_shape, a, &lse_tol);
 
   // Gradient candidates: each needs --dout; --dout needs at least one of them.
   const bool backward = !a.dout.empty();
+  require(!backward || !conv.masked_score, "--masked-score", a.conventions.masked_score,
+          "must be -inf with --dout (the gradient oracle removes masked keys)");
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--candidate-dq", a.candidate_dq},
                                    {"--candidate-dk", a.candidate_dk}, {"--candidate-dv", a.candidate_dv}})
     require(path.empty() || backward, flag, path, "needs --dout DO.npy (the gradient of o)");
@@ -100,16 +117,22 @@ void run_check(const CheckArgs& a) {
   Tensor<double> dout;
   if (backward) {
     Tolerance unused{};
-    dout = read_candidate(a.dout, "--dout", o_shape, a, &unused);  // shape checked like o's
+    dout = read_candidate(a.dout, "--dout", conv.bshd ? bshd_of(o_shape) : o_shape, a,
+                          &unused);  // shape checked like o's
     require_finite(dout, "--dout");
+    dout = conv.bshd ? to_bhsd(std::move(dout), o_shape) : dout;
     dout.shape = o_shape;
-    for (GradCandidate& g : grads)
-      if (!g.path.empty()) g.x = read_candidate(g.path, std::string("--candidate-") + g.name, g.shape, a, &g.tol);
+    for (GradCandidate& g : grads) {
+      if (g.path.empty()) continue;
+      g.x = read_candidate(g.path, std::string("--candidate-") + g.name,
+                           conv.bshd ? bshd_of(g.shape) : g.shape, a, &g.tol);
+      if (conv.bshd) g.x = to_bhsd(std::move(g.x), g.shape);
+    }
   }
 
   nlohmann::json j =
       check_against_oracle(in.q, in.k, in.v, in.pattern, scale_ptr, o, o_tol,
-                           a.candidate_lse.empty() ? nullptr : &lse, lse_tol);
+                           a.candidate_lse.empty() ? nullptr : &lse, lse_tol, conv);
   bool pass = j.at("pass").get<bool>();
   if (backward) {
     const GradientResult g = b1_dense_masked_grad(in.q, in.k, in.v, dout, in.pattern, scale_ptr);
@@ -123,7 +146,12 @@ void run_check(const CheckArgs& a) {
     }
   }
   j["pass"] = pass;
-  std::cout << j.dump(2) << "\n";
+  if (a.format == "text") {
+    std::cout << check_summary_text(j);
+  } else {
+    std::cout << j.dump(2) << "\n";
+    if (!pass) std::cerr << check_summary_text(j);  // the human summary of a failure
+  }
   exit_code_ref() = pass ? 0 : 1;
 }
 
@@ -159,7 +187,11 @@ void register_check(CLI::App& app) {
                   "DK.npy: dk to judge, k's shape [batch, num_heads, seq_len_k, head_dim]; needs --dout");
   cmd->add_option("--candidate-dv", args->candidate_dv,
                   "DV.npy: dv to judge, v's shape [batch, num_heads, seq_len_k, head_dim_v]; needs --dout");
+  cmd->add_option("--format", args->format,
+                  "json (default): the report as JSON on stdout, a summary of a failure on "
+                  "stderr; text: the human summary on stdout");
   add_pattern_flags(cmd, args->pattern);
+  add_convention_flags(cmd, args->conventions);
   cmd->callback([args] { run_check(*args); });
 }
 

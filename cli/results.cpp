@@ -1,5 +1,6 @@
 #include "cli/results.h"
 
+#include "cli/check_report.h"
 #include "core/error.h"
 #include "graph/measures.h"
 #include "graph/rollout.h"
@@ -106,26 +107,82 @@ void require_candidate_shape(const Shape& shape, const Shape& want, const std::s
           "must be " + shape_text(want) + " (leading 1s may be omitted)");
 }
 
+namespace {
+
+// One tensor's report: core/check.h's fields (non-finite values as strings), located.
+nlohmann::json tensor_report(const Tensor<double>& cand, const Tensor<double>& ref, Tolerance tol,
+                             const Pattern& pattern, const std::vector<uint8_t>& skip,
+                             const std::string& name, bool* pass) {
+  // Skipped rows (--padded-queries any) take the oracle's values: never compared.
+  Tensor<double> c = cand;
+  if (!skip.empty()) {
+    const int64_t rows = ref.shape[2], width = ref.numel() / (ref.shape[0] * ref.shape[1] * rows);
+    for (int64_t e = 0; e < ref.numel(); ++e) {
+      const int64_t row = e / width, i = row % rows, b = row / (rows * ref.shape[1]);
+      if (skip[static_cast<size_t>(b * rows + i)]) c.data[e] = ref.data[e];
+    }
+  }
+  const CheckReport r = check_close(c, ref, tol);
+  nlohmann::json j = nlohmann::json::parse(report_json(r, name, tol));
+  j["worst_candidate"] = number_json(r.worst_candidate);
+  j["worst_reference"] = number_json(r.worst_reference);
+  j["budget_used"] = number_json(r.budget_used);
+  if (r.num_nonfinite > 0)  // a NaN/Inf where the oracle is finite is named first
+    j["reason"] = r.reason;
+  Tensor<double> shaped = c;
+  shaped.shape = ref.shape;
+  locate_failures(j, shaped, ref, tol, pattern, skip);
+  *pass = r.pass;
+  return j;
+}
+
+}  // namespace
+
 nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                     const Tensor<double>& v, const Pattern& pattern,
                                     const double* scale, const Tensor<double>& o,
                                     Tolerance o_tol, const Tensor<double>* lse,
-                                    Tolerance lse_tol) {
+                                    Tolerance lse_tol, const Conventions& conv) {
   const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
-  const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, scale);
-  const CheckReport o_report = check_close(o, oracle.o, o_tol);
+  const AttentionResult oracle = convention_oracle(q, k, v, pattern, scale, conv);
+  std::vector<uint8_t> skip;
+  if (conv.padded_queries_any && pattern.has_key_padding()) {
+    skip.assign(static_cast<size_t>(s.batch * s.seq_len_q), 0);
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t i = 0; i < s.seq_len_q; ++i)
+        skip[static_cast<size_t>(b * s.seq_len_q + i)] = !pattern.query_valid(b, i);
+  }
   nlohmann::json j;
-  j["oracle"] = "a1_dense_masked";
+  j["oracle"] = conv.masked_score ? "dense definition with masked scores = --masked-score"
+                                  : "a1_dense_masked";
   j["pattern"] = describe(pattern.spec);
   j["shape"] = {{"batch", s.batch},         {"num_heads", s.num_heads},
                 {"seq_len_q", s.seq_len_q}, {"seq_len_k", s.seq_len_k},
                 {"head_dim", s.head_dim},   {"head_dim_v", s.head_dim_v}};
-  j["o"] = nlohmann::json::parse(report_json(o_report, "o", o_tol));
-  bool pass = o_report.pass;
+  j["conventions"] = conv.describe();
+  bool pass = true, p = true;
+  Tensor<double> o4 = o;
+  o4.shape = oracle.o.shape;
+  j["o"] = tensor_report(o4, oracle.o, o_tol, pattern, skip, "o", &p);
+  pass = pass && p;
+  Tensor<double> lse3;
   if (lse != nullptr) {
-    const CheckReport lse_report = check_close(*lse, oracle.lse, lse_tol);
-    j["lse"] = nlohmann::json::parse(report_json(lse_report, "lse", lse_tol));
-    pass = pass && lse_report.pass;
+    lse3 = *lse;
+    lse3.shape = oracle.lse.shape;
+    j["lse"] = tensor_report(lse3, oracle.lse, lse_tol, pattern, skip, "lse", &p);
+    pass = pass && p;
+  }
+  if (!skip.empty()) {
+    int64_t n = 0;
+    for (uint8_t x : skip) n += x;
+    j["rows_not_compared"] = n * s.num_heads;
+  }
+  if (!pass) {
+    const ProbeInputs in{q,     k,     v,   pattern, scale, conv, o4, o_tol,
+                         lse ? &lse3 : nullptr, lse_tol, skip, oracle};
+    const nlohmann::json probes = probe_causes(in);
+    j["probable_cause"] = probes["probable_cause"];
+    j["probes"] = probes["probes"];
   }
   j["pass"] = pass;
   return j;

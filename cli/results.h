@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/conventions.h"
 #include "core/check.h"
 #include "core/numerics.h"
 #include "core/tensor.h"
@@ -49,14 +50,17 @@ Tolerance tolerance_for(CandidateDtype dtype);
 // Throws InvalidArgument(what + " shape").
 void require_candidate_shape(const Shape& got, const Shape& want, const std::string& what);
 
-// `check`: runs the oracle a1_dense_masked on q/k/v (already rank 4) and judges o (and lse
-// when given) with core/check.h's checker. Returns the JSON object the CLI prints:
-// oracle, pattern, shape, o (and lse) reports, pass.
+// `check`: runs the oracle a1_dense_masked (convention_oracle under `conv`) on q/k/v
+// (already rank 4, bhsd) and judges o (and lse when given, in the base `conv` names) with
+// core/check.h's checker. Returns the JSON object the CLI prints: oracle, pattern, shape,
+// conventions, o (and lse) reports located per (batch, head) and row (cli/check_report.h,
+// contract §4.6), pass; on failure probable_cause and probes. With --padded-queries any,
+// padded query rows are not compared. o is bhsd here (the caller transposes a bshd file).
 nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                     const Tensor<double>& v, const Pattern& pattern,
                                     const double* scale, const Tensor<double>& o,
                                     Tolerance o_tol, const Tensor<double>* lse,
-                                    Tolerance lse_tol);
+                                    Tolerance lse_tol, const Conventions& conv = {});
 
 // `reach`: every measure of docs/information-flow.md for one stack (contract §6).
 struct ReachRequest {
