@@ -379,6 +379,15 @@ nlohmann::json probe_causes(const ProbeInputs& in) {
                 ranges_text(in.pattern.spec.global) + ")");
     }
   }
+  // Fully masked rows given the mean of v (a large negative masked score).
+  if (any_empty && !in.conv.masked_score && cause.empty()) {
+    Conventions c = in.conv;
+    c.masked_score = -1e9;
+    const AttentionResult alt = convention_oracle(in.q, in.k, in.v, in.pattern, in.scale, c);
+    if (judge("masked score -1e9", alt.o, nullptr, in.skip_row))
+      cause = "fully masked rows hold the mean of v: masked scores set to a large negative "
+              "constant instead of removed (pass --masked-score VALUE, e.g. -1e9)";
+  }
   // Key padding polarity inverted; padded query rows not zeroed.
   if (in.pattern.has_key_padding()) {
     PatternSpec sp = in.pattern.spec;
@@ -401,15 +410,6 @@ nlohmann::json probe_causes(const ProbeInputs& in) {
                 "pass --padded-queries any if they are unspecified in your convention)";
     }
   }
-  // Fully masked rows given the mean of v (a large negative masked score).
-  if (any_empty && !in.conv.masked_score && cause.empty()) {
-    Conventions c = in.conv;
-    c.masked_score = -1e9;
-    const AttentionResult alt = convention_oracle(in.q, in.k, in.v, in.pattern, in.scale, c);
-    if (judge("masked score -1e9", alt.o, nullptr, in.skip_row))
-      cause = "fully masked rows hold the mean of v: masked scores set to a large negative "
-              "constant instead of removed (pass --masked-score VALUE, e.g. -1e9)";
-  }
   // q/k/v (and o) given as [batch, seq_len, num_heads, d].
   if (!in.conv.bshd && cause.empty() && in.q.shape.size() == 4 && in.k.shape[2] == in.v.shape[2]) {
     try {
@@ -419,7 +419,7 @@ nlohmann::json probe_causes(const ProbeInputs& in) {
       z2.num_heads = q2.shape[1];
       z2.seq_len_q = q2.shape[2];
       z2.seq_len_k = k2.shape[2];
-      const Pattern p = materialize(in.pattern.spec, z2);
+      const Pattern p = materialize(in.raw_spec ? *in.raw_spec : in.pattern.spec, z2);
       AttentionResult alt = convention_oracle(q2, k2, v2, p, in.scale, in.conv);
       Tensor<double> o_alt = swap_dims_1_2(alt.o);
       if (judge("layout bshd", o_alt, nullptr, {}))

@@ -1,4 +1,4 @@
-// The parts of `check`'s report that locate and explain a failure (contract §4.6): where
+// The parts of `check`'s report that locate and explain a failure (contract §4.9): where
 // the mismatches are (per batch and head, failing query rows as ranges), the worst row in
 // full, non-finite values named as strings, and cause probes that re-run the oracle under
 // the usual mistakes and name the one the candidate matches. check_against_oracle()
@@ -53,6 +53,7 @@ struct ProbeInputs {
   Tolerance lse_tol;
   const std::vector<uint8_t>& skip_row;  // [B * Lq]: rows not compared (empty: none)
   const AttentionResult& oracle;         // convention_oracle on the inputs as given
+  const PatternSpec* raw_spec = nullptr; // the flags' spec before canonicalization, if known
 };
 
 // Inputs above this many multiply-adds per oracle run (batch · heads · seq_len_q ·

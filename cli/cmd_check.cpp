@@ -130,9 +130,12 @@ void run_check(const CheckArgs& a) {
     }
   }
 
+  PatternSpec raw = to_spec(a.pattern);  // before canonicalization: the layout probe re-sizes it
+  if (conv.key_padding_ignore && raw.key_padding_mask)
+    for (uint8_t& m : raw.key_padding_mask->data) m = m ? 0 : 1;
   nlohmann::json j =
       check_against_oracle(in.q, in.k, in.v, in.pattern, scale_ptr, o, o_tol,
-                           a.candidate_lse.empty() ? nullptr : &lse, lse_tol, conv);
+                           a.candidate_lse.empty() ? nullptr : &lse, lse_tol, conv, &raw);
   bool pass = j.at("pass").get<bool>();
   if (backward) {
     const GradientResult g = b1_dense_masked_grad(in.q, in.k, in.v, dout, in.pattern, scale_ptr);

@@ -1,6 +1,6 @@
 // Convention flags: the layouts and encodings other attention libraries use, so their
 // outputs can be produced (`attend`) and judged (`check`) as they are, without a
-// conversion script (docs/conventions.md, contract §1.1).
+// conversion script (docs/conventions.md, contract §1.6).
 //
 //   --layout bhsd|bshd                 q/k/v/o [batch, num_heads, seq_len, d] (default) or
 //                                      [batch, seq_len, num_heads, d] (FlashAttention, HF);

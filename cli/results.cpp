@@ -142,7 +142,8 @@ nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double
                                     const Tensor<double>& v, const Pattern& pattern,
                                     const double* scale, const Tensor<double>& o,
                                     Tolerance o_tol, const Tensor<double>* lse,
-                                    Tolerance lse_tol, const Conventions& conv) {
+                                    Tolerance lse_tol, const Conventions& conv,
+                                    const PatternSpec* raw_spec) {
   const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
   const AttentionResult oracle = convention_oracle(q, k, v, pattern, scale, conv);
   std::vector<uint8_t> skip;
@@ -179,7 +180,7 @@ nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double
   }
   if (!pass) {
     const ProbeInputs in{q,     k,     v,   pattern, scale, conv, o4, o_tol,
-                         lse ? &lse3 : nullptr, lse_tol, skip, oracle};
+                         lse ? &lse3 : nullptr, lse_tol, skip, oracle, raw_spec};
     const nlohmann::json probes = probe_causes(in);
     j["probable_cause"] = probes["probable_cause"];
     j["probes"] = probes["probes"];

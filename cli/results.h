@@ -54,13 +54,15 @@ void require_candidate_shape(const Shape& got, const Shape& want, const std::str
 // (already rank 4, bhsd) and judges o (and lse when given, in the base `conv` names) with
 // core/check.h's checker. Returns the JSON object the CLI prints: oracle, pattern, shape,
 // conventions, o (and lse) reports located per (batch, head) and row (cli/check_report.h,
-// contract §4.6), pass; on failure probable_cause and probes. With --padded-queries any,
-// padded query rows are not compared. o is bhsd here (the caller transposes a bshd file).
+// contract §4.9), pass; on failure probable_cause and probes. With --padded-queries any,
+// padded query rows are not compared. `raw_spec`: the pattern as given, before its
+// parameters were canonicalized for these sizes (the layout probe re-sizes it). o is bhsd here (the caller transposes a bshd file).
 nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                     const Tensor<double>& v, const Pattern& pattern,
                                     const double* scale, const Tensor<double>& o,
                                     Tolerance o_tol, const Tensor<double>* lse,
-                                    Tolerance lse_tol, const Conventions& conv = {});
+                                    Tolerance lse_tol, const Conventions& conv = {},
+                                    const PatternSpec* raw_spec = nullptr);
 
 // `reach`: every measure of docs/information-flow.md for one stack (contract §6).
 struct ReachRequest {
