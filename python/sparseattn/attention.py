@@ -6,9 +6,10 @@ leading dimensions mean 1 (rank 2 or 3 inputs), and outputs keep q's leading dim
 """
 from __future__ import annotations
 
+import math
 import warnings
-from dataclasses import dataclass, fields
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -136,18 +137,42 @@ class TensorReport:
     budget_used: Optional[float]
     atol: float
     rtol: float
+    # Where it fails (contract §4.9): element mismatches per "batch,head", failing query
+    # rows per "batch,head" as ranges ("1-32,40"), the worst row in full (expected and
+    # candidate first elements, allowed_keys, fully_masked, padded_query), the first
+    # NaN/Inf where the oracle is finite, and the worst error over its tolerance.
+    mismatches: Dict[str, int] = field(default_factory=dict)
+    rows: Dict[str, str] = field(default_factory=dict)
+    worst_row: Optional[Dict[str, Any]] = None
+    first_nonfinite: Optional[Dict[str, Any]] = None
+    error_over_tolerance: Optional[float] = None
+    error_over_tolerance_means: str = ""
+    rows_truncated: Optional[str] = None
+
+    _NUMBERS = ("worst_candidate", "worst_reference", "budget_used", "error_over_tolerance")
 
     @staticmethod
     def _from(d: Dict[str, Any]) -> "TensorReport":
         d = dict(d)
         d["passed"] = d.pop("pass")
         d["worst_index"] = tuple(d["worst_index"])
-        return TensorReport(**d)
+        for key in TensorReport._NUMBERS:  # "nan", "inf", "-inf" in the JSON
+            if isinstance(d.get(key), str):
+                d[key] = float(d[key])
+        known = {f.name for f in fields(TensorReport)}
+        return TensorReport(**{k: val for k, val in d.items() if k in known})
 
     def to_dict(self) -> Dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["pass"] = d.pop("passed")
         d["worst_index"] = list(self.worst_index)
+        for key in self._NUMBERS:
+            x = d.get(key)
+            if isinstance(x, float) and not math.isfinite(x):
+                d[key] = "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+        for key in ("worst_row", "first_nonfinite", "rows_truncated", "error_over_tolerance"):
+            if d.get(key) is None:
+                d.pop(key, None)
         return d
 
     def line(self) -> str:
@@ -198,6 +223,11 @@ class CheckReport:
     o: TensorReport
     lse: Optional[TensorReport]
     passed: bool
+    # On failure: the mistake the candidate matches (cause probes, contract §4.9), e.g.
+    # "scale 1/head_dim (candidate matches the oracle with --scale 0.125)".
+    probable_cause: Optional[str] = None
+    probes: Optional[Dict[str, Any]] = None
+    conventions: str = ""
 
     def __bool__(self) -> bool:
         return self.passed
@@ -206,8 +236,13 @@ class CheckReport:
         """The JSON object ``sparseattn check`` prints, field for field."""
         d: Dict[str, Any] = {"oracle": self.oracle, "pattern": self.pattern,
                              "shape": dict(self.shape), "o": self.o.to_dict()}
+        if self.conventions:
+            d["conventions"] = self.conventions
         if self.lse is not None:
             d["lse"] = self.lse.to_dict()
+        if self.probable_cause is not None:
+            d["probable_cause"] = self.probable_cause
+            d["probes"] = self.probes
         d["pass"] = self.passed
         return d
 
@@ -229,7 +264,27 @@ class CheckReport:
             idx = bad.worst_index
             if len(idx) >= 3:
                 lines.append(f"worst element: batch {idx[0]}, head {idx[1]}, query row {idx[2]}")
-            lines.append("hint: " + _hint(bad))
+            for t in (self.o, self.lse):
+                if t is None or t.passed:
+                    continue
+                for bh, rows in t.rows.items():
+                    lines.append(f"{t.tensor} fails at (batch, head) {bh}: query rows {rows}")
+                if t.worst_row:
+                    w = t.worst_row
+
+                    def short(xs: List[Any]) -> str:
+                        return "[" + ", ".join(f"{x:.6g}" if isinstance(x, float) else str(x)
+                                               for x in xs) + "]"
+                    lines.append(
+                        f"{t.tensor} worst row batch {w['batch']}, head {w['head']}, row "
+                        f"{w['row']}: expected {short(w['expected'])}, candidate {short(w['candidate'])}; "
+                        f"allowed keys {w['allowed_keys'] or 'none'}"
+                        + (" (fully masked)" if w["fully_masked"] else "")
+                        + (" (padded query)" if w["padded_query"] else ""))
+            if self.probable_cause and not self.probable_cause.startswith("unknown"):
+                lines.append("probable cause: " + self.probable_cause)
+            else:
+                lines.append("hint: " + _hint(bad))
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -260,7 +315,10 @@ def _candidate(x: Any, name: str) -> Tuple[np.ndarray, str]:
 
 def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
           atol: Optional[float] = None, rtol: Optional[float] = None,
-          scale: Optional[float] = None, key_padding_mask: Any = None) -> CheckReport:
+          scale: Optional[float] = None, key_padding_mask: Any = None, *,
+          layout: str = "bhsd", lse_base: str = "e", padded_queries: str = "zero",
+          key_padding_polarity: str = "keep", causal_align: str = "bottom-right",
+          masked_score: Union[str, float] = "-inf") -> CheckReport:
     """Compares a candidate output with the float64 oracle ``a1_dense_masked``.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle runs on
@@ -279,6 +337,11 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     atol, rtol : float, optional
         Finite, >= 0. Default by the candidate's dtype (docs/numerics.md): float64
         1e-12/1e-12, float32 2e-5/2e-4, float16 2e-3/2e-3.
+    layout, lse_base, padded_queries, key_padding_polarity, causal_align, masked_score
+        The convention flags of ``sparseattn check`` (docs/conventions.md, contract §1.6):
+        ``layout="bshd"`` reads q, k, v and o as [batch, seq_len, num_heads, d];
+        ``lse_base="2"``; ``padded_queries="any"``; ``key_padding_polarity="ignore"``
+        (PyTorch's mask); ``causal_align="top-left"``; ``masked_score=-1e9``.
 
     Returns
     -------
@@ -291,17 +354,27 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         As :func:`attend`, and a candidate of the wrong shape or dtype.
     """
     p = _pattern(pattern)
+    if layout not in ("bhsd", "bshd"):
+        raise _arrays.invalid("layout", layout, "must be bhsd or bshd")
     qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
     oa, o_dtype = _candidate(o, "o")
+    if layout == "bshd":  # [..., seq_len, num_heads, d] -> [..., num_heads, seq_len, d]
+        qa, ka, va, oa = (np.ascontiguousarray(np.swapaxes(x, -3, -2)) if x.ndim >= 3 else x
+                          for x in (qa, ka, va, oa))
     la, lse_dtype = (None, "float64") if lse is None else _candidate(lse, "lse")
     a = None if atol is None else _arrays.real("atol", atol, 0.0)
     r = None if rtol is None else _arrays.real("rtol", rtol, 0.0)
+    conventions = {"lse_base": str(lse_base), "padded_queries": padded_queries,
+                   "key_padding_polarity": key_padding_polarity, "causal_align": causal_align,
+                   "masked_score": masked_score if isinstance(masked_score, str)
+                   else repr(float(masked_score))}
     d = _C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r, _scale(scale),
-                 _padding(key_padding_mask))
+                 _padding(key_padding_mask), conventions)
     return CheckReport(oracle=d["oracle"], pattern=d["pattern"], shape=d["shape"],
                        o=TensorReport._from(d["o"]),
                        lse=TensorReport._from(d["lse"]) if "lse" in d else None,
-                       passed=d["pass"])
+                       passed=d["pass"], probable_cause=d.get("probable_cause"),
+                       probes=d.get("probes"), conventions=d.get("conventions", ""))
 
 
 def performer_favor(q: Any, k: Any, v: Any, num_features: int = 256, seed: int = 0,

@@ -344,7 +344,21 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
                  const PatternSpec& spec, const py::array& o_arr, const std::string& o_dtype,
                  std::optional<py::array> lse_arr, const std::string& lse_dtype,
                  std::optional<double> atol, std::optional<double> rtol,
-                 std::optional<double> scale, std::optional<py::array> key_padding_mask) {
+                 std::optional<double> scale, std::optional<py::array> key_padding_mask,
+                 const std::map<std::string, std::string>& conventions) {
+  // Convention flags (cli/conventions.h) by their CLI names without "--"; the layout is
+  // handled in Python (a transpose), so bhsd arrives here.
+  cli::ConventionFlags cf;
+  for (const auto& [key, value] : conventions) {
+    if (key == "lse_base") cf.lse_base = value;
+    else if (key == "padded_queries") cf.padded_queries = value;
+    else if (key == "key_padding_polarity") cf.key_padding_polarity = value;
+    else if (key == "causal_align") cf.causal_align = value;
+    else if (key == "masked_score") cf.masked_score = value;
+    else throw InvalidArgument("conventions", key, "must be lse_base, padded_queries, "
+                               "key_padding_polarity, causal_align or masked_score");
+  }
+  const cli::Conventions conv = cli::parse_conventions(cf);
   auto tol_of = [&](const std::string& dtype) {
     Tolerance t = cli::tolerance_for(dtype == "float16"   ? cli::CandidateDtype::float16
                                      : dtype == "float32" ? cli::CandidateDtype::float32
@@ -364,7 +378,8 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
     py::gil_scoped_release nogil;
     const Inputs in = read_inputs(qv, kv, &vv);
     const AttentionShape& a = in.shape;
-    const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
+    const Pattern pattern = cli::apply_pattern_conventions(
+        materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k)), conv);
     // Candidates' shapes are checked before the oracle's O(n^2) work.
     Tensor<double> o = to_tensor(ov);
     cli::require_candidate_shape(o.shape, {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
@@ -374,7 +389,7 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
       cli::require_candidate_shape(lse.shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
     }
     j = cli::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
-                                  lv ? &lse : nullptr, lse_tol);
+                                  lv ? &lse : nullptr, lse_tol, conv, &s);
   }
   return to_python(j);
 }

@@ -1,0 +1,46 @@
+"""Checks contract §1.6 (convention keyword arguments of ``check``) and §4.9 (the report's
+probable cause and failing rows) through the Python package, on the same computation as
+``sparseattn check``."""
+import numpy as np
+
+import sparseattn as sa
+
+
+def _inputs(seed=0, shape=(1, 2, 24, 8)):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.uniform(-1, 1, shape) for _ in range(3))
+
+
+def test_lse_base_2_is_named_and_passes_with_lse_base():
+    q, k, v = _inputs()
+    p = sa.Pattern.window(2)
+    o, lse = sa.attend(q, k, v, p)
+    report = sa.check(q, k, v, p, o, lse / np.log(2))
+    assert not report.passed
+    assert report.probable_cause.startswith("lse in base 2")
+    assert report.lse.rows == {"0,0": "0-23", "0,1": "0-23"}
+    assert "probable cause: lse in base 2" in report.summary()
+    assert sa.check(q, k, v, p, o, lse / np.log(2), lse_base="2").passed
+
+
+def test_bshd_layout_passes_with_layout_and_window_one_narrower_is_named():
+    q, k, v = _inputs(1)
+    o, _ = sa.attend(q, k, v, sa.Pattern.window(2))
+    t = lambda x: np.ascontiguousarray(np.swapaxes(x, 1, 2))  # noqa: E731
+    assert sa.check(t(q), t(k), t(v), sa.Pattern.window(2), t(o), layout="bshd").passed
+    report = sa.check(q, k, v, sa.Pattern.window(3), o)
+    assert report.probable_cause == "window one narrower (candidate matches --window 2)"
+    assert report.o.rows["0,0"] == "0-23"  # every row loses a key at each edge of its band
+    assert report.to_dict()["probable_cause"] == report.probable_cause
+
+
+def test_nan_is_a_string_in_the_dict_and_nan_in_the_attribute():
+    q, k, v = _inputs(2)
+    p = sa.Pattern.window(1)
+    o, _ = sa.attend(q, k, v, p)
+    o[0, 1, 5, 0] = np.nan
+    report = sa.check(q, k, v, p, o)
+    assert np.isnan(report.o.worst_candidate)
+    assert report.to_dict()["o"]["worst_candidate"] == "nan"
+    assert report.o.first_nonfinite["index"] == [0, 1, 5, 0]
+    assert report.o.rows == {"0,1": "5"}
