@@ -1,15 +1,22 @@
 // sparseattn mask — writes the pattern's allowed mask, 1 = query i may attend key j.
 //
 //   sparseattn mask --seq-len N [--seq-len-k M] [--num-heads H] --out M.npy
-//                   [--mask-dtype uint8|bool] [pattern flags]
+//                   [--mask-dtype uint8|bool] [--random-table-out T.npy]
+//                   [--key-padding-polarity keep|ignore] [--causal-align bottom-right|top-left]
+//                   [pattern flags]
 //
 // Shape: [N, M] for one head, [H, N, M] otherwise; with a --key-padding-mask of batch
 // B > 1, [B, H, N, M]. The mask is dense_mask() of each head's canonical layout (the one
 // source of truth), with the key padding applied as contract §2 says (padded keys and padded
-// query rows attend nothing).
+// query rows attend nothing). --random-table-out writes the pattern's random draws as int64
+// (contract §3.10): bigbird [num_heads, nb - 2, r] (HF's rand_attn layout), bigbird-etc
+// [num_heads, nb, r], random [num_heads, seq_len_q, num_random]; -1 where a row has fewer.
+// The bigbird tables read back with --random-table give the same pattern. The convention
+// flags are contract §1.6's.
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/conventions.h"
 #include "cli/inputs.h"
 #include "cli/results.h"
 #include "core/error.h"
@@ -23,13 +30,16 @@ struct MaskArgs {
   SizeFlags sizes;
   std::string out;
   std::string mask_dtype = "uint8";
+  std::string random_table_out;
   PatternFlags pattern;
+  ConventionFlags conventions;
 };
 
 void run_mask(const MaskArgs& a) {
   require(a.mask_dtype == "uint8" || a.mask_dtype == "bool", "--mask-dtype", a.mask_dtype,
           "must be uint8 or bool");
-  check_outputs({{"--out", a.out}}, {{"--mask", a.pattern.mask},
+  const Conventions conv = parse_conventions(a.conventions);
+  check_outputs({{"--out", a.out}, {"--random-table-out", a.random_table_out}}, {{"--mask", a.pattern.mask},
                                      {"--random-table", a.pattern.random_table},
                                      {"--segment-ids", a.pattern.segment_ids},
                                      {"--key-padding-mask", a.pattern.key_padding_mask}});
@@ -42,10 +52,16 @@ void run_mask(const MaskArgs& a) {
   if (sizes.batch > 1) shape.insert(shape.begin(), sizes.batch);
   checked_numel(shape, 1, "mask shape (--num-heads, --seq-len, --seq-len-k)");
 
-  const Pattern pattern = build_pattern(a.pattern, sizes);
+  const Pattern built = build_pattern(a.pattern, sizes);
+  require(a.random_table_out.empty() || built.random_draws.numel() > 0, "--random-table-out",
+          a.random_table_out,
+          "needs a pattern with random draws (bigbird or bigbird-etc with --num-random-blocks "
+          ">= 1, random with --num-random >= 1)");
+  const Pattern pattern = apply_pattern_conventions(built, conv);
   Tensor<uint8_t> out = allowed_mask(pattern);  // [B, H, N, M]; same elements as `shape`
   out.shape = shape;
   write_npy(a.out, out, a.mask_dtype == "bool");
+  if (!a.random_table_out.empty()) write_npy(a.random_table_out, built.random_draws);
 }
 
 }  // namespace
@@ -57,7 +73,12 @@ void register_mask(CLI::App& app) {
   add_size_flags(cmd, args->sizes);
   cmd->add_option("--out", args->out, "M.npy: the mask")->required();
   cmd->add_option("--mask-dtype", args->mask_dtype, "uint8 | bool")->capture_default_str();
+  cmd->add_option("--random-table-out", args->random_table_out,
+                  "T.npy: also write the pattern's random draws, int64: bigbird [num_heads, "
+                  "nb-2, r] (HF's rand_attn), bigbird-etc [num_heads, nb, r], random "
+                  "[num_heads, seq_len_q, num_random]; -1 where a row has fewer");
   add_pattern_flags(cmd, args->pattern);
+  add_convention_flags(cmd, args->conventions, /*tensors=*/false);
   cmd->callback([args] { run_mask(*args); });
 }
 
