@@ -43,6 +43,7 @@ struct CheckArgs {
   PatternFlags pattern;
   ConventionFlags conventions;
   std::string format = "json";
+  std::string tolerance_rule = "table", factor = "2", floor = "1e-6", naive_dtype;
 };
 
 Tolerance tolerance_of_file(NpyDtype dtype) {
@@ -75,6 +76,22 @@ Shape bshd_of(const Shape& bhsd) { return {bhsd[0], bhsd[2], bhsd[1], bhsd[3]}; 
 void run_check(const CheckArgs& a) {
   require(a.format == "json" || a.format == "text", "--format", a.format, "must be json or text");
   const Conventions conv = parse_conventions(a.conventions);
+  require(a.tolerance_rule == "table" || a.tolerance_rule == "reference-error",
+          "--tolerance-rule", a.tolerance_rule, "must be table or reference-error");
+  ToleranceRule rule;
+  rule.factor = parse_finite("--factor", a.factor, 1.0);
+  rule.floor = parse_finite("--floor", a.floor, 0.0);
+  if (!a.naive_dtype.empty()) {
+    require(a.naive_dtype == "float32" || a.naive_dtype == "float16" || a.naive_dtype == "bfloat16",
+            "--naive-dtype", a.naive_dtype, "must be float32, float16 or bfloat16");
+    rule.dtype = a.naive_dtype == "float32"   ? LowDtype::float32
+                 : a.naive_dtype == "float16" ? LowDtype::float16
+                                              : LowDtype::bfloat16;
+  } else {
+    const NpyDtype fd = read_npy_header(a.candidate, "--candidate").dtype;
+    rule.dtype = fd == NpyDtype::float16 ? LowDtype::float16 : LowDtype::float32;
+  }
+  const bool by_reference = a.tolerance_rule == "reference-error";
   AttentionInputs in = load_inputs_with(a.q, a.k, a.v, a.pattern, conv);
   double scale = 0.0;
   if (!a.scale.empty()) scale = parse_finite("--scale", a.scale, -INFINITY);
@@ -135,7 +152,8 @@ void run_check(const CheckArgs& a) {
     for (uint8_t& m : raw.key_padding_mask->data) m = m ? 0 : 1;
   nlohmann::json j =
       check_against_oracle(in.q, in.k, in.v, in.pattern, scale_ptr, o, o_tol,
-                           a.candidate_lse.empty() ? nullptr : &lse, lse_tol, conv, &raw);
+                           a.candidate_lse.empty() ? nullptr : &lse, lse_tol, conv, &raw,
+                           by_reference ? &rule : nullptr);
   bool pass = j.at("pass").get<bool>();
   if (backward) {
     const GradientResult g = b1_dense_masked_grad(in.q, in.k, in.v, dout, in.pattern, scale_ptr);
@@ -193,6 +211,16 @@ void register_check(CLI::App& app) {
   cmd->add_option("--format", args->format,
                   "json (default): the report as JSON on stdout, a summary of a failure on "
                   "stderr; text: the human summary on stdout");
+  cmd->add_option("--tolerance-rule", args->tolerance_rule,
+                  "table (default): atol + rtol*|ref| by the candidate's dtype (docs/numerics.md); "
+                  "reference-error: pass when the candidate's max and mean error are at most "
+                  "--factor times a naive implementation's in --naive-dtype, plus --floor");
+  cmd->add_option("--factor", args->factor, "F for --tolerance-rule reference-error, >= 1; default 2");
+  cmd->add_option("--floor", args->floor,
+                  "absolute error floor for --tolerance-rule reference-error, >= 0; default 1e-6");
+  cmd->add_option("--naive-dtype", args->naive_dtype,
+                  "float32 | float16 | bfloat16: the naive implementation's precision; default "
+                  "the candidate file's dtype (bfloat16 values arrive in a float32 file)");
   add_pattern_flags(cmd, args->pattern);
   add_convention_flags(cmd, args->conventions);
   cmd->callback([args] { run_check(*args); });

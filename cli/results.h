@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/conventions.h"
+#include "cli/tolerance_rule.h"
 #include "core/check.h"
 #include "core/numerics.h"
 #include "core/tensor.h"
@@ -55,14 +56,16 @@ void require_candidate_shape(const Shape& got, const Shape& want, const std::str
 // core/check.h's checker. Returns the JSON object the CLI prints: oracle, pattern, shape,
 // conventions, o (and lse) reports located per (batch, head) and row (cli/check_report.h,
 // contract §4.9), pass; on failure probable_cause and probes. With --padded-queries any,
-// padded query rows are not compared. `raw_spec`: the pattern as given, before its
+// padded query rows are not compared. With `rule` (contract §4.10) each tensor's verdict
+// is judge_reference_error's ("reference_error" in its report) instead of the fixed table's. `raw_spec`: the pattern as given, before its
 // parameters were canonicalized for these sizes (the layout probe re-sizes it). o is bhsd here (the caller transposes a bshd file).
 nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                     const Tensor<double>& v, const Pattern& pattern,
                                     const double* scale, const Tensor<double>& o,
                                     Tolerance o_tol, const Tensor<double>* lse,
                                     Tolerance lse_tol, const Conventions& conv = {},
-                                    const PatternSpec* raw_spec = nullptr);
+                                    const PatternSpec* raw_spec = nullptr,
+                                    const ToleranceRule* rule = nullptr);
 
 // `reach`: every measure of docs/information-flow.md for one stack (contract §6).
 struct ReachRequest {
