@@ -13,6 +13,12 @@
 // Gradients (contract §7, docs/backward.md): given dO, candidate dq, dk, dv are judged against
 // the float64 gradient oracle b1_dense_masked_grad the same way, each under its own key
 // ("dq", "dk", "dv") with the report shape of "o".
+// A failing report locates and explains (contract §4.9): failing rows per (batch, head),
+// the worst row against its allowed keys, non-finite values as strings, probable_cause
+// from re-running the oracle under the usual mistakes; --format text prints a summary.
+// Convention flags (contract §1.6): --layout, --lse-base, --padded-queries,
+// --key-padding-polarity, --causal-align, --masked-score. --tolerance-rule
+// reference-error --factor F judges against a naive low-precision run (contract §4.10).
 #include <cmath>
 #include <iostream>
 #include <memory>

@@ -224,6 +224,35 @@ TEST_F(CheckExplain, MaskedScoreConstantGivesFullyMaskedRowsTheMeanOfV) {
   check(flags + " --masked-score -1e9", 0);
 }
 
+TEST_F(CheckExplain, BigBirdWithOtherRandomBlocksMatchesOnlyTheNonRandomRows) {
+  write_inputs(Dims{1, 2, 80, 80, 4, 4});  // 10 blocks of 8: rows 8..71 have random blocks
+  const std::string bb = " --pattern bigbird --block-size 8 --num-random-blocks 1";
+  ASSERT_EQ(run("attend " + qkv() + " --out " + path("o.npy") + bb + " --seed 11").exit_code, 0);
+  const nlohmann::json j = check(bb + " --seed 3", 1);
+  EXPECT_NE(j["probable_cause"].get<std::string>().find("BigBird random blocks differ"),
+            std::string::npos) << j["probable_cause"];
+  for (const auto& [bh, rows] : j["o"]["rows"].items()) {
+    // Every failing row lies in the middle blocks (8..71), never in the global blocks.
+    const std::string r = rows.get<std::string>();
+    EXPECT_GE(std::stoi(r), 8) << bh << ": " << r;
+    EXPECT_LE(std::stoi(r.substr(r.find_last_of(",-") + 1)), 71) << bh << ": " << r;
+  }
+}
+
+TEST_F(CheckExplain, ProbesAreSkippedAboveTheSizeLimitAndSaySo) {
+  write_inputs(Dims{1, 1, 2000, 2000, 8, 8});  // 2000^2 * 16 = 6.4e7 multiply-adds > 6e7
+  ASSERT_EQ(run("attend " + qkv() + " --out " + path("o.npy") + " --pattern window --window 4")
+                .exit_code, 0);
+  Tensor<double> o = read_npy_float(path("o.npy"), "o");
+  o.data[1234 * 8 + 3] += 1.0;
+  write_npy(path("o.npy"), o);
+  const nlohmann::json j = check(" --pattern window --window 4", 1);
+  EXPECT_EQ(j["probable_cause"], "unknown: probes skipped above the size limit");
+  EXPECT_NE(j["probes"]["skipped"].get<std::string>().find("exceed the probe limit"),
+            std::string::npos);
+  EXPECT_EQ(j["o"]["rows"]["0,0"], "1234");
+}
+
 TEST_F(CheckExplain, BadConventionValuesAreArgumentErrors) {
   candidate([](int64_t, int64_t, int64_t i, int64_t j) { return longformer(i, j, 3); }, sd_);
   for (const char* bad : {"--layout bsdh", "--lse-base 10", "--padded-queries some",
