@@ -55,7 +55,8 @@ def impls() -> List[Dict[str, Any]]:
 
 def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_masked",
            scale: Optional[float] = None,
-           key_padding_mask: Any = None) -> Tuple[np.ndarray, np.ndarray]:
+           key_padding_mask: Any = None, *, layout: str = "bhsd", lse_base: str = "e",
+           key_padding_polarity: str = "keep") -> Tuple[np.ndarray, np.ndarray]:
     """Sparse attention with one registered kernel (default: the float64 oracle).
 
     ``o_i = sum_{j in A(i)} softmax_j(scale * q_i . k_j) v_j`` over the keys ``A(i)`` the
@@ -81,6 +82,11 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     key_padding_mask : array of bool, [batch, seq_len_k], optional
         True = real token. Padded keys leave every A(i); padded query rows are fully
         masked (contract §2).
+    layout, lse_base, key_padding_polarity
+        Convention flags of ``sparseattn attend`` (docs/conventions.md, contract §1.6):
+        ``layout="bshd"`` takes q, k, v and returns o as [batch, seq_len, num_heads, d]
+        (lse stays [batch, num_heads, seq_len_q]); ``lse_base="2"`` returns lse / ln 2;
+        ``key_padding_polarity="ignore"`` reads True as padding (PyTorch's mask).
 
     Returns
     -------
@@ -109,13 +115,31 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     p = _pattern(pattern)
     if not isinstance(impl, str):
         raise _arrays.invalid("impl", impl, "must be a kernel name (sparseattn.impls())")
+    if layout not in ("bhsd", "bshd"):
+        raise _arrays.invalid("layout", layout, "must be bhsd or bshd")
+    if str(lse_base) not in ("e", "2"):
+        raise _arrays.invalid("lse_base", lse_base, "must be e or 2")
+    if key_padding_polarity not in ("keep", "ignore"):
+        raise _arrays.invalid("key_padding_polarity", key_padding_polarity,
+                              "must be keep or ignore")
     qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
-    o, lse, nan_rows = _C.attend(qa, ka, va, p._spec, impl, _scale(scale),
-                                 _padding(key_padding_mask))
+    bshd = layout == "bshd"
+    if bshd:  # [..., seq_len, num_heads, d] -> [..., num_heads, seq_len, d]
+        qa, ka, va = (np.ascontiguousarray(np.swapaxes(x, -3, -2)) if x.ndim >= 3 else x
+                      for x in (qa, ka, va))
+    pad = _padding(key_padding_mask)
+    if pad is not None and key_padding_polarity == "ignore":
+        pad = np.ascontiguousarray((pad == 0).astype(pad.dtype))
+    o, lse, nan_rows = _C.attend(qa, ka, va, p._spec, impl, _scale(scale), pad)
     if nan_rows:
         warnings.warn(f"{impl} has no lse estimate for {nan_rows} rows (NaN there)",
                       RuntimeWarning, stacklevel=2)
-    return _out_shapes(qa, o, lse)
+    o, lse = _out_shapes(qa, o, lse)
+    if str(lse_base) == "2":
+        lse = lse / np.log(2.0)
+    if bshd and o.ndim >= 3:
+        o = np.ascontiguousarray(np.swapaxes(o, -3, -2))
+    return o, lse
 
 
 @dataclass(frozen=True)

@@ -44,3 +44,19 @@ def test_nan_is_a_string_in_the_dict_and_nan_in_the_attribute():
     assert report.to_dict()["o"]["worst_candidate"] == "nan"
     assert report.o.first_nonfinite["index"] == [0, 1, 5, 0]
     assert report.o.rows == {"0,1": "5"}
+
+
+def test_attend_conventions_match_the_default_rearranged():
+    q, k, v = _inputs(3)
+    p = sa.Pattern.window(1)
+    o, lse = sa.attend(q, k, v, p)
+    t = lambda x: np.ascontiguousarray(np.swapaxes(x, 1, 2))  # noqa: E731
+    ob, lb = sa.attend(t(q), t(k), t(v), p, layout="bshd", lse_base="2")
+    assert np.array_equal(ob, t(o))
+    np.testing.assert_allclose(lb, lse / np.log(2), rtol=1e-15)
+    keep = np.ones((1, 24), bool)
+    keep[0, 20:] = False
+    o1, _ = sa.attend(q, k, v, p, key_padding_mask=keep)
+    o2, _ = sa.attend(q, k, v, p, key_padding_mask=~keep, key_padding_polarity="ignore")
+    assert np.array_equal(o1, o2)
+    assert not np.array_equal(o1, o)
