@@ -36,7 +36,7 @@ std::string fmt(double x) {
   if (std::isnan(x)) return "nan";
   if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", x);
+  std::snprintf(buf, sizeof buf, "%.4g", x);
   return buf;
 }
 
@@ -450,6 +450,14 @@ nlohmann::json probe_causes(const ProbeInputs& in) {
 }
 
 std::string check_summary_text(const nlohmann::json& j) {
+  auto list = [](const nlohmann::json& xs) {
+    std::string t = "[";
+    for (const nlohmann::json& x : xs) {
+      if (t.size() > 1) t += ", ";
+      t += x.is_number() ? fmt(x.get<double>()) : x.get<std::string>();
+    }
+    return t + "]";
+  };
   std::string t = std::string("check: ") + (j.value("pass", false) ? "PASS" : "FAIL") + " (" +
                   j.value("pattern", "") + ", oracle " + j.value("oracle", "") + ")\n";
   for (const char* name : {"o", "lse", "dq", "dk", "dv"}) {
@@ -469,9 +477,10 @@ std::string check_summary_text(const nlohmann::json& j) {
       const nlohmann::json& w = r["worst_row"];
       t += "    worst row b=" + std::to_string(w["batch"].get<int64_t>()) +
            " h=" + std::to_string(w["head"].get<int64_t>()) +
-           " i=" + std::to_string(w["row"].get<int64_t>()) + ": expected " + w["expected"].dump() +
-           ", candidate " + w["candidate"].dump() + "; allowed keys " +
+           " i=" + std::to_string(w["row"].get<int64_t>()) + ": expected " + list(w["expected"]) +
+           ", candidate " + list(w["candidate"]) + "; allowed keys " +
            w["allowed_keys"].get<std::string>() +
+           (w["allowed_keys"].get<std::string>().empty() ? "none" : "") +
            (w["fully_masked"].get<bool>() ? " (fully masked)" : "") +
            (w["padded_query"].get<bool>() ? " (padded query)" : "") + "\n";
     }

@@ -168,7 +168,12 @@ void run_check(const CheckArgs& a) {
     for (int t = 0; t < 3; ++t) {
       if (grads[t].path.empty()) continue;
       const CheckReport r = check_close(grads[t].x, *refs[t], grads[t].tol);
-      j[grads[t].name] = nlohmann::json::parse(report_json(r, grads[t].name, grads[t].tol));
+      nlohmann::json gj = nlohmann::json::parse(report_json(r, grads[t].name, grads[t].tol));
+      gj["worst_candidate"] = number_json(r.worst_candidate);  // "nan"/"inf", never null
+      gj["worst_reference"] = number_json(r.worst_reference);
+      gj["budget_used"] = number_json(r.budget_used);
+      gj["error_over_tolerance"] = number_json(r.budget_used);
+      j[grads[t].name] = gj;
       pass = pass && r.pass;
     }
   }
