@@ -9,14 +9,16 @@ endif
 # ccache (installed by scripts/setup.sh) lets every build tree of one machine -- the main
 # one, the sanitizer one, a second checkout -- reuse objects compiled once.
 CCACHE  := $(shell command -v ccache 2>/dev/null)
+CCACHE_FLAGS :=
 ifneq ($(CCACHE),)
-CMAKE_FLAGS += -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE)
+CCACHE_FLAGS := -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE)
+CMAKE_FLAGS += $(CCACHE_FLAGS)
 ifneq ($(NVCC),)
 CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build python pip-check test lint demo demo-synthetic help bench bench-quick plots plots-graph gpu-deps gpu-check clean
+.PHONY: all setup configure build python pip-check notebooks test exercises lint sanitize fuzz demo demo-synthetic help bench bench-quick plots plots-graph figures figures-teaching gpu-deps gpu-check clean
 
 all: build
 
@@ -43,10 +45,26 @@ python: setup configure
 pip-check: setup
 	@scripts/pip_check.sh
 
-# CTest, then the Python package's pytest suite (python/tests), then one line counting
-# passed, failed and skipped apart over both (a skip is not a pass).
+# Every notebook of notebooks/ executed end to end in a Jupyter kernel against the in-place
+# module (scripts/run_notebooks.py; executed copies with their outputs in $(BUILD)/notebooks/;
+# notebooks/README.md lists them). `make test` runs them too, as its third stage.
+notebooks: python
+	@py=$$(head -1 $(BUILD)/python_executable.txt 2>/dev/null || echo python3); \
+	  "$$py" scripts/run_notebooks.py --out $(BUILD)/notebooks
+
+# CTest, then the Python package's pytest suite (python/tests), then the notebooks (each one
+# test), then one line counting passed, failed and skipped apart over all three (a skip is
+# not a pass).
 test: build
 	@scripts/run_tests.sh $(BUILD) $(JOBS)
+
+# Grades exercises/ex*.py against the oracle (exercises/grader, pytest); a teacher grades a
+# folder of hand-ins kept elsewhere with `make exercises SOLUTIONS=DIR` (the same as
+# `pytest exercises/grader --solutions DIR`). The grader's own tests run in `make test`.
+PYTHON_EXE = $(shell head -1 $(BUILD)/python_executable.txt 2>/dev/null || echo python3)
+exercises: python
+	PYTHONPATH=python$(if $(PYTHONPATH),:$(PYTHONPATH)) $(PYTHON_EXE) -m pytest -q -p no:cacheprovider \
+	  exercises/grader $(if $(SOLUTIONS),--solutions $(SOLUTIONS))
 
 # Every reference resolves inside the repository (scripts/check_refs.py: no outside
 # document, no issue number, no contract section or path that does not exist) and no
@@ -57,6 +75,40 @@ lint:
 	python3 scripts/check_refs.py
 	python3 scripts/check_layers.py --self-test
 	python3 scripts/check_layers.py
+
+# `make sanitize` (docs/robustness.md): the CPU build (CUDA off) in its own tree with
+# AddressSanitizer + UndefinedBehaviorSanitizer (-DSPARSEATTN_SANITIZE=ON), then the whole
+# CTest suite under it -- the CLI tests run the sanitized binary. Any finding aborts its
+# process (halt_on_error, -fno-sanitize-recover=all), so it fails its test; leaks are
+# reported by LeakSanitizer at exit.
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:print_stacktrace=1:strict_string_checks=1:check_initialization_order=1 \
+                UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+
+$(SANITIZE_BUILD)/CMakeCache.txt:
+	@$(MAKE) --no-print-directory setup
+	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPARSEATTN_CUDA=OFF \
+	  -DSPARSEATTN_SANITIZE=ON -DSPARSEATTN_BUILD_BENCH=OFF -DSPARSEATTN_PYTHON=OFF $(CCACHE_FLAGS)
+
+sanitize: setup $(SANITIZE_BUILD)/CMakeCache.txt
+	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	@$(SANITIZE_ENV) scripts/run_tests.sh $(SANITIZE_BUILD) $(JOBS)
+
+# `make fuzz` (docs/robustness.md): the libFuzzer targets of tests/fuzz/ (clang, ASan +
+# UBSan) in build-fuzz/, each run for FUZZ_SECONDS from its seed corpus
+# (tests/fuzz/corpus/<target>/). CI runs `make fuzz FUZZ_SECONDS=10`.
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+CLANGXX      ?= clang++
+
+$(FUZZ_BUILD)/CMakeCache.txt:
+	@scripts/setup.sh fuzz
+	cmake -S tests/fuzz -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=$(CLANGXX) $(CCACHE_FLAGS)
+
+fuzz: $(FUZZ_BUILD)/CMakeCache.txt
+	@scripts/setup.sh fuzz
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@scripts/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # The main job needs only the CLI binary; building just it keeps a fresh `make demo` short.
 # `make demo` runs it on the stored real data (data/: all-MiniLM-L6-v2 on GPL-3, 4096
@@ -88,13 +140,49 @@ bench-quick: build
 
 plots: build plots-graph
 	$(BUILD)/plot_bench $(if $(wildcard $(BENCH_JSON)),$(BENCH_JSON),docs/figures/bench_cpu.json) docs/figures
+	$(BUILD)/plot_backward $(if $(wildcard $(BUILD)/bench/bench_backward.json),$(BUILD)/bench/bench_backward.json,docs/figures/bench_backward.json) docs/figures
 
-# Graph figures (graph/plots/plot_reach.cpp): docs/figures/reach_*.svg, computed by the graph
+# Your own pattern (docs/benchmarks.md, "Your own pattern: sparseattn sweep"): every exact
+# kernel serving PATTERN_FILE, validated then timed over SEQ_LEN, into $(BUILD)/sweep/.
+#   make sweep PATTERN_FILE=docs/examples/pattern_mixed_heads.json SEQ_LEN=1024:8192
+.PHONY: sweep
+PATTERN_FILE ?= docs/examples/pattern_mixed_heads.json
+SEQ_LEN      ?= 1024:8192
+SWEEP_FLAGS  ?= --target cpu --max-seconds 60
+sweep: setup configure
+	cmake --build $(BUILD) -j $(JOBS) --target sparseattn
+	$(BUILD)/sparseattn sweep --pattern-file $(PATTERN_FILE) --seq-len $(SEQ_LEN) $(SWEEP_FLAGS) --out $(BUILD)/sweep
+
+# Every figure in docs/figures/, regenerated by one command (about 20 minutes on an idle
+# 2-core machine; do not run it on a shared one and quote the numbers): the full CPU
+# benchmark with its JSON kept next to the figures, its figures and targets table, the
+# sweep example of docs/benchmarks.md, and the teaching, graph and real-data figures
+# (figures-teaching, which alone needs no benchmark run).
+figures: build figures-teaching
+	$(BUILD)/bench_cpu --benchmark_out=docs/figures/bench_cpu.json --benchmark_out_format=json
+	$(BUILD)/plot_bench docs/figures/bench_cpu.json docs/figures
+	$(BUILD)/sparseattn sweep --pattern-file docs/examples/pattern_mixed_heads.json --seq-len 1024:8192 \
+	  --impl cpu_k06_generic_tiles,a2_sparse_rows,a1_dense_masked --repeats 3 --max-seconds 60 --fit-from 2048 \
+	  --quiet --out docs/figures/sweep_mixed_heads
+
+# Graph figures (graph/plots/plot_reach.cpp): docs/figures/reach_*.{svg,png}, computed by the graph
 # module itself; the numbers behind them are printed (docs/information-flow.md).
 plots-graph: setup configure
 	cmake --build $(BUILD) -j $(JOBS) --target plot_reach
 	@mkdir -p docs/figures
 	$(BUILD)/plot_reach docs/figures
+
+# Teaching figures (tools/plots/plot_teaching.cpp): every pattern's mask, the BigBird
+# gather and the online softmax as PNG, from the pattern module and the reference ladder;
+# the reach curves (plots-graph); the real-data figures of docs/real-data.md (the report of
+# `demo-real` on the stored data, copied). docs/figures/README.md lists which target draws
+# which figure. Needs no benchmark run (about 2 minutes on 2 shared cores, most of it demo-real).
+REAL_FIGURES = real_heatmap.png real_mass_kept.png real_error_vs_time.png
+figures-teaching: setup configure plots-graph
+	cmake --build $(BUILD) -j $(JOBS) --target plot_teaching sparseattn
+	$(BUILD)/plot_teaching docs/figures
+	$(BUILD)/sparseattn demo-real --data data --out $(BUILD)/real-data-report > /dev/null
+	cp $(addprefix $(BUILD)/real-data-report/,$(REAL_FIGURES)) docs/figures/
 
 # The GPU run (docs/cuda.md): `make gpu-deps` here (Debian, apt) packs the C++ libraries a
 # bare GPU machine lacks into .gpu-deps/ (sources and headers, ~2 MB); there, carrying
@@ -111,4 +199,4 @@ help:
 	@scripts/help.sh
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(SANITIZE_BUILD) $(FUZZ_BUILD)

@@ -486,6 +486,7 @@ std::string check_summary_text(const nlohmann::json& j) {
     }
   }
   if (j.contains("probable_cause")) t += "  probable cause: " + j["probable_cause"].get<std::string>() + "\n";
+  if (j.contains("hint")) t += "  convention hint: " + j["hint"].get<std::string>() + "\n";
   return t;
 }
 

@@ -4,8 +4,11 @@
 //   sparseattn attend --q Q.npy --k K.npy --v V.npy --out O.npy [--lse LSE.npy]
 //                     [--impl a1_dense_masked] [--scale S] [--dtype float32|float64]
 //                     [--dout DO.npy [--dq DQ.npy] [--dk DK.npy] [--dv DV.npy]]
-//                     [pattern flags]
+//                     [pattern flags] [compatibility flags]
 //
+// Compatibility flags (contract §3.12, cli/compat_flags.h): --compat hf-bigbird (--impl
+// a1_dense_masked or cpu_k07_hf_listing), --global-mask, --q-global/--k-global/--v-global
+// (any kernel serving longformer, run per batch element), --attention-window. Forward only.
 // Shapes (contract §1): q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv]; o [B,H,Lq,Dv] and lse
 // [B,H,Lq] keep q's leading dimensions as given in the file (rank 2 in, rank 2 out).
 // Backward (contract §7, docs/backward.md): dO has o's shape; dq, dk, dv keep the shapes of
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/compat_flags.h"
 #include "cli/conventions.h"
 #include "cli/inputs.h"
 #include "cli/results.h"
@@ -42,6 +46,7 @@ struct AttendArgs {
   std::string dtype;  // "" = the kernel's own output dtype
   PatternFlags pattern;
   ConventionFlags conventions;
+  CompatFlags compat;  // contract §3.12
 };
 
 // [a, b, c, d] -> [a, c, b, d] in place of x (bshd <-> bhsd); empty tensors stay empty.
@@ -121,29 +126,19 @@ void refuse_nan(const AttendArgs& a, const Kernel& kernel, const Output& out) {
               " rows (NaN); nothing was written. Run without --lse, or use an exact kernel");
 }
 
-// The backward kernel matching --impl, or InvalidArgument naming --impl and the --impl
-// values that have one.
-const GradKernel& backward_for(const std::string& impl) {
-  if (const GradKernel* g = grad_kernel_for_forward(impl)) return *g;
-  std::string with;
-  for (const GradKernel& g : grad_kernels()) with += (with.empty() ? "" : ", ") + std::string(g.forward);
-  throw InvalidArgument("--impl", impl,
-                        "has no backward pass (needed by --dout); implementations with one: " + with);
-}
-
 // contract §7 / §5: dO [B,H,Lq,Dv] (o's shape; leading 1s may be omitted), finite; with
 // --layout bshd [B,Lq,H,Dv], returned bhsd.
 Tensor<double> load_dout(const std::string& path, const AttentionShape& s, bool bshd) {
   Tensor<double> d = read_npy_float(path, "--dout");
-  const Shape want = bshd ? Shape{s.batch, s.seq_len_q, s.num_heads, s.head_dim_v}
-                          : Shape{s.batch, s.num_heads, s.seq_len_q, s.head_dim_v};
+  if (!bshd) return checked_dout(std::move(d), s, "--dout");
+  const Shape want = {s.batch, s.seq_len_q, s.num_heads, s.head_dim_v};
   Shape got = d.shape;
   while (got.size() < 4 && !got.empty()) got.insert(got.begin(), 1);
   require(got == want, "--dout shape", shape_text(d.shape),
           "must be o's shape " + shape_text(want) + " (leading 1s may be omitted)");
   require_finite(d, "--dout");
   d.shape = want;
-  if (bshd) swap_12(d);
+  swap_12(d);
   return d;
 }
 
@@ -166,7 +161,38 @@ void run_attend(const AttendArgs& a) {
           a.conventions.masked_score, "needs --impl a1_dense_masked (the kernels remove masked keys)");
   require(!conv.masked_score || a.dout.empty(), "--masked-score", a.conventions.masked_score,
           "must be -inf with --dout (the backward kernels remove masked keys)");
-  AttentionInputs in = load_inputs_with(a.q, a.k, a.v, a.pattern, conv);
+  PatternFlags pattern_flags = a.pattern;
+  apply_attention_window(a.compat, pattern_flags);
+  AttentionInputs in = load_inputs_with(a.q, a.k, a.v, pattern_flags, conv);
+  if (compat_requested(a.compat)) {  // contract §3.12: its own path, forward only
+    require(!backward, "--dout", a.dout,
+            "gradients are not available under the compatibility flags (contract §3.12)");
+    require(!conv.masked_score, "--masked-score", a.conventions.masked_score,
+            "must be -inf under the compatibility flags (their definitions remove masked keys)");
+    double s = 0.0;
+    if (!a.scale.empty()) s = parse_finite("--scale", a.scale, -INFINITY);
+    AttentionResult r = compat_attend(a.compat, in, a.scale.empty() ? nullptr : &s, a.impl);
+    // Conventions of the outputs (contract §1.6), as below: lse in base 2, o bshd.
+    if (conv.lse_base2)
+      for (double& x : r.lse.data) x /= std::log(2.0);
+    if (conv.bshd) swap_12(r.o);
+    // Default dtype: the implementation's own (float32 for the CPU kernels, k07 included).
+    const bool f64 = !a.dtype.empty() ? a.dtype == "float64"
+                                      : a.impl != "cpu_k07_hf_listing" &&
+                                            find_kernel(a.impl).dtype == DType::float64;
+    Tensor<float> none_o, none_lse;
+    Shape lse_rank4 = r.lse.shape;
+    lse_rank4.push_back(1);
+    Shape lse_shape = out_shape(q_file_shape, lse_rank4);
+    lse_shape.pop_back();
+    Shape o_shape = q_file_shape;  // q's leading dimensions (either layout), head_dim_v last
+    o_shape.back() = r.o.shape.back();
+    std::vector<Pending> files;
+    files.push_back(pending(a.out, r.o, none_o, true, f64, o_shape));
+    files.push_back(pending(a.lse, r.lse, none_lse, true, f64, lse_shape));
+    write_all(files);
+    return;
+  }
   const Kernel& kernel = serving_kernel(a.impl, in.pattern);
   const GradKernel* grad = backward ? &backward_for(a.impl) : nullptr;
   Tensor<double> dout;
@@ -204,19 +230,7 @@ void run_attend(const AttendArgs& a) {
   refuse_nan(a, kernel, out);
 
   GradOutput gout;
-  if (backward) {
-    GradProblem gp = make_grad_problem(problem, std::move(dout));
-    gp.o = out.o;  // the saved tensors of this forward pass
-    gp.lse = out.lse;
-    gp.o32 = out.o32;
-    gp.lse32 = out.lse32;
-    grad->run(gp, gout);
-    const int64_t nan = count_nan(gout.dq) + count_nan(gout.dk) + count_nan(gout.dv) +
-                        count_nan(gout.dq32) + count_nan(gout.dk32) + count_nan(gout.dv32);
-    require(nan == 0, "--impl", a.impl,
-            std::string("its backward ") + grad->name + " produced " + std::to_string(nan) +
-                " NaN gradient values; nothing was written");
-  }
+  if (backward) gout = run_backward(*grad, problem, out, std::move(dout), a.impl);
 
   // Conventions of the outputs (contract §1.6): lse in base 2, o and gradients bshd.
   if (conv.lse_base2) {
@@ -284,6 +298,7 @@ void register_attend(CLI::App& app) {
   cmd->add_option("--dv", args->dv, "DV.npy: write dv (v's shape); needs --dout");
   add_pattern_flags(cmd, args->pattern);
   add_convention_flags(cmd, args->conventions);
+  add_compat_flags(cmd, args->compat);
   cmd->callback([args] { run_attend(*args); });
 }
 

@@ -5,7 +5,9 @@
 //                    [--dout DO.npy [--candidate-dq DQ.npy] [--candidate-dk DK.npy]
 //                                   [--candidate-dv DV.npy]]
 //
-// The oracle is a1_dense_masked (contract §4) on the same q/k/v files. Each candidate tensor
+// The oracle is a1_dense_masked (contract §4) on the same q/k/v files; under the
+// compatibility flags (contract §3.12: --compat hf-bigbird, --global-mask, --q-global
+// --k-global --v-global, --attention-window) it is that mode's float64 definition. Each candidate tensor
 // is judged by core/check.h's one checker with the tolerance of its file's dtype from
 // core/numerics.h (float64 1e-12/1e-12, float32 2e-5/2e-4, float16 2e-3/2e-3) unless
 // --atol/--rtol are given. Prints one JSON object to stdout; exit 0 when every checked
@@ -29,6 +31,7 @@
 
 #include "cli/check_report.h"
 #include "cli/commands.h"
+#include "cli/compat_flags.h"
 #include "cli/conventions.h"
 #include "cli/inputs.h"
 #include "cli/results.h"
@@ -36,7 +39,6 @@
 #include "core/error.h"
 #include "core/npy.h"
 #include "reference/attention.h"
-#include "reference/backward/backward.h"
 
 namespace sparseattn::cli {
 
@@ -50,6 +52,7 @@ struct CheckArgs {
   ConventionFlags conventions;
   std::string format = "json";
   std::string tolerance_rule = "table", factor = "2", floor = "1e-6", naive_dtype;
+  CompatFlags compat;  // contract §3.12
 };
 
 Tolerance tolerance_of_file(NpyDtype dtype) {
@@ -98,7 +101,16 @@ void run_check(const CheckArgs& a) {
     rule.dtype = fd == NpyDtype::float16 ? LowDtype::float16 : LowDtype::float32;
   }
   const bool by_reference = a.tolerance_rule == "reference-error";
-  AttentionInputs in = load_inputs_with(a.q, a.k, a.v, a.pattern, conv);
+  PatternFlags pattern_flags = a.pattern;
+  apply_attention_window(a.compat, pattern_flags);
+  const bool compat = compat_requested(a.compat);
+  require(!compat || a.dout.empty(), "--dout", a.dout,
+          "gradients are not available under the compatibility flags (contract §3.12)");
+  require(!compat || !by_reference, "--tolerance-rule", a.tolerance_rule,
+          "must be table under the compatibility flags (the naive run is the normal pattern's)");
+  require(!compat || !conv.masked_score, "--masked-score", a.conventions.masked_score,
+          "must be -inf under the compatibility flags (their definitions remove masked keys)");
+  AttentionInputs in = load_inputs_with(a.q, a.k, a.v, pattern_flags, conv);
   double scale = 0.0;
   if (!a.scale.empty()) scale = parse_finite("--scale", a.scale, -INFINITY);
   const double* scale_ptr = a.scale.empty() ? nullptr : &scale;
@@ -153,31 +165,41 @@ void run_check(const CheckArgs& a) {
     }
   }
 
-  PatternSpec raw = to_spec(a.pattern);  // before canonicalization: the layout probe re-sizes it
+  PatternSpec raw = to_spec(pattern_flags);  // before canonicalization: the layout probe re-sizes it
   if (conv.key_padding_ignore && raw.key_padding_mask)
     for (uint8_t& m : raw.key_padding_mask->data) m = m ? 0 : 1;
-  nlohmann::json j =
-      check_against_oracle(in.q, in.k, in.v, in.pattern, scale_ptr, o, o_tol,
-                           a.candidate_lse.empty() ? nullptr : &lse, lse_tol, conv, &raw,
-                           by_reference ? &rule : nullptr);
-  bool pass = j.at("pass").get<bool>();
-  if (backward) {
-    const GradientResult g = b1_dense_masked_grad(in.q, in.k, in.v, dout, in.pattern, scale_ptr);
-    j["gradient_oracle"] = "b1_dense_masked_grad";
-    const Tensor<double>* refs[3] = {&g.dq, &g.dk, &g.dv};
-    for (int t = 0; t < 3; ++t) {
-      if (grads[t].path.empty()) continue;
-      const CheckReport r = check_close(grads[t].x, *refs[t], grads[t].tol);
-      nlohmann::json gj = nlohmann::json::parse(report_json(r, grads[t].name, grads[t].tol));
-      gj["worst_candidate"] = number_json(r.worst_candidate);  // "nan"/"inf", never null
-      gj["worst_reference"] = number_json(r.worst_reference);
-      gj["budget_used"] = number_json(r.budget_used);
-      gj["error_over_tolerance"] = number_json(r.budget_used);
-      j[grads[t].name] = gj;
-      pass = pass && r.pass;
-    }
+  CheckContext ctx;
+  ctx.q = &in.q, ctx.k = &in.k, ctx.v = &in.v, ctx.scale = scale_ptr;
+  ctx.conv = conv, ctx.raw_spec = &raw, ctx.rule = by_reference ? &rule : nullptr;
+  ctx.compat = compat;
+  // The convention hint names a peer convention's flags: not when they were given.
+  ctx.hint = a.compat.compat.empty() && a.compat.q_global.empty();
+  Tensor<uint8_t> gm;
+  if (!a.compat.global_mask.empty()) {
+    gm = read_npy_mask(a.compat.global_mask, "--global-mask");
+    ctx.global_mask = &gm;
   }
-  j["pass"] = pass;
+  // Under a compatibility mode the oracle is that mode's float64 definition (contract §3.12),
+  // its lse in the base --lse-base names; otherwise convention_oracle's.
+  AttentionResult oracle;
+  if (compat) {
+    oracle = compat_attend(a.compat, in, scale_ptr, "a1_dense_masked");
+    if (conv.lse_base2)
+      for (double& x : oracle.lse.data) x /= std::log(2.0);
+  } else {
+    oracle = convention_oracle(in.q, in.k, in.v, in.pattern, scale_ptr, conv);
+  }
+  nlohmann::json j = check_against(oracle, in.pattern, in.shape, o, o_tol,
+                                   a.candidate_lse.empty() ? nullptr : &lse, lse_tol, ctx);
+  if (!a.compat.compat.empty()) j["compat"] = a.compat.compat;
+  if (!a.compat.global_mask.empty()) j["global_mask"] = a.compat.global_mask;
+  if (!a.compat.q_global.empty()) j["global_projections"] = true;
+  if (backward)
+    check_gradients_against_oracle(j, in.q, in.k, in.v, in.pattern, scale_ptr, dout,
+                                   {grads[0].path.empty() ? nullptr : &grads[0].x, grads[0].tol},
+                                   {grads[1].path.empty() ? nullptr : &grads[1].x, grads[1].tol},
+                                   {grads[2].path.empty() ? nullptr : &grads[2].x, grads[2].tol});
+  const bool pass = j.at("pass").get<bool>();
   if (a.format == "text") {
     std::cout << check_summary_text(j);
   } else {
@@ -234,6 +256,7 @@ void register_check(CLI::App& app) {
                   "the candidate file's dtype (bfloat16 values arrive in a float32 file)");
   add_pattern_flags(cmd, args->pattern);
   add_convention_flags(cmd, args->conventions);
+  add_compat_flags(cmd, args->compat);
   cmd->callback([args] { run_check(*args); });
 }
 

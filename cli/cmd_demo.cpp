@@ -2,7 +2,11 @@
 // on every pattern it serves, each validated against the float64 oracle, then timed.
 //
 //   sparseattn demo [--seq-len 4096] [--num-heads 12] [--head-dim 64] [--seed 0]
-//                   [--reference-heads 1] [--json FILE]
+//                   [--reference-heads 1] [--json FILE] [pattern flags | --pattern-file P.json]
+//
+// Without pattern flags it runs the built-in patterns (cli/demo_patterns.h; their widths
+// scale with --seq-len, so a small run is still sparse); with them, that one pattern.
+// --seed seeds the inputs and, for the kinds that draw (random, bigbird), the pattern.
 //
 // What is compared with what (printed again in the table header, because a speedup is
 // only as honest as its baseline):
@@ -23,6 +27,7 @@
 //     CUDA kernel on a machine without a device is listed as skipped with the reason.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -33,6 +38,7 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/demo_patterns.h"
+#include "cli/pattern_file.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -47,10 +53,24 @@ struct DemoArgs {
   int64_t seq_len = 4096;
   int64_t num_heads = 12;
   int64_t head_dim = 64;
-  uint64_t seed = 0;
   int64_t reference_heads = 1;
   std::string json;
+  PatternFlags pattern;  // its --seed also seeds the inputs
+  CLI::Option* num_heads_flag = nullptr;
 };
+
+// The patterns to run: the pattern flags' one pattern when any is given, else the built-in
+// ones. --seed alone does not count as a pattern flag: it seeds the inputs too, so it is
+// passed to the pattern only when its kind draws random numbers.
+std::vector<DemoPattern> patterns_to_run(const DemoArgs& a) {
+  PatternFlags pf = a.pattern;
+  pf.seed = 0;
+  if (pf.pattern_file.empty() && flags_to_json(pf).empty())
+    return demo_patterns(a.seq_len, a.pattern.seed);
+  const bool draws = pf.pattern == "random" || pf.pattern == "bigbird" || pf.pattern == "bigbird-etc";
+  if (draws && pf.pattern_file.empty()) pf.seed = a.pattern.seed;
+  return {{pf.pattern_file.empty() ? pf.pattern : "pattern-file", to_spec(pf)}};
+}
 
 // --- Seeded inputs ----------------------------------------------------------------
 
@@ -153,7 +173,10 @@ void run_pattern(const DemoArgs& a, const DemoPattern& dp, const Inputs& in,
   const Pattern pattern = materialize(dp.spec, full);
   // Heads 0..h-1 of the full pattern: random draws are keyed by (seed, head, row), so a
   // pattern with fewer heads is exactly the full pattern's first heads.
-  const Pattern pattern_ref = materialize(dp.spec, sub);
+  PatternSpec ref_spec = dp.spec;  // a per-head spec lists one pattern per head: keep the first
+  if (ref_spec.kind == PatternKind::per_head)
+    ref_spec.per_head.resize(static_cast<size_t>(a.reference_heads));
+  const Pattern pattern_ref = materialize(ref_spec, sub);
   const PatternStats st = pattern_stats(pattern);
 
   std::cout << fmt::format("\n{}: {}\n  nnz {} of {} (density {:.4f}), keys per row {}..{} (mean {:.1f}), "
@@ -244,7 +267,14 @@ nlohmann::json finite_or_null(double x) {
   return nullptr;
 }
 
-void run_demo(const DemoArgs& a) {
+void run_demo(const DemoArgs& args) {
+  DemoArgs a = args;
+  const int64_t file_heads = pattern_file_heads(a.pattern);
+  if (file_heads > 0 && !a.num_heads_flag->count()) {
+    a.num_heads = file_heads;  // a per-head file fixes H
+    a.reference_heads = std::min(a.reference_heads, a.num_heads);
+  }
+  const std::vector<DemoPattern> patterns = patterns_to_run(a);
   check_outputs({{"--json", a.json}}, {});  // fail before minutes of work, not after
   require(a.seq_len >= 1, "--seq-len", a.seq_len, "must be an integer >= 1");
   require(a.num_heads >= 1, "--num-heads", a.num_heads, "must be an integer >= 1");
@@ -255,9 +285,9 @@ void run_demo(const DemoArgs& a) {
   checked_numel(shape, 3 * (8 + 4), "demo size (--num-heads, --seq-len, --head-dim)");
 
   Inputs in;
-  in.q = seeded_tensor(shape, a.seed, 0);
-  in.k = seeded_tensor(shape, a.seed, 1);
-  in.v = seeded_tensor(shape, a.seed, 2);
+  in.q = seeded_tensor(shape, a.pattern.seed, 0);
+  in.k = seeded_tensor(shape, a.pattern.seed, 1);
+  in.v = seeded_tensor(shape, a.pattern.seed, 2);
   in.q_ref = first_heads(in.q, a.reference_heads);
   in.k_ref = first_heads(in.k, a.reference_heads);
   in.v_ref = first_heads(in.v, a.reference_heads);
@@ -270,14 +300,14 @@ void run_demo(const DemoArgs& a) {
       "runs     reference steps (serial float64) on those {} head(s); cpu/cuda kernels on all {} heads\n"
       "time     per head = best of up to 3 runs / heads run; vs a0 = a0_dense ms/head / this ms/head\n"
       "budget   max |x - ref| / (atol + rtol |ref|) with the kernel's registry tolerance; pass <= 1\n",
-      a.seq_len, a.head_dim, a.num_heads, a.seed, a.reference_heads - 1, a.num_heads,
+      a.seq_len, a.head_dim, a.num_heads, a.pattern.seed, a.reference_heads - 1, a.num_heads,
       a.reference_heads, a.num_heads);
 
   const auto t0 = Clock::now();
   double a0_seconds = NAN;
   bool all_pass = true;
   std::vector<Row> rows;
-  for (const DemoPattern& dp : demo_patterns(a.seq_len, a.seed))
+  for (const DemoPattern& dp : patterns)
     run_pattern(a, dp, in, &a0_seconds, rows, &all_pass);
   const double total = std::chrono::duration<double>(Clock::now() - t0).count();
 
@@ -297,7 +327,7 @@ void run_demo(const DemoArgs& a) {
     j["seq_len"] = a.seq_len;
     j["num_heads"] = a.num_heads;
     j["head_dim"] = a.head_dim;
-    j["seed"] = a.seed;
+    j["seed"] = a.pattern.seed;
     j["reference_heads"] = a.reference_heads;
     j["pass"] = all_pass;
     j["rows"] = nlohmann::json::array();
@@ -326,16 +356,18 @@ void register_demo(CLI::App& app) {
       "demo", "the main job: every kernel on seeded data for dense, Longformer, BigBird, dilated "
               "and random patterns; errors vs the float64 oracle, time, speedup over a0");
   cmd->add_option("--seq-len", args->seq_len, "N: tokens, integer >= 1")->capture_default_str();
-  cmd->add_option("--num-heads", args->num_heads, "H: heads, integer >= 1")->capture_default_str();
+  args->num_heads_flag =
+      cmd->add_option("--num-heads", args->num_heads, "H: heads, integer >= 1 (a per-head "
+                      "--pattern-file sets it)")->capture_default_str();
   cmd->add_option("--head-dim", args->head_dim, "D: head dimension, integer >= 1")
-      ->capture_default_str();
-  cmd->add_option("--seed", args->seed, "seed of the inputs and of the random patterns")
       ->capture_default_str();
   cmd->add_option("--reference-heads", args->reference_heads,
                   "heads the float64 oracle and the serial reference steps run on, in [1, H]; "
                   "errors are measured on these heads")
       ->capture_default_str();
   cmd->add_option("--json", args->json, "FILE: also write every row as JSON");
+  // Includes --seed: the seed of the inputs and of the random patterns.
+  add_pattern_flags(cmd, args->pattern);
   cmd->callback([args] { run_demo(*args); });
 }
 

@@ -26,18 +26,7 @@ namespace {
 
 void run_backward_impls(bool json) {
   if (json) {
-    nlohmann::json list = nlohmann::json::array();
-    for (const GradKernel& k : grad_kernels())
-      list.push_back({{"name", k.name},
-                      {"target", target_name(k.target)},
-                      {"dtype", dtype_name(k.dtype)},
-                      {"forward", k.forward},
-                      {"patterns", k.patterns},
-                      {"reference", k.reference},
-                      {"atol", k.atol},
-                      {"rtol", k.rtol},
-                      {"summary", k.summary}});
-    std::cout << list.dump(2) << "\n";
+    std::cout << grad_impls_json().dump(2) << "\n";
     return;
   }
   std::cout << fmt::format("{:<30} {:<9} {:<8} {:<24} {:<8} {:<22} {:>8} {:>8}\n", "name",

@@ -1,7 +1,7 @@
 // sparseattn reach — how information flows through a stack of sparse attention layers
 // (contract §6; docs/information-flow.md defines every number printed).
 //
-//   sparseattn reach --seq-len N [--layers L] [--num-heads H] [pattern flags]
+//   sparseattn reach --seq-len N|A:B|A,B,C [--plot DIR] [--layers L] [--num-heads H] [pattern flags]
 //                    [--layer-spec layers.json] [--level auto|token|block]
 //                    [--token I] [--from I --to J] [--json]
 //
@@ -10,13 +10,16 @@
 //               {"pattern": "window", "window": 2},
 //               {"heads": [{"pattern": "window", "window": 2, "dilation": 3},
 //                          {"pattern": "window", "window": 1}]}]}
-// Keys are the pattern flags' names without "--" ("num-random-blocks" or
-// "num_random_blocks"); "heads" gives one pattern per head (the layer's edges are their
-// union). With fewer entries than --layers the last one repeats; past the stack the last
-// layer repeats until nothing changes (the saturation depth).
+// (or --pattern-file with the same {"layers": [...]} object; cli/pattern_file.h). Keys are
+// the pattern flags' names without "--" ("num_random_blocks" or "num-random-blocks");
+// "heads" (or a plain list inside "layers") gives one pattern per head (the layer's edges
+// are their union); .npy paths are relative to the JSON file's folder. With fewer entries than --layers the last one repeats; past the stack the last
+// layer repeats until nothing changes (the saturation depth). A --seq-len sweep prints
+// mixing depth, diameter, mean shortest path and spectral gap per n.
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -25,8 +28,11 @@
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/figures.h"
 #include "cli/inputs.h"
 #include "cli/results.h"
+#include "cli/pattern_file.h"
+#include "cli/seq_range.h"
 #include "core/error.h"
 #include "graph/measures.h"
 #include "graph/reach.h"
@@ -50,85 +56,37 @@ struct ReachArgs {
   CLI::Option* token_flag = nullptr;   // given at all? (-1 / 0 above mean "not given")
   CLI::Option* layers_flag = nullptr;
   bool json = false;
+  std::string plot;  // --plot DIR (sweeps)
 };
 
-// One JSON object of the layer spec -> pattern flags (the same validation as the CLI).
-PatternFlags flags_from_json(const nlohmann::json& o, const std::string& where) {
-  require(o.is_object(), where, o.dump(), "must be an object of pattern flags");
-  PatternFlags f;
-  for (const auto& [raw_key, value] : o.items()) {
-    std::string key = raw_key;
-    for (char& c : key)
-      if (c == '_') c = '-';
-    const std::string name = where + "." + raw_key;
-    try {
-      if (key == "pattern") f.pattern = value.get<std::string>();
-      else if (key == "window") f.window = value.get<int64_t>();
-      else if (key == "dilation") f.dilation = value.get<int64_t>();
-      else if (key == "causal") f.causal = value.get<bool>();
-      else if (key == "global") {
-        if (value.is_array()) {
-          for (const auto& g : value)
-            f.global += (f.global.empty() ? "" : ",") + std::to_string(g.get<int64_t>());
-        } else {
-          f.global = value.get<std::string>();
-        }
-      } else if (key == "num-random") f.num_random = value.get<int64_t>();
-      else if (key == "block-size") f.block_size = value.get<int64_t>();
-      else if (key == "num-random-blocks") f.num_random_blocks = value.get<int64_t>();
-      else if (key == "num-global-tokens") f.num_global_tokens = value.get<int64_t>();
-      else if (key == "seed") f.seed = value.get<uint64_t>();
-      else if (key == "random-table") f.random_table = value.get<std::string>();
-      else if (key == "segment-ids") f.segment_ids = value.get<std::string>();
-      else if (key == "mask") f.mask = value.get<std::string>();
-      else
-        throw InvalidArgument(name, value.dump(),
-                              "unknown key; use the pattern flags' names without \"--\"");
-    } catch (const nlohmann::json::exception&) {
-      throw InvalidArgument(name, value.dump(), "has the wrong type for this flag");
-    }
-  }
-  return f;
-}
-
-// The spec of one layer entry and its number of heads.
-std::pair<PatternSpec, int64_t> layer_entry(const nlohmann::json& o, const std::string& where,
-                                            int64_t num_heads) {
-  if (o.is_object() && o.contains("heads")) {
-    const nlohmann::json& heads = o.at("heads");
-    require(heads.is_array() && !heads.empty() && o.size() == 1, where + ".heads", heads.dump(),
-            "must be the only key, a non-empty list of per-head pattern objects");
-    PatternSpec s;
-    s.kind = PatternKind::per_head;
-    for (size_t h = 0; h < heads.size(); ++h)
-      s.per_head.push_back(
-          to_spec(flags_from_json(heads[h], where + ".heads[" + std::to_string(h) + "]")));
-    return {s, static_cast<int64_t>(heads.size())};
-  }
-  return {to_spec(flags_from_json(o, where)), num_heads};
-}
-
-graph::LayerStack build_stack(const ReachArgs& a) {
+// The stack for one seq_len: the pattern flags (or a one-pattern --pattern-file) on every
+// layer, or one pattern per layer from --layer-spec / a {"layers": [...]} --pattern-file.
+graph::LayerStack build_stack(const ReachArgs& a, const SizeFlags& size_flags) {
   require(a.layers >= 1 || !a.layers_flag->count(), "--layers", a.layers,
           "must be an integer >= 1");
-  PatternSizes sizes = to_sizes(a.sizes, a.pattern);
+  require(a.layer_spec.empty() || a.pattern.pattern_file.empty(), "--layer-spec", a.layer_spec,
+          "give --layer-spec or --pattern-file, not both");
+  nlohmann::json entries = nlohmann::json::array();
+  std::string flag, path;
+  if (!a.layer_spec.empty()) {
+    flag = "--layer-spec", path = a.layer_spec;
+    const nlohmann::json doc = read_json_file(flag, path);
+    entries = doc.is_object() && doc.contains("layers") ? doc.at("layers") : doc;
+    require(entries.is_array() && !entries.empty(), flag, path,
+            "must hold a non-empty list of layers ({\"layers\": [...]} or [...])");
+  } else if (!a.pattern.pattern_file.empty()) {
+    flag = "--pattern-file", path = a.pattern.pattern_file;
+    entries = read_layer_entries(flag, path);
+  }
+  PatternFlags sizing = a.pattern;
+  if (!entries.empty()) sizing.pattern_file.clear();  // a per-layer file fixes no head count
+  PatternSizes sizes = to_sizes(size_flags, sizing);
   graph::LayerStack stack;
-  if (a.layer_spec.empty()) {
+  if (entries.empty()) {
     const int64_t layers = a.layers == 0 ? 1 : a.layers;
     return graph::uniform_stack(std::make_shared<const Pattern>(build_pattern(a.pattern, sizes)),
                                 layers);
   }
-  std::ifstream in(a.layer_spec);
-  require(in.good(), "--layer-spec", a.layer_spec, "must be a readable JSON file");
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw InvalidArgument("--layer-spec", a.layer_spec, std::string("must be valid JSON: ") + e.what());
-  }
-  const nlohmann::json entries = doc.is_object() && doc.contains("layers") ? doc.at("layers") : doc;
-  require(entries.is_array() && !entries.empty(), "--layer-spec", a.layer_spec,
-          "must hold a non-empty list of layers ({\"layers\": [...]} or [...])");
   const int64_t layers = a.layers == 0 ? static_cast<int64_t>(entries.size()) : a.layers;
   // Identical entries share one Pattern: the engines then treat them as one repeated layer.
   std::map<std::string, std::shared_ptr<const Pattern>> built;
@@ -137,11 +95,11 @@ graph::LayerStack build_stack(const ReachArgs& a) {
     const std::string key = entries[e].dump();
     auto it = built.find(key);
     if (it == built.end()) {
-      auto [spec, heads] = layer_entry(entries[e], "--layer-spec layers[" + std::to_string(e) + "]",
-                                       sizes.num_heads);
+      const FilePattern fp = pattern_from_json(
+          entries[e], flag + " " + path + ": layers[" + std::to_string(e) + "]", folder_of(path));
       PatternSizes z = sizes;
-      z.num_heads = heads;
-      it = built.emplace(key, std::make_shared<const Pattern>(materialize(spec, z))).first;
+      if (fp.num_heads > 0) z.num_heads = fp.num_heads;
+      it = built.emplace(key, std::make_shared<const Pattern>(materialize(fp.spec, z))).first;
     }
     stack.layers.push_back(it->second);
   }
@@ -152,9 +110,9 @@ std::string text_or(const std::optional<int64_t>& v, const char* none) {
   return v ? std::to_string(*v) : none;
 }
 
-void run_reach(const ReachArgs& a) {
+void run_reach_one(const ReachArgs& a, const SizeFlags& size_flags) {
   const auto t0 = std::chrono::steady_clock::now();
-  const graph::LayerStack stack = build_stack(a);
+  const graph::LayerStack stack = build_stack(a, size_flags);
   const int64_t n = stack.seq_len();
   require(!a.token_flag->count() || (a.token >= 0 && a.token < n), "--token", a.token,
           "must be in [0, " + std::to_string(n) + ")");
@@ -245,6 +203,93 @@ void run_reach(const ReachArgs& a) {
   std::cout << fmt::format("time                {:.2f} s\n", seconds);
 }
 
+// `--seq-len A:B`: mixing depth, diameter, mean shortest path and spectral gap per n, as a
+// table or a JSON array; with --plot DIR the figure reach_vs_seq_len.{png,svg}.
+void run_reach_sweep(const ReachArgs& a, const std::vector<int64_t>& seq_lens) {
+  require(!a.token_flag->count(), "--token", a.token, "applies to one --seq-len, not a sweep");
+  require(!a.from_flag->count() && !a.to_flag->count(), "--from/--to", "given",
+          "apply to one --seq-len, not a sweep");
+  require(!a.sizes.seq_len_k_flag->count(), "--seq-len-k", a.sizes.seq_len_k,
+          "the graph view is self-attention; leave it out");
+  graph::LevelChoice choice = graph::LevelChoice::automatic;
+  if (a.level == "token") choice = graph::LevelChoice::token;
+  else if (a.level == "block") choice = graph::LevelChoice::block;
+  else require(a.level == "auto", "--level", a.level, "must be auto, token or block");
+  nlohmann::json rows = nlohmann::json::array();
+  if (!a.json)
+    std::cout << fmt::format("{:>8}  {:>6}  {:>12}  {:>9}  {:>10}  {:>12}  {:>8}\n", "seq_len", "level",
+                             "mixing depth", "diameter", "mean path", "spectral gap", "time s");
+  for (const int64_t n : seq_lens) {
+    const auto t0 = std::chrono::steady_clock::now();
+    SizeFlags sf = a.sizes;
+    sf.seq_len = n;
+    const graph::LayerStack stack = build_stack(a, sf);
+    const graph::ReachSummary s = graph::g1_reach_bitset(stack, -1, choice);
+    const auto depth = graph::mixing_depth(s);
+    const auto diam = graph::diameter(s);
+    const auto mean = graph::mean_shortest_path(s);
+    std::optional<graph::SpectralGap> gap;
+    try {
+      gap = graph::spectral_gap(stack.layer(0));
+    } catch (const RuntimeError&) {
+      // reported unknown (null), as for one seq_len
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto js = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+    rows.push_back({{"seq_len", n},
+                    {"layers", stack.num_layers()},
+                    {"level", graph::level_name(s.level)},
+                    {"mixing_depth", js(depth)},
+                    {"diameter", js(diam)},
+                    {"mean_shortest_path", js(mean)},
+                    {"spectral_gap", gap ? nlohmann::json(gap->gap) : nlohmann::json(nullptr)},
+                    {"seconds", seconds}});
+    if (!a.json)
+      std::cout << fmt::format("{:>8}  {:>6}  {:>12}  {:>9}  {:>10}  {:>12}  {:>8.2f}\n", n,
+                               graph::level_name(s.level), text_or(depth, "never"),
+                               text_or(diam, "none"), mean ? fmt::format("{:.3f}", *mean) : "none",
+                               gap ? fmt::format("{:.4g}", gap->gap) : "unknown", seconds)
+                << std::flush;
+  }
+  if (a.json) std::cout << rows.dump(2) << "\n";
+  if (a.plot.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(a.plot, ec);
+  require(!ec && std::filesystem::is_directory(a.plot), "--plot", a.plot,
+          "must be a directory that can be created");
+  std::string why;
+  if (!gnuplot_available(&why)) {
+    std::cout << "note: " << why << "\n";
+    return;
+  }
+  write_figure(a.plot, "reach_vs_seq_len", [&](Gnuplot& gp) {
+    std::vector<std::pair<double, double>> depth, diam, gap;
+    for (const auto& r : rows) {
+      const double n = r["seq_len"].get<double>();
+      if (!r["mixing_depth"].is_null()) depth.emplace_back(n, r["mixing_depth"].get<double>());
+      if (!r["diameter"].is_null()) diam.emplace_back(n, r["diameter"].get<double>());
+      if (!r["spectral_gap"].is_null()) gap.emplace_back(n, r["spectral_gap"].get<double>());
+    }
+    gp << "set title 'Information flow vs seq_len (contract 6)' noenhanced\n"
+       << "set logscale x 2\nset logscale y 2\nset xlabel 'seq_len' noenhanced\n"
+       << "set ylabel 'layers (mixing depth) / hops (diameter)'\n"
+       << "set logscale y2 10\nset y2label 'spectral gap 1 - |lambda_2|'\nset y2tics\n";
+    plot_lines(gp, {{"mixing depth", depth}, {"diameter", diam}, {"spectral gap (right axis)", gap}},
+               {"", "", "linespoints lw 2 pt 5 axes x1y2"});
+  });
+  std::cout << "wrote " << a.plot << "/reach_vs_seq_len.{png,svg}\n";
+}
+
+void run_reach(const ReachArgs& a) {
+  const std::vector<int64_t> seq_lens = parse_seq_lens("--seq-len", a.sizes.seq_len_text);
+  if (is_seq_len_sweep(a.sizes.seq_len_text)) return run_reach_sweep(a, seq_lens);
+  require(a.plot.empty(), "--plot", a.plot, "draws a --seq-len sweep (A:B or A,B,C)");
+  SizeFlags sf = a.sizes;
+  sf.seq_len = seq_lens.front();
+  run_reach_one(a, sf);
+}
+
 }  // namespace
 
 void register_reach(CLI::App& app) {
@@ -252,7 +297,7 @@ void register_reach(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "reach", "information flow across layers: connected fraction, mixing depth, receptive "
                "field, hop distances, shortest path, spectral gap, rollout (contract §6)");
-  add_size_flags(cmd, a->sizes);
+  add_size_flags(cmd, a->sizes, /*allow_range=*/true);
   a->layers_flag = cmd->add_option("--layers", a->layers,
                   "L: layers in the stack, integer >= 1 (default 1, or the entries of "
                   "--layer-spec); measures continue past it with the last layer repeated");
@@ -265,7 +310,10 @@ void register_reach(CLI::App& app) {
   a->token_flag = cmd->add_option("--token", a->token, "I: report the receptive field of token I, in [0, seq_len)");
   a->from_flag = cmd->add_option("--from", a->from, "I: shortest path from token I (with --to)");
   a->to_flag = cmd->add_option("--to", a->to, "J: shortest path to token J (with --from)");
-  cmd->add_flag("--json", a->json, "print JSON instead of the table");
+  cmd->add_flag("--json", a->json, "print JSON instead of the table (an array for a --seq-len sweep)");
+  cmd->add_option("--plot", a->plot,
+                  "DIR: with a --seq-len sweep, draw mixing depth, diameter and spectral gap vs "
+                  "seq_len into DIR/reach_vs_seq_len.{png,svg}");
   add_pattern_flags(cmd, a->pattern);
   cmd->callback([a] { run_reach(*a); });
 }

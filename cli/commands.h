@@ -14,6 +14,7 @@ void register_check(CLI::App& app);
 void register_info(CLI::App& app);
 void register_demo(CLI::App& app);
 void register_reach(CLI::App& app);
+void register_sweep(CLI::App& app);  // cli/cmd_sweep.cpp
 void register_extend_positions(CLI::App& app);
 void register_analyze(CLI::App& app);
 void register_demo_real(CLI::App& app);
@@ -28,6 +29,7 @@ inline void register_commands(CLI::App& app) {
   register_info(app);
   register_demo(app);
   register_reach(app);
+  register_sweep(app);
   register_extend_positions(app);
   register_analyze(app);
   register_demo_real(app);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "cli/pattern_file.h"
 #include "core/error.h"
 #include "core/npy.h"
 
@@ -80,9 +81,15 @@ double parse_finite(const std::string& flag, const std::string& text, double min
   return x;
 }
 
-void add_size_flags(CLI::App* cmd, SizeFlags& f) {
-  cmd->add_option("--seq-len", f.seq_len, "N: query sequence length in tokens, integer >= 1")
-      ->required();
+void add_size_flags(CLI::App* cmd, SizeFlags& f, bool allow_range) {
+  if (allow_range)
+    cmd->add_option("--seq-len", f.seq_len_text,
+                    "N: query sequence length in tokens, integer >= 1; or a sweep: A:B (A, B and "
+                    "the powers of two between) or A,B,C")
+        ->required();
+  else
+    cmd->add_option("--seq-len", f.seq_len, "N: query sequence length in tokens, integer >= 1")
+        ->required();
   f.seq_len_k_flag = cmd->add_option(
       "--seq-len-k", f.seq_len_k,
       "M: key sequence length in tokens, integer >= 1; default N. When M != N queries align "
@@ -98,7 +105,10 @@ PatternSizes to_sizes(const SizeFlags& f, const PatternFlags& pattern) {
   require(f.num_heads >= 1, "--num-heads", f.num_heads, "must be an integer >= 1");
   PatternSizes s;
   s.batch = key_padding_batch(pattern);
-  s.num_heads = f.num_heads;
+  // A per-head --pattern-file fixes the head count; an explicit different --num-heads is
+  // then reported by materialize().
+  const int64_t file_heads = pattern_file_heads(pattern);
+  s.num_heads = f.num_heads == 1 && file_heads > 0 ? file_heads : f.num_heads;
   s.seq_len_q = f.seq_len;
   s.seq_len_k = has_k ? f.seq_len_k : f.seq_len;
   return s;

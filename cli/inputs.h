@@ -51,8 +51,11 @@ struct SizeFlags {
   int64_t seq_len_k = 0;
   int64_t num_heads = 1;
   CLI::Option* seq_len_k_flag = nullptr;  // unset: seq_len_k = seq_len
+  // With add_size_flags(..., allow_range = true): --seq-len as text, "N", "A:B" or "A,B,C"
+  // (cli/seq_range.h); the command sets seq_len from it, one length at a time.
+  std::string seq_len_text;
 };
-void add_size_flags(CLI::App* cmd, SizeFlags& flags);
+void add_size_flags(CLI::App* cmd, SizeFlags& flags, bool allow_range = false);
 // Validates the flags (InvalidArgument naming each) and returns the sizes; batch comes from
 // the --key-padding-mask file (key_padding_batch).
 PatternSizes to_sizes(const SizeFlags& sizes, const PatternFlags& pattern);

@@ -4,6 +4,8 @@
 // that the chosen --pattern would silently ignore.
 #include "cli/pattern_flags.h"
 
+#include "cli/pattern_file.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -105,6 +107,10 @@ void make_decimal(CLI::App& app) {
 }  // namespace
 
 void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
+  cmd->add_option("--pattern-file", f.pattern_file,
+                  "P.json: the pattern as JSON, keys = these flags' names without \"--\" "
+                  "({\"pattern\": \"window\", \"window\": 64}); a list = one pattern per head "
+                  "(cli/pattern_file.h, docs/benchmarks.md); replaces the other pattern flags");
   cmd->add_option("--pattern", f.pattern,
                   "which keys each query may attend (contract §3): dense | window | longformer | "
                   "random | bigbird | bigbird-etc | hierarchical | explicit")
@@ -165,6 +171,7 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
 void decimal_integer_flags(CLI::App& app) { make_decimal(app); }
 
 PatternSpec to_spec(const PatternFlags& f) {
+  if (!f.pattern_file.empty()) return spec_from_pattern_file(f);
   PatternSpec s;
   try {
     s.kind = parse_pattern_kind(f.pattern);

@@ -27,11 +27,12 @@ struct PatternFlags {
   std::string mask;              // .npy path
   std::string key_padding_mask;  // .npy path
   uint64_t seed = 0;
+  std::string pattern_file;      // .json path (cli/pattern_file.h); replaces the flags above
 };
 
 // Adds --pattern, --window, --dilation, --causal, --global, --num-random, --block-size,
 // --num-random-blocks, --num-global-tokens, --random-table, --segment-ids, --mask,
-// --key-padding-mask, --seed to `cmd`, each documented with its unit and range.
+// --key-padding-mask, --seed, --pattern-file to `cmd`, each documented with its unit and range.
 void add_pattern_flags(CLI::App* cmd, PatternFlags& flags);
 
 // Makes every integer option of `app` and of all its subcommands (type INT or UINT, the

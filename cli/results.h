@@ -20,7 +20,9 @@
 #include "graph/layer_graph.h"
 #include "graph/reach.h"
 #include "graph/spectral.h"
+#include "reference/attention.h"
 #include "reference/pattern/pattern.h"
+#include "registry/backward.h"
 #include "registry/registry.h"
 
 namespace sparseattn::cli {
@@ -32,6 +34,10 @@ nlohmann::json impls_json();
 // The registry kernel `name`, checked to serve `pattern`. Throws InvalidArgument("--impl")
 // naming the known kernels, or the kernels that do serve the pattern.
 const Kernel& serving_kernel(const std::string& name, const Pattern& pattern);
+
+// What a tiled kernel does with the layout: tile_pairs, tiled_flops, partial_tile_waste,
+// bytes_min, bytes_tiled, layout_bytes (key padding ignored, like the counts).
+nlohmann::json tile_json(const Pattern& pattern, int64_t head_dim);
 
 // `info --json`: nnz, density, keys per row, tiles, random draws and FLOPs (4 · nnz ·
 // head_dim per batch element, the FlashAttention paper's count) of a materialized pattern.
@@ -66,6 +72,72 @@ nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double
                                     Tolerance lse_tol, const Conventions& conv = {},
                                     const PatternSpec* raw_spec = nullptr,
                                     const ToleranceRule* rule = nullptr);
+
+// What check_against's explaining report needs besides the oracle. q/k/v/scale: the inputs
+// (bhsd) the cause probes and the reference-error rule re-run; null: the probes are
+// skipped (said in "probes") and `rule` is refused. `compat`: the oracle is a
+// compatibility mode's (contract §3.12): the probes, which re-run the normal oracle, are
+// skipped and say so; `rule` is refused. `hint`: on a failing o, add convention_hint's
+// sentence ("hint", cli/convention_hint.h) with `global_mask` ([B, L_k] or null).
+struct CheckContext {
+  const Tensor<double>* q = nullptr;
+  const Tensor<double>* k = nullptr;
+  const Tensor<double>* v = nullptr;
+  const double* scale = nullptr;
+  Conventions conv{};
+  const PatternSpec* raw_spec = nullptr;
+  const ToleranceRule* rule = nullptr;
+  bool compat = false;
+  bool hint = true;
+  const Tensor<uint8_t>* global_mask = nullptr;
+};
+
+// `check` against `oracle` (convention_oracle's, or a compatibility mode's float64
+// definition, contract §3.12): the JSON of check_against_oracle (which wraps this), with
+// the report fields of cli/check_report.h, probes and hint as `ctx` allows. `oracle`, o and
+// lse are bhsd. Throws InvalidArgument("--q, --k, --v") where the oracle is not finite.
+nlohmann::json check_against(const AttentionResult& oracle, const Pattern& pattern,
+                             const AttentionShape& shape, const Tensor<double>& o,
+                             Tolerance o_tol, const Tensor<double>* lse, Tolerance lse_tol,
+                             const CheckContext& ctx = {});
+// `impls --backward --json`: one object per backward registry entry (name, target, dtype,
+// forward, patterns, reference, atol, rtol, summary), in ladder order (docs/backward.md).
+nlohmann::json grad_impls_json();
+
+// `attend --dout`: the backward entry that consumes the forward kernel `impl`'s o and lse
+// (grad_kernel_for_forward: the highest rung naming it). Throws InvalidArgument("--impl")
+// naming the implementations that have one. The CLI and the Python binding both select
+// through this function, so `--impl X --dout` and `attend(..., impl="X", dout=...)` run
+// the same backward kernel.
+const GradKernel& backward_for(const std::string& impl);
+
+// `attend --dout` / `check --dout` (contract §7): dO must have o's shape
+// [batch, num_heads, seq_len_q, head_dim_v] (leading 1s may be omitted) and every element
+// finite. Returns it reshaped to rank 4. `name` is the argument as the caller spells it
+// ("--dout"; the binding passes "dout"). Throws InvalidArgument(name + " shape") or
+// InvalidArgument(name + "[index]", value, "must be finite"), the index in dout's own rank.
+Tensor<double> checked_dout(Tensor<double> dout, const AttentionShape& s, const std::string& name);
+
+// `attend --dout`: runs `grad` on `problem` with the forward pass `forward` (the saved o and
+// lse of grad.forward, already run) and dO `dout` (checked_dout's). dq/dk/dv come back in
+// grad's dtype (GradOutput). Throws InvalidArgument("--impl", impl) when a gradient holds NaN.
+GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Output& forward,
+                        Tensor<double> dout, const std::string& impl);
+
+// `check --dout`: judges candidate gradients against the gradient oracle
+// b1_dense_masked_grad on q/k/v/dout (rank 4, dout from checked_dout) with core/check.h's
+// checker. Each non-null candidate (already shape-checked) is reported under its name
+// ("dq", "dk", "dv") with the fields of "o"; adds "gradient_oracle" and ANDs the verdicts
+// into j["pass"] (j is check_against_oracle's object).
+struct GradientCandidate {
+  const Tensor<double>* x = nullptr;  // nullptr: not checked
+  Tolerance tol{};
+};
+void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
+                                    const Tensor<double>& k, const Tensor<double>& v,
+                                    const Pattern& pattern, const double* scale,
+                                    const Tensor<double>& dout, const GradientCandidate& dq,
+                                    const GradientCandidate& dk, const GradientCandidate& dv);
 
 // `reach`: every measure of docs/information-flow.md for one stack (contract §6).
 struct ReachRequest {

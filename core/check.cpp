@@ -45,7 +45,17 @@ CheckReport check_impl(const Tensor<T>& candidate, const Tensor<double>& referen
     } else {
       const double abs_err = std::fabs(x - ref);
       const double allowed = tol.atol + tol.rtol * std::fabs(ref);
-      budget = abs_err / allowed;
+      // budget = abs_err / allowed, with its two undefined quotients defined: an exact
+      // match uses none of the budget even at zero tolerance (0/0), and an error that
+      // overflowed to infinity against an allowance that overflowed too uses all of it
+      // (inf/inf). Never NaN, so "pass <=> budget_used <= 1" holds for every input.
+      if (abs_err == 0.0) {
+        budget = 0.0;
+      } else if (std::isinf(abs_err) && std::isinf(allowed)) {
+        budget = 1.0;
+      } else {
+        budget = abs_err / allowed;  // +inf when the allowance is 0
+      }
       if (abs_err > r.max_abs_error) r.max_abs_error = abs_err;
       if (ref != 0.0 && abs_err / std::fabs(ref) > r.max_rel_error)
         r.max_rel_error = abs_err / std::fabs(ref);

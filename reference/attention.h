@@ -1,5 +1,6 @@
 // The CPU reference ladder (contract §2). Serial, float64, no intrinsics, no OpenMP: each
-// step is written to be read. Read them in order: a0 -> a5 (files reference/a*_*.cpp).
+// step is written to be read. Read them in order: a0 -> a5 (files reference/a*_*.cpp; a3g
+// follows a3).
 //
 // Common contract of every step:
 //   q: [batch, num_heads, seq_len_q, head_dim]    row-major (rank 2/3 accepted: leading 1s)
@@ -43,6 +44,13 @@ AttentionResult a2_sparse_rows(const Tensor<double>& q, const Tensor<double>& k,
 AttentionResult a3_window_band(const Tensor<double>& q, const Tensor<double>& k,
                                const Tensor<double>& v, const Pattern& pattern,
                                const double* scale);
+
+// a3g — Longformer's global tokens: a3's band plus the global set G (Beltagy et al. 2020,
+// §3.1): a global query attends every key; every other query attends its band and every
+// global key, each key counted once. Pattern kinds `window` (G empty) and `longformer`.
+AttentionResult a3g_longformer_global(const Tensor<double>& q, const Tensor<double>& k,
+                                      const Tensor<double>& v, const Pattern& pattern,
+                                      const double* scale);
 
 // a4 — BigBird block by block: per query block, gather the key/value blocks its block
 // table lists into contiguous buffers, then one dense block attention (Zaheer et al.

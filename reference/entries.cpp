@@ -37,6 +37,13 @@ bool serves_a3_window_band(const Pattern& pattern) {
   return pattern.spec.kind == PatternKind::window;
 }
 
+void run_a3g_longformer_global(const Problem& p, Output& out) {
+  run_step(&a3g_longformer_global, p, out);
+}
+bool serves_a3g_longformer_global(const Pattern& pattern) {
+  return pattern.spec.kind == PatternKind::window || pattern.spec.kind == PatternKind::longformer;
+}
+
 void run_a4_bigbird_blocks(const Problem& p, Output& out) { run_step(&a4_bigbird_blocks, p, out); }
 bool serves_a4_bigbird_blocks(const Pattern&) { return true; }
 

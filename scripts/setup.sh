@@ -3,6 +3,11 @@
 # `make demo` and `make test` work on a fresh Debian machine. Installs nothing that is
 # already present; prints what it installs. Needs root (or sudo) only when something
 # is missing.
+#
+#   scripts/setup.sh         what `make`, `make test` and `make sanitize` need (GCC's
+#                            AddressSanitizer/UBSan runtimes come with build-essential)
+#   scripts/setup.sh fuzz    that, plus clang and its compiler-rt (libFuzzer, ASan, UBSan
+#                            for clang) for `make fuzz`
 set -euo pipefail
 
 packages=(
@@ -14,6 +19,11 @@ packages=(
   libssl-dev libboost-filesystem-dev
   python3 python3-pip python3-dev python3-venv
 )
+if [ "${1:-}" = "fuzz" ]; then
+  # Debian's default clang and the matching compiler-rt (libclang_rt.fuzzer and the
+  # sanitizer runtimes live in libclang-rt-<version>-dev; libclang-rt-dev follows clang).
+  packages+=(clang libclang-rt-dev)
+fi
 
 # The Python package (python/, `make python`, pytest in `make test`) builds with pybind11
 # and runs with numpy; its tests need pytest. pip first (into the python3 on PATH); where
@@ -28,6 +38,20 @@ if [ ${#python_missing[@]} -gt 0 ]; then
     echo "setup: pip refused; using Debian's python3-numpy python3-pytest pybind11-dev"
     packages+=(python3-numpy python3-pytest pybind11-dev)
   fi
+fi
+
+# The notebooks (notebooks/, `make notebooks`, the third stage of `make test`) run in a
+# Jupyter kernel: jupytext reads their percent-format .py files, nbclient and ipykernel
+# execute them, matplotlib draws. From PyPI (Debian has no jupytext); where pip is refused,
+# the build and the other tests still work and the notebook stage says what is missing.
+notebook_missing=()
+for m in jupytext nbclient ipykernel matplotlib; do
+  python3 -c "import $m" 2>/dev/null || notebook_missing+=("$m")
+done
+if [ ${#notebook_missing[@]} -gt 0 ]; then
+  echo "setup: installing missing Python packages for the notebooks: ${notebook_missing[*]} (python3 -m pip)"
+  python3 -m pip install -q "${notebook_missing[@]}" ||
+    echo "setup: pip refused; the notebooks will not run until ${notebook_missing[*]} are installed (a virtual environment: docs/python.md)" >&2
 fi
 
 missing=()

@@ -246,23 +246,66 @@ int main(int argc, char** argv) {
     for (const auto& v : data) gp.send1d(v);
   });
 
-  // 5. the whole ladder per pattern (every kernel, references included).
-  figure(out, "ladder_time", [&](Gnuplot& gp) {
-    gp << "set multiplot layout 2,3 title 'Every registry kernel, head\\_dim 64 (time per call, ms)'\n"
-       << "set logscale xy 2\nset key top left font ',8'\nset xlabel 'seq\\_len'\n";
-    for (const auto& [k0, pattern] : kShown) {
-      gp << "set title '" << pattern << "' noenhanced\n";
-      std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> lines;
+  // 5. the whole ladder per pattern (every kernel, references included). One colour per
+  // kernel in every panel, the legend alone in the sixth panel (it covered the curves when
+  // each panel had its own), x tics every 4x with short labels (512 ... 64k ran together).
+  {
+    std::vector<std::string> kernels;  // every kernel shown, in the order of the series map
+    for (const auto& [k0, pattern] : kShown)
       for (const auto& [key, pts] : d.series) {
         if (key.find("|" + pattern + "|64") == std::string::npos) continue;
-        std::string t = key.substr(0, key.find('|'));
-        for (char& c : t) if (c == '_') c = ' ';
-        lines.push_back({t, xy(pts, y_ms)});
+        const std::string k = key.substr(0, key.find('|'));
+        if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
       }
-      plot_series(gp, lines, "linespoints lw 1.5 pt 7 ps 0.6");
+    std::sort(kernels.begin(), kernels.end());
+    auto label = [](std::string t) {
+      for (char& c : t) if (c == '_') c = ' ';
+      return t;
+    };
+    auto style = [&](const std::string& k) {
+      const size_t i = static_cast<size_t>(std::find(kernels.begin(), kernels.end(), k) - kernels.begin());
+      // References dashed, optimized kernels solid; colours from one fixed list.
+      static const char* colours[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e",
+                                      "#e6ab02", "#a6761d", "#666666", "#1f78b4", "#e31a1c",
+                                      "#6a3d9a", "#000000", "#b15928", "#fb9a99"};
+      const bool reference = k.rfind("cpu_", 0) != 0;
+      return fmt::format("linespoints lw 2 pt {} ps 0.7 lc rgb '{}' dt {}", reference ? 6 : 7,
+                         colours[i % (sizeof colours / sizeof *colours)], reference ? 2 : 1);
+    };
+    for (const auto& [term, ext] :
+         {std::pair<std::string, std::string>{"pngcairo size 1500,900 font ',12'", "png"},
+          {"svg size 1500,900 font 'Helvetica,13' background '#ffffff'", "svg"}}) {
+      Gnuplot gp("gnuplot");
+      gp << "set terminal " << term << "\nset output '" << out << "/ladder_time." << ext << "'\n"
+         << "set grid\nset multiplot layout 2,3 title 'Every registry kernel, head\\_dim 64: time "
+            "per call (ms) against seq\\_len; dashed = serial float64 references'\n"
+         << "set logscale xy 2\nset format y '%g'\nunset key\nset xlabel 'seq\\_len'\n"
+         << "set ylabel 'ms per call'\n"
+         << "set xtics ('512' 512, '2k' 2048, '8k' 8192, '32k' 32768)\n"
+         << "set mxtics 4\nset xrange [400:80000]\n";
+      for (const auto& [k0, pattern] : kShown) {
+        gp << "set title '" << pattern << "' noenhanced\nplot ";
+        std::vector<std::vector<std::pair<double, double>>> data;
+        for (const auto& [key, pts] : d.series) {
+          if (key.find("|" + pattern + "|64") == std::string::npos) continue;
+          const std::string k = key.substr(0, key.find('|'));
+          gp << (data.empty() ? "" : ", ") << "'-' with " << style(k) << " notitle";
+          data.push_back(xy(pts, y_ms));
+        }
+        gp << "\n";
+        for (const auto& v : data) gp.send1d(v);
+      }
+      // The sixth panel: the legend only.
+      gp << "unset title\nunset xlabel\nunset ylabel\nunset logscale\nunset grid\nunset border\n"
+         << "unset tics\nunset mxtics\nset xrange [0:1]\nset yrange [0:1]\n"
+         << "set key center center vertical Left reverse noenhanced spacing 1.3\nplot ";
+      for (size_t i = 0; i < kernels.size(); ++i)
+        gp << (i ? ", " : "") << "NaN with " << style(kernels[i]) << " title '" << label(kernels[i])
+           << "'";
+      gp << "\nunset multiplot\nunset output\n";
     }
-    gp << "unset multiplot\n";
-  });
+    std::cout << "wrote " << out << "/ladder_time.{png,svg}\n";
+  }
 
   // The CPU performance targets (docs/benchmarks.md), as measured ratios.
   std::ofstream md(out + "/targets.md");

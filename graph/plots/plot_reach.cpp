@@ -3,9 +3,10 @@
 //
 //   build/plot_reach [OUT_DIR]      (default docs/figures; `make plots-graph`)
 //
-// Writes reach_connected.svg (connected fraction vs layer, six patterns on one chart),
-// reach_hops.svg (hop-distance histograms), reach_mixing_depth.svg (mixing depth vs
-// seq_len, log x) and prints the numbers behind each figure as a table.
+// Writes reach_connected.{svg,png} (connected fraction vs layer, six patterns on one
+// chart), reach_hops.{svg,png} (hop-distance histograms), reach_mixing_depth.{svg,png}
+// (mixing depth vs seq_len, log x) and prints the numbers behind each figure as a table.
+// SVG for the pages, PNG for notebooks, slides and viewers without SVG.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -24,6 +25,13 @@ using sparseattn::PatternKind;
 using sparseattn::PatternSpec;
 
 namespace {
+
+// The gnuplot lines that open one output file of `ext` ("svg" or "png"), same size and look.
+std::string terminal(const std::string& out, const std::string& name, const std::string& ext) {
+  const std::string term = ext == "svg" ? "svg size 900,540 font 'sans,12' noenhanced"
+                                        : "pngcairo size 900,540 font 'sans,11' noenhanced";
+  return "set terminal " + term + "\nset output '" + out + "/" + name + "." + ext + "'\n";
+}
 
 PatternSpec window(int64_t w, int64_t d = 1) {
   PatternSpec s;
@@ -97,24 +105,24 @@ int main(int argc, char** argv) {
                              depth ? std::to_string(*depth) : "never",
                              depth ? std::to_string(*depth) : "none", mean ? *mean : 0.0);
   }
-  {
+  for (const char* ext : {"svg", "png"}) {
     Gnuplot gp;
-    gp << "set terminal svg size 900,540 font 'sans,12' noenhanced\nset output '" << out << "/reach_connected.svg'\n"
+    gp << terminal(out, "reach_connected", ext)
        << "set title 'Connected fraction of (j, i) pairs after L layers (seq_len " << n << ")'\n"
        << "set xlabel 'layers L'\nset ylabel 'fraction of pairs connected'\nset yrange [0:1.02]\n"
-       << "set key right center\nset grid\n";
+       << "set key below maxrows 2 width -2\nset grid\n";
     gp << "plot ";
     for (size_t k = 0; k < names.size(); ++k)
       gp << (k ? ", " : "") << "'-' with linespoints title " << std::quoted(names[k]);
     gp << "\n";
     for (const auto& f : fractions) gp.send1d(f);
   }
-  {
+  for (const char* ext : {"svg", "png"}) {
     Gnuplot gp;
-    gp << "set terminal svg size 900,540 font 'sans,12' noenhanced\nset output '" << out << "/reach_hops.svg'\n"
+    gp << terminal(out, "reach_hops", ext)
        << "set title 'Hop-distance distribution (seq_len " << n << ", fraction of all n^2 pairs)'\n"
        << "set xlabel 'hop distance d (log scale)'\nset ylabel 'fraction of pairs at distance d'\n"
-       << "set logscale x\nset logscale y\nset key outside right\nset grid\n";
+       << "set logscale x\nset logscale y\nset format y '%g'\nset key below maxrows 2 width -2\nset grid\n";
     gp << "plot ";
     for (size_t k = 0; k < names.size(); ++k)
       gp << (k ? ", " : "") << "'-' with linespoints title " << std::quoted(names[k]);
@@ -144,9 +152,9 @@ int main(int argc, char** argv) {
     std::cout << fmt::format("{:>6} {:>6} {:>3} {:>4}   (log2 n = {:.0f})\n", len, *dw, *dg, *dr,
                              std::log2(double(len)));
   }
-  {
+  for (const char* ext : {"svg", "png"}) {
     Gnuplot gp;
-    gp << "set terminal svg size 900,540 font 'sans,12' noenhanced\nset output '" << out << "/reach_mixing_depth.svg'\n"
+    gp << terminal(out, "reach_mixing_depth", ext)
        << "set title 'Mixing depth (layers until every pair is connected) vs seq_len'\n"
        << "set xlabel 'seq_len (log scale)'\nset ylabel 'mixing depth (layers, log scale)'\n"
        << "set logscale x 2\nset logscale y\nset key left top\nset grid\n"
@@ -159,6 +167,6 @@ int main(int argc, char** argv) {
     gp.send1d(r_depth);
     gp.send1d(log_ref);
   }
-  std::cout << "\nwrote " << out << "/reach_connected.svg, reach_hops.svg, reach_mixing_depth.svg\n";
+  std::cout << "\nwrote " << out << "/reach_connected, reach_hops, reach_mixing_depth (.svg and .png)\n";
   return 0;
 }

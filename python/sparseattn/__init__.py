@@ -15,12 +15,12 @@ Shapes follow docs/contract.md §1: q [batch, num_heads, seq_len_q, head_dim], k
 """
 from . import testing
 from .analysis import analyze, extend_positions, reach
-from .attention import (CheckReport, TensorReport, attend, check, impls, nystrom,
-                        performer_favor)
+from .attention import (AttendResult, CheckReport, TensorReport, attend, check, impls,
+                        nystrom, performer_favor)
 from .pattern import BlockMask, Pattern
 
 __all__ = [
-    "BlockMask", "CheckReport", "Pattern", "TensorReport", "analyze", "attend", "check",
+    "AttendResult", "BlockMask", "CheckReport", "Pattern", "TensorReport", "analyze", "attend", "check",
     "extend_positions", "impls", "nystrom", "performer_favor", "reach", "testing",
 ]
 __version__ = "0.1.0"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
@@ -39,25 +39,60 @@ def _out_shapes(q: np.ndarray, o: np.ndarray, lse: np.ndarray) -> Tuple[np.ndarr
     return o.reshape(lead + o.shape[-1:]), lse.reshape(lead)
 
 
-def impls() -> List[Dict[str, Any]]:
+def impls(backward: bool = False) -> List[Dict[str, Any]]:
     """The kernel registry, as ``sparseattn impls --json`` prints it.
+
+    Parameters
+    ----------
+    backward : bool
+        False: the forward implementations. True: the backward ones (dq, dk, dv;
+        docs/backward.md), as ``sparseattn impls --backward --json`` prints them.
 
     Returns
     -------
     list of dict
         One per implementation compiled into this build, in ladder order: ``name``,
         ``target`` ("reference", "cpu", "cuda"), ``dtype``, ``exact`` (False for the
-        approximations), ``patterns`` served, ``reference`` (the kernel it must match),
-        ``atol``, ``rtol`` (docs/numerics.md), ``summary``.
+        approximations; forward only), ``forward`` (backward only: the forward kernel whose
+        o and lse it consumes, i.e. the ``impl`` of :func:`attend` that selects it with
+        ``dout``), ``patterns`` served, ``reference`` (the kernel it must match), ``atol``,
+        ``rtol`` (docs/numerics.md), ``summary``.
     """
-    return _C.impls()
+    if not isinstance(backward, (bool, np.bool_)):
+        raise _arrays.invalid("backward", backward, "must be True or False")
+    return _C.grad_impls() if backward else _C.impls()
+
+
+class AttendResult(NamedTuple):
+    """What :func:`attend` returns when ``dout`` is given: a tuple that unpacks as
+    ``o, lse, dq, dk, dv = attend(..., dout=do)`` and names its fields (``r.dq``).
+
+    Attributes
+    ----------
+    o : ndarray, [..., seq_len_q, head_dim_v]
+    lse : ndarray, [..., seq_len_q]
+        As without ``dout``, in the forward kernel's dtype.
+    dq : ndarray, q's shape
+    dk : ndarray, k's shape
+    dv : ndarray, v's shape
+        The gradients of ``sum(dout * o)`` with respect to q, k, v (docs/contract.md §7,
+        docs/backward.md), in the backward kernel's dtype: float64 for the reference
+        ladder (b1..b3), float32 for the optimized kernels.
+    """
+
+    o: np.ndarray
+    lse: np.ndarray
+    dq: np.ndarray
+    dk: np.ndarray
+    dv: np.ndarray
 
 
 def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_masked",
-           scale: Optional[float] = None,
-           key_padding_mask: Any = None, *, layout: str = "bhsd", lse_base: str = "e",
-           key_padding_polarity: str = "keep") -> Tuple[np.ndarray, np.ndarray]:
-    """Sparse attention with one registered kernel (default: the float64 oracle).
+           scale: Optional[float] = None, key_padding_mask: Any = None,
+           dout: Any = None, *, layout: str = "bhsd", lse_base: str = "e",
+           key_padding_polarity: str = "keep") -> Union[Tuple[np.ndarray, np.ndarray], AttendResult]:
+    """Sparse attention with one registered kernel (default: the float64 oracle), and
+    with ``dout`` its backward pass.
 
     ``o_i = sum_{j in A(i)} softmax_j(scale * q_i . k_j) v_j`` over the keys ``A(i)`` the
     pattern allows (docs/contract.md §2); ``lse_i = log sum_{j in A(i)} exp(scale * q_i .
@@ -82,9 +117,17 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     key_padding_mask : array of bool, [batch, seq_len_k], optional
         True = real token. Padded keys leave every A(i); padded query rows are fully
         masked (contract §2).
+    dout : array, o's shape [batch, num_heads, seq_len_q, head_dim_v], optional
+        The gradient of a loss with respect to ``o`` (leading 1s may be omitted), finite.
+        Given, the backward entry that consumes ``impl``'s o and lse runs after the
+        forward pass — the one ``sparseattn attend --impl IMPL --dout DO.npy`` runs:
+        ``a1_dense_masked`` -> ``b1_dense_masked_grad`` (the gradient oracle),
+        ``a2_sparse_rows`` -> b2, ``a5_flash_tiled`` -> b3, ``cpu_k06_generic_tiles`` ->
+        ``cpu_kb02_generic_dq_lanes_grad``, ``cuda_c08_generic_f32`` -> cb01
+        (``impls(backward=True)`` lists them; docs/backward.md).
     layout, lse_base, key_padding_polarity
         Convention flags of ``sparseattn attend`` (docs/conventions.md, contract §1.6):
-        ``layout="bshd"`` takes q, k, v and returns o as [batch, seq_len, num_heads, d]
+        ``layout="bshd"`` takes q, k, v and returns o (and dout, dq, dk, dv) as [batch, seq_len, num_heads, d]
         (lse stays [batch, num_heads, seq_len_q]); ``lse_base="2"`` returns lse / ln 2;
         ``key_padding_polarity="ignore"`` reads True as padding (PyTorch's mask).
 
@@ -96,13 +139,22 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     lse : ndarray, [..., seq_len_q]
         Natural log; -inf on fully masked rows. An approximation may have no estimate for
         some rows (Nyströmformer): NaN there, with a ``RuntimeWarning``.
+    dq, dk, dv : ndarray, the shapes of q, k, v as given (only with ``dout``)
+        Then the result is an :class:`AttendResult` ``(o, lse, dq, dk, dv)``: the
+        gradients of ``sum(dout * o)`` (docs/contract.md §7: ``dV = P^T dO``, ``dS = P *
+        (dO V^T - rowsum(dO * O))``, ``dQ = scale dS K``, ``dK = scale dS^T Q``), in the
+        backward kernel's dtype. A fully masked row's dq and a padded or unattended key's
+        dk, dv are exactly 0 (contract §7.2). For PyTorch: ``torch.from_numpy(r.dq)``.
 
     Raises
     ------
     ValueError
         Bad shapes, dtypes, non-finite inputs, a bad scale, an unknown ``impl`` or one that
         does not serve the pattern, pattern parameters that do not fit the sizes — with the
-        CLI's one-line message (contract §5).
+        CLI's one-line message (contract §5). With ``dout``: a ``dout`` that is not o's
+        shape (``invalid dout shape = ...``) or holds NaN/Inf (``invalid dout[b,h,i,e] =
+        nan: must be finite``), an ``impl`` without a backward pass (``invalid impl = ...:
+        has no backward pass (needed by dout); implementations with one: ...``).
     MemoryError
         A buffer that would not fit in memory.
     RuntimeError
@@ -110,7 +162,8 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
 
     Notes
     -----
-    The kernel runs with the GIL released: threads may call ``attend`` concurrently.
+    The kernels (forward and backward) run with the GIL released: threads may call
+    ``attend`` concurrently.
     """
     p = _pattern(pattern)
     if not isinstance(impl, str):
@@ -124,13 +177,15 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
                               "must be keep or ignore")
     qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
     bshd = layout == "bshd"
+    swap = (lambda x: np.ascontiguousarray(np.swapaxes(x, -3, -2)) if x.ndim >= 3 else x)
+    da = None if dout is None else _arrays.float_array(dout, "dout")
     if bshd:  # [..., seq_len, num_heads, d] -> [..., num_heads, seq_len, d]
-        qa, ka, va = (np.ascontiguousarray(np.swapaxes(x, -3, -2)) if x.ndim >= 3 else x
-                      for x in (qa, ka, va))
+        qa, ka, va = (swap(x) for x in (qa, ka, va))
+        da = None if da is None else swap(da)
     pad = _padding(key_padding_mask)
     if pad is not None and key_padding_polarity == "ignore":
         pad = np.ascontiguousarray((pad == 0).astype(pad.dtype))
-    o, lse, nan_rows = _C.attend(qa, ka, va, p._spec, impl, _scale(scale), pad)
+    o, lse, nan_rows, dq, dk, dv = _C.attend(qa, ka, va, p._spec, impl, _scale(scale), pad, da)
     if nan_rows:
         warnings.warn(f"{impl} has no lse estimate for {nan_rows} rows (NaN there)",
                       RuntimeWarning, stacklevel=2)
@@ -138,14 +193,20 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     if str(lse_base) == "2":
         lse = lse / np.log(2.0)
     if bshd and o.ndim >= 3:
-        o = np.ascontiguousarray(np.swapaxes(o, -3, -2))
-    return o, lse
+        o = swap(o)
+    if da is None:
+        return o, lse
+    # The gradients keep the shapes of q, k, v as given (the CLI keeps its files' ranks).
+    dq, dk, dv = dq.reshape(qa.shape), dk.reshape(ka.shape), dv.reshape(va.shape)
+    if bshd:
+        dq, dk, dv = swap(dq), swap(dk), swap(dv)
+    return AttendResult(o, lse, dq, dk, dv)
 
 
 @dataclass(frozen=True)
 class TensorReport:
-    """The checker's verdict on one tensor (core/check.h; the ``o``/``lse`` objects of
-    ``sparseattn check``). ``passed`` is the JSON's ``pass``."""
+    """The checker's verdict on one tensor (core/check.h; the ``o``, ``lse``, ``dq``,
+    ``dk``, ``dv`` objects of ``sparseattn check``). ``passed`` is the JSON's ``pass``."""
 
     tensor: str
     passed: bool
@@ -172,6 +233,9 @@ class TensorReport:
     error_over_tolerance: Optional[float] = None
     error_over_tolerance_means: str = ""
     rows_truncated: Optional[str] = None
+    # The keys of the JSON object it was read from: to_dict() writes back those (a gradient
+    # report carries core/check.h's fields, not the location fields).
+    keys: Tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     _NUMBERS = ("worst_candidate", "worst_reference", "budget_used", "error_over_tolerance")
 
@@ -183,11 +247,12 @@ class TensorReport:
         for key in TensorReport._NUMBERS:  # "nan", "inf", "-inf" in the JSON
             if isinstance(d.get(key), str):
                 d[key] = float(d[key])
-        known = {f.name for f in fields(TensorReport)}
-        return TensorReport(**{k: val for k, val in d.items() if k in known})
+        known = {f.name for f in fields(TensorReport)} - {"keys"}
+        d["keys"] = tuple(k for k in d if k != "passed") + ("pass",)
+        return TensorReport(**{k: val for k, val in d.items() if k in known or k == "keys"})
 
     def to_dict(self) -> Dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "keys"}
         d["pass"] = d.pop("passed")
         d["worst_index"] = list(self.worst_index)
         for key in self._NUMBERS:
@@ -197,6 +262,8 @@ class TensorReport:
         for key in ("worst_row", "first_nonfinite", "rows_truncated", "error_over_tolerance"):
             if d.get(key) is None:
                 d.pop(key, None)
+        if self.keys:
+            d = {k: val for k, val in d.items() if k in self.keys}
         return d
 
     def line(self) -> str:
@@ -239,6 +306,11 @@ class CheckReport:
         Present when a candidate lse was given.
     passed : bool
         Every checked tensor within ``atol + rtol * |oracle|``, element by element.
+    gradient_oracle : str or None
+        ``"b1_dense_masked_grad"``, the float64 gradient oracle (contract §7.3), when
+        ``dout`` was given.
+    dq, dk, dv : TensorReport or None
+        Present when that candidate gradient was given (with ``dout``).
     """
 
     oracle: str
@@ -247,14 +319,23 @@ class CheckReport:
     o: TensorReport
     lse: Optional[TensorReport]
     passed: bool
+    gradient_oracle: Optional[str] = None
+    dq: Optional[TensorReport] = None
+    dk: Optional[TensorReport] = None
+    dv: Optional[TensorReport] = None
     # On failure: the mistake the candidate matches (cause probes, contract §4.9), e.g.
     # "scale 1/head_dim (candidate matches the oracle with --scale 0.125)".
     probable_cause: Optional[str] = None
     probes: Optional[Dict[str, Any]] = None
     conventions: str = ""
+    # On a failing o: the peer convention that would explain it (cli/convention_hint.h).
+    hint: Optional[str] = None
 
     def __bool__(self) -> bool:
         return self.passed
+
+    def _tensors(self) -> List[TensorReport]:
+        return [t for t in (self.o, self.lse, self.dq, self.dk, self.dv) if t is not None]
 
     def to_dict(self) -> Dict[str, Any]:
         """The JSON object ``sparseattn check`` prints, field for field."""
@@ -267,6 +348,14 @@ class CheckReport:
         if self.probable_cause is not None:
             d["probable_cause"] = self.probable_cause
             d["probes"] = self.probes
+        if self.hint is not None:
+            d["hint"] = self.hint
+        if self.gradient_oracle is not None:
+            d["gradient_oracle"] = self.gradient_oracle
+        for name in ("dq", "dk", "dv"):
+            t = getattr(self, name)
+            if t is not None:
+                d[name] = t.to_dict()
         d["pass"] = self.passed
         return d
 
@@ -275,20 +364,20 @@ class CheckReport:
         s = self.shape
         head = ("matches the float64 oracle" if self.passed
                 else "does NOT match the float64 oracle")
-        lines = [f"sparseattn check: candidate {head} {self.oracle}",
+        oracle = self.oracle + ("" if self.gradient_oracle is None
+                                else f" / {self.gradient_oracle}")
+        lines = [f"sparseattn check: candidate {head} {oracle}",
                  f"pattern {self.pattern}; batch {s['batch']}, num_heads {s['num_heads']}, "
                  f"seq_len_q {s['seq_len_q']}, seq_len_k {s['seq_len_k']}, head_dim "
-                 f"{s['head_dim']}, head_dim_v {s['head_dim_v']}",
-                 self.o.line()]
-        if self.lse is not None:
-            lines.append(self.lse.line())
+                 f"{s['head_dim']}, head_dim_v {s['head_dim_v']}"]
+        lines += [t.line() for t in self._tensors()]
         if not self.passed:
-            bad = self.o if not self.o.passed else self.lse
-            assert bad is not None
+            bad = next(t for t in self._tensors() if not t.passed)
             idx = bad.worst_index
             if len(idx) >= 3:
-                lines.append(f"worst element: batch {idx[0]}, head {idx[1]}, query row {idx[2]}")
-            for t in (self.o, self.lse):
+                row = "key row" if bad.tensor in ("dk", "dv") else "query row"
+                lines.append(f"worst element: batch {idx[0]}, head {idx[1]}, {row} {idx[2]}")
+            for t in self._tensors():
                 if t is None or t.passed:
                     continue
                 for bh, rows in t.rows.items():
@@ -309,6 +398,8 @@ class CheckReport:
                 lines.append("probable cause: " + self.probable_cause)
             else:
                 lines.append("hint: " + _hint(bad))
+            if self.hint:
+                lines.append("convention hint: " + self.hint)
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -317,14 +408,28 @@ class CheckReport:
 
 def _hint(bad: TensorReport) -> str:
     """The likely cause of a failure, read off the report alone."""
+    gradient = bad.tensor in ("dq", "dk", "dv")
     if bad.num_nonfinite:
+        if gradient:
+            return ("the candidate gradient has NaN/Inf where the oracle is finite; a fully "
+                    "masked row's dq and a padded key's dk, dv must be exactly 0, never NaN "
+                    "(docs/contract.md §7.2)")
         return ("the candidate has NaN/Inf where the oracle is finite; a row with no allowed "
                 "key must give o = 0 and lse = -inf, never NaN (docs/contract.md §2)")
     if bad.num_mismatched >= 0.9 * bad.num_elements:
+        if gradient:
+            return ("almost every element differs: compare dout (the gradient of o, o's "
+                    "shape), the scale (dq and dk carry its factor, dv does not), the "
+                    "softmax Jacobian term rowsum(dout * o) (docs/backward.md) and the "
+                    "pattern's parameters")
         return ("almost every element differs: compare the pattern's parameters (window is "
                 "one-sided: HF Longformer's attention_window = 2 * window), the scale "
                 "(default 1/sqrt(head_dim)), the layout [batch, num_heads, seq_len, head_dim] "
                 "and, for lse, the natural log")
+    if gradient:
+        return ("some elements differ: compare pattern.mask(...) with the pairs the backward "
+                "pass used near the worst row (masked pairs must add nothing; dk, dv sum over "
+                "the queries that attend the key)")
     return ("some elements differ: compare pattern.mask(...) with the keys the candidate "
             "used near the worst row (boundaries, global tokens, random blocks, padding)")
 
@@ -337,18 +442,28 @@ def _candidate(x: Any, name: str) -> Tuple[np.ndarray, str]:
     return _arrays.float_array(a, name), dtype
 
 
+def _given(x: Any) -> str:
+    """How an error message shows an array argument: its shape (the CLI shows a path)."""
+    shape = getattr(x, "shape", None)
+    return "array" if shape is None else f"array of shape {tuple(shape)}"
+
+
 def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
           atol: Optional[float] = None, rtol: Optional[float] = None,
-          scale: Optional[float] = None, key_padding_mask: Any = None, *,
+          scale: Optional[float] = None, key_padding_mask: Any = None, dout: Any = None,
+          dq: Any = None, dk: Any = None, dv: Any = None, *,
           layout: str = "bhsd", lse_base: str = "e", padded_queries: str = "zero",
           key_padding_polarity: str = "keep", causal_align: str = "bottom-right",
           masked_score: Union[str, float] = "-inf") -> CheckReport:
-    """Compares a candidate output with the float64 oracle ``a1_dense_masked``.
+    """Compares a candidate output (and its gradients) with the float64 oracles.
 
-    The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle runs on
-    q, k, v; each candidate tensor is judged element by element, non-finite values first,
-    then ``|x - ref| <= atol + rtol * |ref|``; ``-inf`` matches ``-inf`` (a fully masked
-    row's lse).
+    The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
+    ``a1_dense_masked`` runs on q, k, v; each candidate tensor is judged element by
+    element, non-finite values first, then ``|x - ref| <= atol + rtol * |ref|``; ``-inf``
+    matches ``-inf`` (a fully masked row's lse). With ``dout``, candidate gradients are
+    judged the same way against the gradient oracle ``b1_dense_masked_grad``
+    (docs/contract.md §7.3, docs/backward.md) — ``sparseattn check --dout DO.npy
+    --candidate-dq DQ.npy ...``.
 
     Parameters
     ----------
@@ -359,23 +474,34 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     lse : array, [batch, num_heads, seq_len_q], optional
         The candidate log-sum-exp (natural log; -inf on fully masked rows).
     atol, rtol : float, optional
-        Finite, >= 0. Default by the candidate's dtype (docs/numerics.md): float64
-        1e-12/1e-12, float32 2e-5/2e-4, float16 2e-3/2e-3.
+        Finite, >= 0. Default by each candidate's dtype (docs/numerics.md): float64
+        1e-12/1e-12, float32 2e-5/2e-4, float16 2e-3/2e-3. Given, they apply to every
+        candidate, gradients included.
+    dout : array, o's shape, optional
+        The gradient of the loss with respect to o the candidate gradients were computed
+        for; finite. Needs at least one of dq, dk, dv.
+    dq, dk, dv : array, the shapes of q, k, v (leading 1s may be omitted), optional
+        Candidate gradients of ``sum(dout * o)`` with respect to q, k, v, float16/32/64;
+        each needs ``dout``. A fully masked row's dq and a padded key's dk, dv must be 0
+        (contract §7.2).
     layout, lse_base, padded_queries, key_padding_polarity, causal_align, masked_score
         The convention flags of ``sparseattn check`` (docs/conventions.md, contract §1.6):
-        ``layout="bshd"`` reads q, k, v and o as [batch, seq_len, num_heads, d];
+        ``layout="bshd"`` reads q, k, v, o (and dout, dq, dk, dv) as [batch, seq_len, num_heads, d];
         ``lse_base="2"``; ``padded_queries="any"``; ``key_padding_polarity="ignore"``
         (PyTorch's mask); ``causal_align="top-left"``; ``masked_score=-1e9``.
 
     Returns
     -------
     CheckReport
-        ``report.passed``, ``report.summary()``, ``report.to_dict()`` (the CLI's JSON).
+        ``report.passed``, ``report.summary()``, ``report.to_dict()`` (the CLI's JSON);
+        ``report.dq`` etc. with ``dout``.
 
     Raises
     ------
     ValueError
-        As :func:`attend`, and a candidate of the wrong shape or dtype.
+        As :func:`attend`; a candidate of the wrong shape or dtype; a gradient without
+        ``dout`` (``invalid dq = ...: needs dout``), ``dout`` without a gradient, a
+        ``dout`` of the wrong shape or holding NaN/Inf (``invalid dout ...``).
     """
     p = _pattern(pattern)
     if layout not in ("bhsd", "bshd"):
@@ -392,13 +518,37 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
                    "key_padding_polarity": key_padding_polarity, "causal_align": causal_align,
                    "masked_score": masked_score if isinstance(masked_score, str)
                    else repr(float(masked_score))}
+    # Gradient candidates: each needs dout; dout needs at least one (as the CLI's flags).
+    given = {"dq": dq, "dk": dk, "dv": dv}
+    for name, x in given.items():
+        if x is not None and dout is None:
+            raise _arrays.invalid(name, _given(x), "needs dout (the gradient of o)")
+    if dout is not None and all(x is None for x in given.values()):
+        raise _arrays.invalid("dout", _given(dout),
+                              "asks for gradient checks: give at least one of dq, dk, dv")
+    da = None if dout is None else _arrays.float_array(dout, "dout")
+    if da is not None and layout == "bshd":
+        da = np.ascontiguousarray(np.swapaxes(da, -3, -2)) if da.ndim >= 3 else da
+    grads: List[Optional[np.ndarray]] = []
+    dtypes: List[str] = []
+    for name, x in given.items():
+        ga, g_dtype = (None, "float64") if x is None else _candidate(x, name)
+        if ga is not None and layout == "bshd" and ga.ndim >= 3:
+            ga = np.ascontiguousarray(np.swapaxes(ga, -3, -2))
+        grads.append(ga)
+        dtypes.append(g_dtype)
     d = _C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r, _scale(scale),
-                 _padding(key_padding_mask), conventions)
+                 _padding(key_padding_mask), conventions, da, grads, dtypes)
+
+    def report(name: str) -> Optional[TensorReport]:
+        return TensorReport._from(d[name]) if name in d else None
+
     return CheckReport(oracle=d["oracle"], pattern=d["pattern"], shape=d["shape"],
-                       o=TensorReport._from(d["o"]),
-                       lse=TensorReport._from(d["lse"]) if "lse" in d else None,
-                       passed=d["pass"], probable_cause=d.get("probable_cause"),
-                       probes=d.get("probes"), conventions=d.get("conventions", ""))
+                       o=TensorReport._from(d["o"]), lse=report("lse"), passed=d["pass"],
+                       gradient_oracle=d.get("gradient_oracle"), dq=report("dq"),
+                       dk=report("dk"), dv=report("dv"),
+                       probable_cause=d.get("probable_cause"), probes=d.get("probes"),
+                       conventions=d.get("conventions", ""), hint=d.get("hint"))
 
 
 def performer_favor(q: Any, k: Any, v: Any, num_features: int = 256, seed: int = 0,

@@ -9,17 +9,20 @@ from .pattern import Pattern
 
 def assert_matches_oracle(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
                           atol: Optional[float] = None, rtol: Optional[float] = None,
-                          scale: Optional[float] = None,
-                          key_padding_mask: Any = None) -> CheckReport:
-    """Asserts that ``o`` (and ``lse``) match the float64 oracle on q, k, v and ``pattern``.
+                          scale: Optional[float] = None, key_padding_mask: Any = None,
+                          dout: Any = None, dq: Any = None, dk: Any = None,
+                          dv: Any = None) -> CheckReport:
+    """Asserts that ``o`` (and ``lse``, and with ``dout`` the gradients ``dq``, ``dk``,
+    ``dv``) match the float64 oracles on q, k, v and ``pattern``.
 
     Runs :func:`sparseattn.check` (docs/contract.md §4: NaN/Inf fail first, then
-    ``|x - ref| <= atol + rtol * |ref|`` element by element).
+    ``|x - ref| <= atol + rtol * |ref|`` element by element; gradients against
+    ``b1_dense_masked_grad``, contract §7.3 and docs/backward.md).
 
     Parameters
     ----------
-    q, k, v, pattern, o, lse, atol, rtol, scale, key_padding_mask
-        As :func:`sparseattn.check`; tolerances default by the candidate's dtype.
+    q, k, v, pattern, o, lse, atol, rtol, scale, key_padding_mask, dout, dq, dk, dv
+        As :func:`sparseattn.check`; tolerances default by each candidate's dtype.
 
     Returns
     -------
@@ -35,7 +38,7 @@ def assert_matches_oracle(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse:
         Bad input (as :func:`sparseattn.check`).
     """
     report = check(q, k, v, pattern, o, lse=lse, atol=atol, rtol=rtol, scale=scale,
-                   key_padding_mask=key_padding_mask)
+                   key_padding_mask=key_padding_mask, dout=dout, dq=dq, dk=dk, dv=dv)
     if not report.passed:
         raise AssertionError(report.summary())
     return report

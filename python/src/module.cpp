@@ -32,6 +32,7 @@
 #include "reference/approx/nystrom.h"
 #include "reference/approx/performer_favor.h"
 #include "reference/pattern/pattern.h"
+#include "registry/backward.h"
 #include "registry/registry.h"
 
 namespace sparseattn::python {
@@ -310,42 +311,65 @@ int64_t count_nan(const Tensor<T>& x) {
 }
 
 // Returns (o [B,H,Lq,Dv], lse [B,H,Lq], rows whose lse is NaN: an approximation's
-// undefined estimate). o is never NaN: a kernel that produced one is refused, as the CLI does.
+// undefined estimate, dq, dk, dv). o is never NaN: a kernel that produced one is refused,
+// as the CLI does. Given dout [B,H,Lq,Dv] (contract §7), the backward entry the CLI's
+// `attend --impl <impl> --dout` runs (cli::backward_for) consumes this forward pass's o and
+// lse and dq [B,H,Lq,D], dk [B,H,Lk,D], dv [B,H,Lk,Dv] come back in its dtype; otherwise
+// they are None. dout is checked (shape, finiteness) before any O(n^2) work.
 py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
                  const PatternSpec& spec, const std::string& impl, std::optional<double> scale,
-                 std::optional<py::array> key_padding_mask) {
+                 std::optional<py::array> key_padding_mask, std::optional<py::array> dout_arr) {
   const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
                   vv = float_view(v_arr, "v");
+  std::optional<ArrayView> dv;
+  if (dout_arr) dv = float_view(*dout_arr, "dout");
   const PatternSpec s = with_padding(spec, key_padding_mask);
   Output out;
-  const Kernel* kernel = nullptr;
+  GradOutput gout;
+  const GradKernel* grad = nullptr;
   {
     py::gil_scoped_release nogil;
     Inputs in = read_inputs(qv, kv, &vv);
     const AttentionShape& a = in.shape;
     const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
-    kernel = &cli::serving_kernel(impl, pattern);
+    const Kernel& kernel = cli::serving_kernel(impl, pattern);
+    Tensor<double> dout;
+    if (dv) {
+      grad = &cli::backward_for(impl);
+      dout = cli::checked_dout(to_tensor(*dv), a, "dout");
+    }
     const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
                                          pattern, scale_ptr(scale));
-    kernel->run(problem, out);
+    kernel.run(problem, out);
+    const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
+    require(o_nan == 0, "impl", kernel.name,
+            "produced " + std::to_string(o_nan) + " NaN values in o");
+    if (grad != nullptr) gout = cli::run_backward(*grad, problem, out, std::move(dout), impl);
   }
-  const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
-  require(o_nan == 0, "impl", kernel->name,
-          "produced " + std::to_string(o_nan) + " NaN values in o");
   const int64_t lse_nan = count_nan(out.lse) + count_nan(out.lse32);
   const bool f64 = out.o.numel() > 0 || out.o32.numel() == 0;
-  if (f64) return py::make_tuple(to_numpy(std::move(out.o)), to_numpy(std::move(out.lse)), lse_nan);
-  return py::make_tuple(to_numpy(std::move(out.o32)), to_numpy(std::move(out.lse32)), lse_nan);
+  py::object o = f64 ? to_numpy(std::move(out.o)) : to_numpy(std::move(out.o32));
+  py::object lse = f64 ? to_numpy(std::move(out.lse)) : to_numpy(std::move(out.lse32));
+  if (grad == nullptr) return py::make_tuple(o, lse, lse_nan, py::none(), py::none(), py::none());
+  if (grad->dtype == DType::float64)
+    return py::make_tuple(o, lse, lse_nan, to_numpy(std::move(gout.dq)),
+                          to_numpy(std::move(gout.dk)), to_numpy(std::move(gout.dv)));
+  return py::make_tuple(o, lse, lse_nan, to_numpy(std::move(gout.dq32)),
+                        to_numpy(std::move(gout.dk32)), to_numpy(std::move(gout.dv32)));
 }
 
-// `check`: o_dtype / lse_dtype name the candidate's own dtype before any widening
-// ("float16" arrives widened to float64), which picks its tolerance as the CLI does.
+// `check`: o_dtype / lse_dtype (and grad_dtypes for dq, dk, dv) name the candidate's own
+// dtype before any widening ("float16" arrives widened to float64), which picks its
+// tolerance as the CLI does. Given dout, the candidate gradients (any of dq, dk, dv) are
+// judged against b1_dense_masked_grad as `check --dout --candidate-dq ...` does.
 py::object check(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
                  const PatternSpec& spec, const py::array& o_arr, const std::string& o_dtype,
                  std::optional<py::array> lse_arr, const std::string& lse_dtype,
                  std::optional<double> atol, std::optional<double> rtol,
                  std::optional<double> scale, std::optional<py::array> key_padding_mask,
-                 const std::map<std::string, std::string>& conventions) {
+                 const std::map<std::string, std::string>& conventions,
+                 std::optional<py::array> dout_arr, std::vector<std::optional<py::array>> grad_arrs,
+                 std::vector<std::string> grad_dtypes) {
   // Convention flags (cli/conventions.h) by their CLI names without "--"; the layout is
   // handled in Python (a transpose), so bhsd arrives here.
   cli::ConventionFlags cf;
@@ -359,6 +383,8 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
                                "key_padding_polarity, causal_align or masked_score");
   }
   const cli::Conventions conv = cli::parse_conventions(cf);
+  require(!conv.masked_score || !dout_arr, "masked_score", cf.masked_score,
+          "must be -inf with dout (the gradient oracle removes masked keys)");
   auto tol_of = [&](const std::string& dtype) {
     Tolerance t = cli::tolerance_for(dtype == "float16"   ? cli::CandidateDtype::float16
                                      : dtype == "float32" ? cli::CandidateDtype::float32
@@ -367,10 +393,16 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
     if (rtol) t.rtol = *rtol;
     return t;
   };
+  require(grad_arrs.size() == 3 && grad_dtypes.size() == 3, "gradients", grad_arrs.size(),
+          "must be (dq, dk, dv)");
+  const char* grad_names[3] = {"dq", "dk", "dv"};
   const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
                   vv = float_view(v_arr, "v"), ov = float_view(o_arr, "o");
-  std::optional<ArrayView> lv;
+  std::optional<ArrayView> lv, dov, gv[3];
   if (lse_arr) lv = float_view(*lse_arr, "lse");
+  if (dout_arr) dov = float_view(*dout_arr, "dout");
+  for (int t = 0; t < 3; ++t)
+    if (grad_arrs[t]) gv[t] = float_view(*grad_arrs[t], grad_names[t]);
   const PatternSpec s = with_padding(spec, key_padding_mask);
   const Tolerance o_tol = tol_of(o_dtype), lse_tol = tol_of(lse_dtype);
   nlohmann::json j;
@@ -388,8 +420,25 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
       lse = to_tensor(*lv);
       cli::require_candidate_shape(lse.shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
     }
+    Tensor<double> dout, grads[3];
+    cli::GradientCandidate cands[3];
+    if (dov) {
+      dout = cli::checked_dout(to_tensor(*dov), a, "dout");
+      const Shape want[3] = {{a.batch, a.num_heads, a.seq_len_q, a.head_dim},
+                             {a.batch, a.num_heads, a.seq_len_k, a.head_dim},
+                             {a.batch, a.num_heads, a.seq_len_k, a.head_dim_v}};
+      for (int t = 0; t < 3; ++t) {
+        if (!gv[t]) continue;
+        grads[t] = to_tensor(*gv[t]);
+        cli::require_candidate_shape(grads[t].shape, want[t], grad_names[t]);
+        cands[t] = {&grads[t], tol_of(grad_dtypes[t])};
+      }
+    }
     j = cli::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
                                   lv ? &lse : nullptr, lse_tol, conv, &s);
+    if (dov)
+      cli::check_gradients_against_oracle(j, in.q, in.k, in.v, pattern, scale_ptr(scale), dout,
+                                          cands[0], cands[1], cands[2]);
   }
   return to_python(j);
 }
@@ -529,5 +578,6 @@ PYBIND11_MODULE(_sparseattn, m) {
   m.def("analyze", &analyze);
   m.def("extend_positions", &positions_extended);
   m.def("impls", [] { return to_python(cli::impls_json()); });
+  m.def("grad_impls", [] { return to_python(cli::grad_impls_json()); });
   m.def("python_names", &python_names);
 }

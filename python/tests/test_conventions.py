@@ -60,3 +60,28 @@ def test_attend_conventions_match_the_default_rearranged():
     o2, _ = sa.attend(q, k, v, p, key_padding_mask=~keep, key_padding_polarity="ignore")
     assert np.array_equal(o1, o2)
     assert not np.array_equal(o1, o)
+
+
+def test_gradients_under_bshd_layout_and_masked_score_with_dout_refused():
+    # dout and the gradients follow layout= (contract §1.6, §7): attend returns them bshd
+    # and check reads them bshd, the same numbers as bhsd transposed.
+    q, k, v = _inputs(4)
+    p = sa.Pattern.window(2)
+    rng = np.random.default_rng(5)
+    dout = rng.uniform(-1, 1, q.shape)
+    r = sa.attend(q, k, v, p, dout=dout)
+    t = lambda x: np.ascontiguousarray(np.swapaxes(x, 1, 2))  # noqa: E731
+    rb = sa.attend(t(q), t(k), t(v), p, dout=t(dout), layout="bshd")
+    assert np.array_equal(rb.lse, r.lse)  # lse stays [batch, num_heads, seq_len_q]
+    for name in ("o", "dq", "dk", "dv"):
+        assert np.array_equal(getattr(rb, name), t(getattr(r, name))), name
+    assert sa.check(t(q), t(k), t(v), p, rb.o, dout=t(dout), dq=rb.dq, dk=rb.dk, dv=rb.dv,
+                    layout="bshd").passed
+    bad = sa.check(q, k, v, p, r.o, dout=dout, dq=r.dq * 2)
+    assert not bad.passed and bad.dq is not None and not bad.dq.passed
+    try:
+        sa.check(q, k, v, p, r.o, dout=dout, dq=r.dq, masked_score=-1e9)
+    except ValueError as e:
+        assert "masked_score" in str(e)
+    else:
+        raise AssertionError("masked_score with dout must be refused")

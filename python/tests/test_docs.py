@@ -19,7 +19,7 @@ def python_blocks(path: pathlib.Path):
 
 def test_docs_python_md_examples_run(tmp_path, monkeypatch):
     blocks = python_blocks(DOC)
-    assert len(blocks) >= 3
+    assert len(blocks) >= 6
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__docs__"}
     out = io.StringIO()
@@ -33,5 +33,10 @@ def test_docs_python_md_examples_run(tmp_path, monkeypatch):
                  "worst element: batch 0, head 2, query row 40",
                  "o fails at (batch, head) 0,2: query rows 0-99",
                  "probable cause: window one wider (candidate matches --window 3)",
-                 "candidate does NOT match the float64 oracle a1_dense_masked"]:
+                 "candidate does NOT match the float64 oracle a1_dense_masked",
+                 # checking your gradients: the missing rowsum(dO * O) term
+                 "a1_dense_masked / b1_dense_masked_grad",
+                 "dq: mismatched elements 640 / 640 (100.0%)",
+                 "dk: mismatched elements 640 / 640 (100.0%)",
+                 "hint: almost every element differs: compare dout"]:
         assert fact in shown and fact in printed, fact

@@ -110,7 +110,11 @@ HeadLayout build_token_head(const TokenRows& t, int64_t head, Tensor<int64_t>* d
     const int64_t position = i + offset;
     // Keys this query may ever see: all, or those at or before its position if causal.
     const int64_t limit = s.causal ? std::min(position + 1, z.seq_len_k) : z.seq_len_k;
-    if (limit <= 0) continue;  // causal query before the first key: fully masked
+    if (limit <= 0) {  // causal query before the first key: fully masked
+      // Nothing to draw from: its draws stay -1 and count as shortfall, like every -1.
+      if (s.kind == PatternKind::random) *shortfall += s.num_random;
+      continue;
+    }
     if (s.kind == PatternKind::dense) {
       b.add_key_range(i, 0, limit);
       continue;

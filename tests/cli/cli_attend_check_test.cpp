@@ -219,6 +219,24 @@ TEST_F(Check, WrongLseFailsEvenWhenOIsRight) {
   EXPECT_EQ(j["lse"]["pass"], false);
 }
 
+// Found by tests/fuzz/fuzz_check: finite inputs whose score overflows float64 (q holds
+// 1.7976931348623157e308, the largest double) made the oracle's row NaN, and `check` then
+// failed a candidate against it (exit 1, reference null) instead of refusing the inputs.
+// The row's true output is v (one key), but the oracle cannot give it: refuse, naming the row.
+TEST_F(Check, InputsWhoseScoresOverflowTheOracleAreRefusedNamingTheRow) {
+  Tensor<double> q({1, 1, 4, 4}, 0.0), k({1, 1, 1, 4}, 1.5), v({1, 1, 1, 4}, 1.5);
+  q.data[1 * 4 + 2] = 1.7976931348623157e308;  // row 1: 0.5 * 1.5 * 1.8e308 summed as +inf
+  write_npy(path("q.npy"), q);
+  write_npy(path("k.npy"), k);
+  write_npy(path("v.npy"), v);
+  write_npy(path("cand.npy"), Tensor<double>({1, 1, 4, 4}, 1.5));  // any well-formed candidate
+  const RunResult r = run("check " + qkv() + " --candidate " + path("cand.npy"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("invalid --q, --k, --v = row [0,0,1]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("overflows"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");  // no report judging the candidate
+}
+
 TEST_F(Check, CandidateForAnotherPatternFails) {
   // The output of a different pattern is a wrong answer for this one.
   ASSERT_EQ(run("attend " + qkv() + " --out " + path("dense.npy")).exit_code, 0);

@@ -48,6 +48,26 @@ TEST_F(Demo, SmallRunListsEveryServingKernelAndAllExactOnesPass) {
   EXPECT_TRUE(rows.count({"dense", "a0_dense"}));
 }
 
+// The demo's patterns scale with --seq-len: published sizes from 4096 up, sparse below.
+TEST(DemoPatterns, ScaleWithSeqLenAndKeepThePublishedValuesFrom4096Up) {
+  for (int64_t n : {4096, 8192}) {
+    const std::vector<cli::DemoPattern> d = cli::demo_patterns(n, 0);
+    EXPECT_EQ(d[1].spec.window, 256);
+    EXPECT_EQ(d[2].spec.block_size, 64);
+    EXPECT_EQ(d[3].spec.window, 128);
+    EXPECT_EQ(d[4].spec.window, 32);
+    EXPECT_EQ(d[4].spec.num_random, 64);
+  }
+  for (int64_t n : {64, 256, 1024}) {
+    for (const cli::DemoPattern& dp : cli::demo_patterns(n, 0)) {
+      if (dp.label == "dense") continue;
+      const double density = pattern_stats(materialize(dp.spec, PatternSizes{1, 1, n, n})).density;
+      EXPECT_LT(density, 0.5) << dp.label << " at seq_len " << n;
+      EXPECT_GT(density, 0.0) << dp.label << " at seq_len " << n;
+    }
+  }
+}
+
 TEST_F(Demo, BadSizesAreRejected) {
   const RunResult r = run("demo --seq-len 16 --num-heads 2 --reference-heads 3");
   EXPECT_NE(r.exit_code, 0);

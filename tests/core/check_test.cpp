@@ -143,6 +143,39 @@ TEST(Check, ShapeMismatchFailsButLeadingOnesAreIgnored) {
   EXPECT_TRUE(check_close(x, ref, kTol).pass);
 }
 
+// Found by tests/fuzz/fuzz_check: with atol = rtol = 0 an exact match computed its budget
+// as 0/0, so a passing report carried budget_used = NaN (null in the JSON report).
+TEST(Check, ZeroToleranceExactMatchUsesNoBudgetAndAnyErrorAnUnboundedOne) {
+  const Tensor<double> ref = reference_2x4x3();
+  const Tolerance zero{0.0, 0.0};
+  const CheckReport same = check_close(ref, ref, zero);
+  EXPECT_TRUE(same.pass);
+  EXPECT_EQ(same.budget_used, 0.0);
+  const nlohmann::json j = nlohmann::json::parse(report_json(same, "o", zero));
+  EXPECT_EQ(j["budget_used"], 0.0);
+
+  Tensor<double> x = ref;
+  x.data[5] = std::nextafter(ref.data[5], 100.0);  // one ulp off
+  const CheckReport off = check_close(x, ref, zero);
+  EXPECT_FALSE(off.pass);
+  EXPECT_EQ(off.num_mismatched, 1);
+  EXPECT_EQ(off.worst_index, 5);
+  EXPECT_EQ(off.budget_used, INFINITY);
+}
+
+// The error and the allowance can both overflow to +inf: |x - ref| = 2e308 against
+// 0 + 2 * 1e308 is exactly at the limit (budget 1, pass), never inf/inf = NaN.
+TEST(Check, OverflowingErrorAgainstOverflowingAllowanceIsAtTheLimit) {
+  Tensor<double> ref({2}, 1e308);
+  Tensor<double> x = ref;
+  x.data[1] = -1e308;
+  const CheckReport r = check_close(x, ref, Tolerance{0.0, 2.0});
+  EXPECT_TRUE(r.pass);
+  EXPECT_EQ(r.budget_used, 1.0);
+  EXPECT_EQ(r.worst_index, 1);
+  EXPECT_FALSE(check_close(x, ref, Tolerance{0.0, 1.0}).pass);  // 2e308 > 1e308
+}
+
 TEST(Check, ToleranceTableIsNeverLooserThanTheDocumentedValues) {
   // docs/numerics.md; a change here must be a deliberate, documented change.
   EXPECT_EQ(kTolFloat64.atol, 1e-12);

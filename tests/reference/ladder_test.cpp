@@ -54,9 +54,12 @@ TEST_P(LadderVsOracle, EveryServingStepMatchesA1AtItsDeclaredTolerance) {
     EXPECT_TRUE(lse.pass) << report_json(lse, "lse", step.tol);
   }
   // Which steps must have run: a1, a2, a4, a5 serve every pattern; a3 only `window`;
-  // a0 only dense without causal. A serves() that wrongly says "no" fails here.
+  // a3g `window` and `longformer`; a0 only dense without causal. A serves() that wrongly
+  // says "no" fails here.
   const bool dense = c.spec.kind == PatternKind::dense && !c.spec.causal;
-  const int expected = 4 + (c.spec.kind == PatternKind::window) + dense;
+  const bool window = c.spec.kind == PatternKind::window;
+  const bool longformer = c.spec.kind == PatternKind::longformer;
+  const int expected = 4 + 2 * window + longformer + dense;
   EXPECT_EQ(served, expected);
 }
 
@@ -71,7 +74,8 @@ TEST(LadderDirect, EveryStepOnTheWindowGridCaseWithDefaultScale) {
   const Pattern pattern = materialize(c.spec, c.sizes);
   const Inputs in = inputs_for(c, 4242);
   const AttentionResult oracle = a1_dense_masked(in.q, in.k, in.v, pattern, nullptr);
-  for (auto step : {&a2_sparse_rows, &a3_window_band, &a4_bigbird_blocks, &a5_flash_tiled}) {
+  for (auto step : {&a2_sparse_rows, &a3_window_band, &a3g_longformer_global, &a4_bigbird_blocks,
+                    &a5_flash_tiled}) {
     const AttentionResult r = step(in.q, in.k, in.v, pattern, nullptr);
     EXPECT_TRUE(check_close(r.o, oracle.o, kTolFloat64).pass);
     EXPECT_TRUE(check_close(r.lse, oracle.lse, kTolFloat64).pass);
@@ -155,8 +159,8 @@ TEST(LadderRejects, ShapeMismatchPatternSizeMismatchAndNonFiniteScaleInEveryStep
   const Tensor<double> q_bad_len = testing_inputs::random_tensor({1, 2, 7, 4}, 3);
   const Tensor<double> q_bad_heads = testing_inputs::random_tensor({1, 3, 6, 4}, 4);
   const double nan_scale = NAN, inf_scale = INFINITY;
-  for (auto step : {&a1_dense_masked, &a2_sparse_rows, &a3_window_band, &a4_bigbird_blocks,
-                    &a5_flash_tiled}) {
+  for (auto step : {&a1_dense_masked, &a2_sparse_rows, &a3_window_band, &a3g_longformer_global,
+                    &a4_bigbird_blocks, &a5_flash_tiled}) {
     auto argument_of = [&](auto call) -> std::string {
       try {
         call();

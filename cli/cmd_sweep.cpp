@@ -1,0 +1,275 @@
+// sparseattn sweep — the O(n) vs O(n²) plot for any pattern, in one command.
+//
+//   sparseattn sweep --seq-len 1024:65536 [--impl auto|NAME[,NAME...]] [--target cpu|reference|cuda]
+//                    [--num-heads H] [--head-dim D] [--dtype any|float32|float64|float16|bfloat16]
+//                    [--repeats R] [--max-seconds S] [--dense-baseline auto|none|NAME]
+//                    [--fit-from N] [--out DIR] [--quiet] [pattern flags | --pattern-file P.json]
+//
+// Every (kernel, seq_len) is validated against the float64 oracle before it is timed
+// (cli/sweep.h says how); DIR receives sweep.json, sweep.csv and four figures (PNG + SVG):
+// time_vs_seq_len (log-log, fitted slope in the legend), memory_vs_seq_len,
+// speedup_vs_dense, fraction_of_peak. Exit status 1 when a kernel failed validation
+// (the files are still written: the failure is in them).
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "bench/peak_probe.h"
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "cli/pattern_file.h"
+#include "cli/seq_range.h"
+#include "cli/sweep.h"
+#include "core/error.h"
+#include "core/npy.h"
+
+namespace sparseattn::cli {
+
+namespace {
+
+struct SweepArgs {
+  PatternFlags pattern;
+  std::string seq_len;
+  std::string impl = "auto";
+  std::string target;
+  std::string num_heads = "1";   // integers as text: parsed as decimal (parse_count)
+  std::string head_dim = "64";
+  std::string dtype = "any";
+  std::string repeats = "5";
+  std::string max_seconds = "30";
+  std::string dense_baseline = "auto";
+  std::string fit_from = "0";
+  std::string out = "sweep-out";
+  bool quiet = false;
+};
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// A decimal integer in [lo, hi] ("010" is ten; CLI11 alone would read it as octal).
+int64_t parse_count(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
+  const std::string allowed = fmt::format("must be a decimal integer in [{}, {}]", lo, hi);
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw InvalidArgument(flag, text, allowed);
+  const int64_t v = std::stoll(text, nullptr, 10);
+  if (v < lo || v > hi) throw InvalidArgument(flag, text, allowed);
+  return v;
+}
+
+// The kernels to sweep: named ones (each must serve the pattern and be exact), or every
+// exact registry kernel that serves it, filtered by target and dtype.
+std::vector<const Kernel*> choose_kernels(const SweepArgs& a, const Pattern& probe,
+                                          std::vector<std::string>& notes) {
+  if (!a.target.empty())
+    require(a.target == "cpu" || a.target == "reference" || a.target == "cuda", "--target",
+            a.target, "must be cpu, reference or cuda");
+  require(a.dtype == "any" || a.dtype == "float32" || a.dtype == "float64" ||
+              a.dtype == "float16" || a.dtype == "bfloat16",
+          "--dtype", a.dtype, "must be any, float32, float64, float16 or bfloat16");
+  std::vector<const Kernel*> out;
+  if (a.impl == "auto") {
+    for (const Kernel& k : kernels()) {
+      if (!a.target.empty() && a.target != target_name(k.target)) continue;
+      if (a.dtype != "any" && a.dtype != dtype_name(k.dtype)) continue;
+      if (!k.exact) continue;  // approximations are not held to the oracle's tolerance
+      if (!k.serves(probe)) continue;
+      out.push_back(&k);
+    }
+    if (out.empty())
+      notes.push_back(fmt::format("--impl auto: no exact kernel{}{} serves {}",
+                                  a.target.empty() ? "" : " of target " + a.target,
+                                  a.dtype == "any" ? "" : " in " + a.dtype, describe(probe.spec)));
+    if (a.target == "cuda" || a.target.empty()) {
+      bool any_cuda = false;
+      for (const Kernel& k : kernels()) any_cuda |= k.target == Target::cuda;
+      if (!any_cuda) notes.push_back("no CUDA kernels in this build (configured without nvcc)");
+    }
+    return out;
+  }
+  for (const std::string& name : split_commas(a.impl)) {
+    const Kernel* k = nullptr;
+    try {
+      k = &find_kernel(name);
+    } catch (const InvalidArgument& e) {
+      const std::string what = e.what();
+      throw InvalidArgument("--impl", name, what.substr(what.find(": ") + 2));
+    }
+    require(k->exact, "--impl", name,
+            "is an approximation; sweep times only kernels held to the oracle's tolerance");
+    require(k->serves(probe), "--impl", name,
+            std::string("does not serve ") + describe(probe.spec) + " (it serves " + k->patterns + ")");
+    require(a.target.empty() || a.target == target_name(k->target), "--impl", name,
+            "is not a --target " + a.target + " kernel");
+    require(a.dtype == "any" || a.dtype == dtype_name(k->dtype), "--impl", name,
+            "is not a --dtype " + a.dtype + " kernel");
+    out.push_back(k);
+  }
+  return out;
+}
+
+void run_sweep_command(const SweepArgs& a) {
+  require(!a.seq_len.empty(), "--seq-len", "none", "give N, A:B or A,B,C");
+  const std::vector<int64_t> seq_lens = parse_seq_lens("--seq-len", a.seq_len);
+  const int64_t head_dim = parse_count("--head-dim", a.head_dim, 1, 1 << 16);
+  const int64_t num_heads = parse_count("--num-heads", a.num_heads, 1, 1 << 16);
+  const int64_t repeats = parse_count("--repeats", a.repeats, 1, 1000);
+  const int64_t fit_from = parse_count("--fit-from", a.fit_from, 0, INT64_MAX / 4);
+  const double max_seconds = parse_finite("--max-seconds", a.max_seconds, 0.0);
+  require(max_seconds > 0, "--max-seconds", a.max_seconds, "must be a number of seconds > 0");
+
+  SweepConfig c;
+  c.spec = to_spec(a.pattern);
+  const int64_t file_heads = pattern_file_heads(a.pattern);
+  c.num_heads = num_heads == 1 && file_heads > 0 ? file_heads : num_heads;
+  c.head_dim = head_dim;
+  c.seq_lens = seq_lens;
+  c.repeats = static_cast<int>(repeats);
+  c.max_seconds = max_seconds;
+  c.fit_from = fit_from;
+  if (!a.quiet) c.progress = &std::cerr;
+
+  // serves() is a property of the pattern kind and flags; the smallest n decides it (and
+  // reports a pattern that cannot be built before anything runs).
+  const Pattern probe = materialize(c.spec, {1, c.num_heads, seq_lens.front(), seq_lens.front()});
+  std::vector<std::string> notes;
+  c.kernels = choose_kernels(a, probe, notes);
+  if (a.dense_baseline == "auto") {
+    if (c.spec.kind != PatternKind::dense || c.spec.causal)
+      for (const Kernel& k : kernels())
+        if (std::string(k.name) == "cpu_k01_dense_flash") c.dense_baseline = &k;
+  } else if (a.dense_baseline != "none") {
+    c.dense_baseline = &find_kernel(a.dense_baseline);
+    require(c.dense_baseline->exact, "--dense-baseline", a.dense_baseline, "must be an exact kernel");
+  }
+
+  if (c.kernels.empty() && c.dense_baseline == nullptr) {
+    std::string why;
+    for (const std::string& n : notes) why += (why.empty() ? "" : "; ") + n;
+    throw InvalidArgument("--impl", a.impl, "no kernel to run: " + why);
+  }
+
+  // Outputs checked before minutes of work.
+  std::error_code ec;
+  std::filesystem::create_directories(a.out, ec);
+  require(!ec && std::filesystem::is_directory(a.out), "--out", a.out,
+          "must be a directory that can be created and written (" + ec.message() + ")");
+  const std::string json_path = a.out + "/sweep.json", csv_path = a.out + "/sweep.csv";
+  check_output_path(json_path, "--out");
+  check_output_path(csv_path, "--out");
+
+  const bench::Peak peak = bench::measure_peak();
+  SweepResult r = run_sweep(c);
+  r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
+
+  nlohmann::json doc = run_context();
+  doc["tool"] = "sparseattn sweep";
+  doc["pattern"] = describe(c.spec);
+  doc["pattern_flags"] = a.pattern.pattern_file.empty() ? flags_to_json(a.pattern)
+                                                        : nlohmann::json{{"pattern_file", a.pattern.pattern_file}};
+  doc["num_heads"] = c.num_heads;
+  doc["head_dim"] = c.head_dim;
+  doc["batch"] = 1;
+  doc["seq_lens"] = seq_lens;
+  doc["repeats"] = c.repeats;
+  doc["max_seconds"] = c.max_seconds;
+  doc["dense_baseline"] = c.dense_baseline ? nlohmann::json(c.dense_baseline->name) : nlohmann::json(nullptr);
+  doc["peak_fma"] = {{"gflops", peak.gflops}, {"cpu_gflops", peak.cpu_gflops},
+                     {"what", "float32 FMA throughput of all OpenMP threads (bench/peak_probe.h)"}};
+  doc["fit_from"] = c.fit_from;
+  doc["fits"] = sweep_fits(r, c.fit_from);
+  doc["notes"] = r.notes;
+  doc["failures"] = r.failures;
+  nlohmann::json skipped = nlohmann::json::array();
+  for (const auto& [impl, why] : r.skipped) skipped.push_back({{"impl", impl}, {"reason", why}});
+  doc["skipped"] = skipped;
+  doc["points"] = points_json(r.points);
+  write_text_atomic(json_path, doc.dump(2) + "\n");
+  write_text_atomic(csv_path, points_csv(r.points));
+
+  std::string why;
+  const std::string title = fmt::format("{}; H {}, D {}, batch 1, {} OpenMP threads",
+                                        describe(c.spec), c.num_heads, c.head_dim,
+                                        doc["omp_threads"].get<int>());
+  const std::vector<std::string> figures =
+      write_sweep_figures(r, c.fit_from, peak.gflops, title, a.out, &why);
+
+  std::cout << fmt::format("pattern     {}\n", describe(c.spec))
+            << fmt::format("sizes       num_heads {}, head_dim {}, batch 1; seq_len {}\n", c.num_heads,
+                           c.head_dim, a.seq_len)
+            << fmt::format("peak        {:.1f} GFLOP/s (FMA probe, {} threads); load average {}\n",
+                           peak.gflops, doc["omp_threads"].get<int>(),
+                           doc.contains("load_average") ? doc["load_average"].dump() : "unknown");
+  std::cout << fmt::format("\n{:<28} {:<8} {:>7} {:>12} {:>10}\n", "impl", "pattern", "points",
+                           "time slope", "validated");
+  for (const auto& f : doc["fits"]) {
+    int validated = 0, total = 0;
+    for (const SweepPoint& p : r.points)
+      if (p.impl == f["impl"] && p.pattern == f["pattern"]) total++, validated += p.validated;
+    std::cout << fmt::format("{:<28} {:<8} {:>7} {:>12} {:>10}\n", f["impl"].get<std::string>(),
+                             f["pattern"].get<std::string>(), f["points"].get<int>(),
+                             f["slope"].is_null() ? "-" : fmt::format("{:.2f}", f["slope"].get<double>()),
+                             fmt::format("{}/{}", validated, total));
+  }
+  for (const std::string& n : r.notes) std::cout << "note: " << n << "\n";
+  std::cout << "\nwrote " << json_path << ", " << csv_path;
+  for (const std::string& f : figures) std::cout << ", " << f << ".{png,svg}";
+  std::cout << "\n";
+  if (!why.empty()) std::cout << "note: " << why << "\n";
+  if (r.failures > 0) {
+    std::cerr << "sparseattn: " << r.failures << " point(s) failed validation (not timed); see "
+              << json_path << "\n";
+    exit_code_ref() = 1;
+  }
+}
+
+}  // namespace
+
+void register_sweep(CLI::App& app) {
+  auto a = std::make_shared<SweepArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "time kernels on one pattern over a range of seq_len, each point validated "
+               "first; JSON, CSV and figures with fitted time slopes");
+  cmd->add_option("--seq-len", a->seq_len,
+                  "N, A:B (A, B and the powers of two between) or A,B,C: sequence lengths")
+      ->required();
+  cmd->add_option("--impl", a->impl,
+                  "auto (every exact registry kernel serving the pattern) or NAME[,NAME...] "
+                  "(`sparseattn impls` lists them)")
+      ->capture_default_str();
+  cmd->add_option("--target", a->target, "cpu|reference|cuda: only kernels of this target");
+  cmd->add_option("--num-heads", a->num_heads,
+                  "H: heads, integer >= 1 (a per-head --pattern-file sets it)")
+      ->capture_default_str();
+  cmd->add_option("--head-dim", a->head_dim, "D: head dimension, integer >= 1")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype, "any|float32|float64|float16|bfloat16: only kernels of this dtype")
+      ->capture_default_str();
+  cmd->add_option("--repeats", a->repeats, "R: timed calls per point (after the validation call)")
+      ->capture_default_str();
+  cmd->add_option("--max-seconds", a->max_seconds,
+                  "S: budget of one point (validation call + R timed calls); a kernel stops "
+                  "growing seq_len when its next point is predicted to exceed it")
+      ->capture_default_str();
+  cmd->add_option("--dense-baseline", a->dense_baseline,
+                  "auto (cpu_k01_dense_flash on the dense pattern, same q/k/v), none, or a "
+                  "kernel name: the speedup figure's denominator")
+      ->capture_default_str();
+  cmd->add_option("--fit-from", a->fit_from,
+                  "N: fit slopes on points with seq_len >= N (default: all points)")
+      ->capture_default_str();
+  cmd->add_option("--out", a->out, "DIR: sweep.json, sweep.csv and the figures")->capture_default_str();
+  cmd->add_flag("--quiet", a->quiet, "no progress line on stderr");
+  add_pattern_flags(cmd, a->pattern);
+  cmd->callback([a] { run_sweep_command(*a); });
+}
+
+}  // namespace sparseattn::cli
