@@ -16,6 +16,7 @@
 // forward is --impl (registry/backward_kernels.def); it consumes this run's o and lse.
 // Nothing is written until every kernel has finished; every file is written atomically,
 // and all of them or none.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -25,6 +26,7 @@
 
 #include "cli/commands.h"
 #include "cli/compat_flags.h"
+#include "cli/conventions.h"
 #include "cli/inputs.h"
 #include "cli/results.h"
 #include "core/error.h"
@@ -43,8 +45,22 @@ struct AttendArgs {
   std::string scale;  // text: parsed by parse_finite (rejects nan/inf)
   std::string dtype;  // "" = the kernel's own output dtype
   PatternFlags pattern;
+  ConventionFlags conventions;
   CompatFlags compat;  // contract §3.12
 };
+
+// [a, b, c, d] -> [a, c, b, d] in place of x (bshd <-> bhsd); empty tensors stay empty.
+template <class T>
+void swap_12(Tensor<T>& x) {
+  if (x.numel() == 0) return;
+  const int64_t a = x.shape[0], b = x.shape[1], c = x.shape[2], d = x.shape[3];
+  Tensor<T> y({a, c, b, d});
+  for (int64_t i = 0; i < a; ++i)
+    for (int64_t j = 0; j < b; ++j)
+      for (int64_t l = 0; l < c; ++l)
+        std::copy_n(x.ptr() + ((i * b + j) * c + l) * d, d, y.ptr() + ((i * c + l) * b + j) * d);
+  x = std::move(y);
+}
 
 // o/lse keep q's rank: a rank-2 q [Lq, D] gives o [Lq, Dv] and lse [Lq].
 Shape out_shape(const Shape& q_file_shape, const Shape& rank4) {
@@ -110,9 +126,20 @@ void refuse_nan(const AttendArgs& a, const Kernel& kernel, const Output& out) {
               " rows (NaN); nothing was written. Run without --lse, or use an exact kernel");
 }
 
-// contract §7 / §5: dO [B,H,Lq,Dv] (o's shape; leading 1s may be omitted), finite.
-Tensor<double> load_dout(const std::string& path, const AttentionShape& s) {
-  return checked_dout(read_npy_float(path, "--dout"), s, "--dout");
+// contract §7 / §5: dO [B,H,Lq,Dv] (o's shape; leading 1s may be omitted), finite; with
+// --layout bshd [B,Lq,H,Dv], returned bhsd.
+Tensor<double> load_dout(const std::string& path, const AttentionShape& s, bool bshd) {
+  Tensor<double> d = read_npy_float(path, "--dout");
+  if (!bshd) return checked_dout(std::move(d), s, "--dout");
+  const Shape want = {s.batch, s.seq_len_q, s.num_heads, s.head_dim_v};
+  Shape got = d.shape;
+  while (got.size() < 4 && !got.empty()) got.insert(got.begin(), 1);
+  require(got == want, "--dout shape", shape_text(d.shape),
+          "must be o's shape " + shape_text(want) + " (leading 1s may be omitted)");
+  require_finite(d, "--dout");
+  d.shape = want;
+  swap_12(d);
+  return d;
 }
 
 void run_attend(const AttendArgs& a) {
@@ -129,15 +156,26 @@ void run_attend(const AttendArgs& a) {
   const Shape q_file_shape = read_npy_header(a.q, "--q").shape;
   const Shape k_file_shape = read_npy_header(a.k, "--k").shape;
   const Shape v_file_shape = read_npy_header(a.v, "--v").shape;
+  const Conventions conv = parse_conventions(a.conventions);
+  require(!conv.masked_score || a.impl == "a1_dense_masked", "--masked-score",
+          a.conventions.masked_score, "needs --impl a1_dense_masked (the kernels remove masked keys)");
+  require(!conv.masked_score || a.dout.empty(), "--masked-score", a.conventions.masked_score,
+          "must be -inf with --dout (the backward kernels remove masked keys)");
   PatternFlags pattern_flags = a.pattern;
   apply_attention_window(a.compat, pattern_flags);
-  AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, pattern_flags);
+  AttentionInputs in = load_inputs_with(a.q, a.k, a.v, pattern_flags, conv);
   if (compat_requested(a.compat)) {  // contract §3.12: its own path, forward only
     require(!backward, "--dout", a.dout,
             "gradients are not available under the compatibility flags (contract §3.12)");
+    require(!conv.masked_score, "--masked-score", a.conventions.masked_score,
+            "must be -inf under the compatibility flags (their definitions remove masked keys)");
     double s = 0.0;
     if (!a.scale.empty()) s = parse_finite("--scale", a.scale, -INFINITY);
     AttentionResult r = compat_attend(a.compat, in, a.scale.empty() ? nullptr : &s, a.impl);
+    // Conventions of the outputs (contract §1.6), as below: lse in base 2, o bshd.
+    if (conv.lse_base2)
+      for (double& x : r.lse.data) x /= std::log(2.0);
+    if (conv.bshd) swap_12(r.o);
     // Default dtype: the implementation's own (float32 for the CPU kernels, k07 included).
     const bool f64 = !a.dtype.empty() ? a.dtype == "float64"
                                       : a.impl != "cpu_k07_hf_listing" &&
@@ -147,7 +185,8 @@ void run_attend(const AttendArgs& a) {
     lse_rank4.push_back(1);
     Shape lse_shape = out_shape(q_file_shape, lse_rank4);
     lse_shape.pop_back();
-    const Shape o_shape = out_shape(q_file_shape, r.o.shape);
+    Shape o_shape = q_file_shape;  // q's leading dimensions (either layout), head_dim_v last
+    o_shape.back() = r.o.shape.back();
     std::vector<Pending> files;
     files.push_back(pending(a.out, r.o, none_o, true, f64, o_shape));
     files.push_back(pending(a.lse, r.lse, none_lse, true, f64, lse_shape));
@@ -157,9 +196,16 @@ void run_attend(const AttendArgs& a) {
   const Kernel& kernel = serving_kernel(a.impl, in.pattern);
   const GradKernel* grad = backward ? &backward_for(a.impl) : nullptr;
   Tensor<double> dout;
-  if (backward) dout = load_dout(a.dout, in.shape);  // before any O(n^2) work
+  if (backward) dout = load_dout(a.dout, in.shape, conv.bshd);  // before any O(n^2) work
   double scale = 0.0;
   if (!a.scale.empty()) scale = parse_finite("--scale", a.scale, -INFINITY);
+  AttentionResult masked;  // --masked-score VALUE: the dense definition with that score
+  if (conv.masked_score) {
+    Conventions c = conv;
+    c.lse_base2 = false;  // converted below with the kernels' lse
+    masked = convention_oracle(in.q, in.k, in.v, in.pattern,
+                               a.scale.empty() ? nullptr : &scale, c);
+  }
   const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
                                        in.pattern, a.scale.empty() ? nullptr : &scale);
   Output out;
@@ -177,11 +223,25 @@ void run_attend(const AttendArgs& a) {
     throw InvalidArgument("--" + arg, what.substr(head.size(), colon - head.size()),
                           what.substr(colon + 2));
   }
+  if (conv.masked_score) {
+    out.o = std::move(masked.o);
+    out.lse = std::move(masked.lse);
+  }
   refuse_nan(a, kernel, out);
 
   GradOutput gout;
   if (backward) gout = run_backward(*grad, problem, out, std::move(dout), a.impl);
 
+  // Conventions of the outputs (contract §1.6): lse in base 2, o and gradients bshd.
+  if (conv.lse_base2) {
+    for (double& x : out.lse.data) x /= std::log(2.0);
+    for (float& x : out.lse32.data) x = static_cast<float>(x / std::log(2.0));
+  }
+  if (conv.bshd) {
+    swap_12(out.o), swap_12(out.o32);
+    swap_12(gout.dq), swap_12(gout.dq32), swap_12(gout.dk), swap_12(gout.dk32);
+    swap_12(gout.dv), swap_12(gout.dv32);
+  }
   const bool kernel_is_f64 = out.o.numel() > 0 || out.o32.numel() == 0;
   const std::string dtype = !a.dtype.empty() ? a.dtype : kernel_is_f64 ? "float64" : "float32";
   const bool f64 = dtype == "float64";
@@ -190,7 +250,8 @@ void run_attend(const AttendArgs& a) {
                            out.lse.numel() ? out.lse.shape[2] : out.lse32.shape[2], 1};
   Shape lse_shape = out_shape(q_file_shape, lse_rank4);
   lse_shape.pop_back();
-  const Shape o_shape = out_shape(q_file_shape, kernel_is_f64 ? out.o.shape : out.o32.shape);
+  Shape o_shape = q_file_shape;  // q's leading dimensions (either layout), head_dim_v last
+  o_shape.back() = kernel_is_f64 ? out.o.shape.back() : out.o32.shape.back();
   std::vector<Pending> files;
   files.push_back(pending(a.out, out.o, out.o32, kernel_is_f64, f64, o_shape));
   files.push_back(pending(a.lse, out.lse, out.lse32, kernel_is_f64, f64, lse_shape));
@@ -236,6 +297,7 @@ void register_attend(CLI::App& app) {
   cmd->add_option("--dk", args->dk, "DK.npy: write dk (k's shape); needs --dout");
   cmd->add_option("--dv", args->dv, "DV.npy: write dv (v's shape); needs --dout");
   add_pattern_flags(cmd, args->pattern);
+  add_convention_flags(cmd, args->conventions);
   add_compat_flags(cmd, args->compat);
   cmd->callback([args] { run_attend(*args); });
 }

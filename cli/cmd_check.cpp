@@ -15,6 +15,12 @@
 // Gradients (contract §7, docs/backward.md): given dO, candidate dq, dk, dv are judged against
 // the float64 gradient oracle b1_dense_masked_grad the same way, each under its own key
 // ("dq", "dk", "dv") with the report shape of "o".
+// A failing report locates and explains (contract §4.9): failing rows per (batch, head),
+// the worst row against its allowed keys, non-finite values as strings, probable_cause
+// from re-running the oracle under the usual mistakes; --format text prints a summary.
+// Convention flags (contract §1.6): --layout, --lse-base, --padded-queries,
+// --key-padding-polarity, --causal-align, --masked-score. --tolerance-rule
+// reference-error --factor F judges against a naive low-precision run (contract §4.10).
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -23,9 +29,10 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "cli/check_report.h"
 #include "cli/commands.h"
 #include "cli/compat_flags.h"
-#include "cli/convention_hint.h"
+#include "cli/conventions.h"
 #include "cli/inputs.h"
 #include "cli/results.h"
 #include "core/check.h"
@@ -42,6 +49,9 @@ struct CheckArgs {
   std::string dout, candidate_dq, candidate_dk, candidate_dv;  // gradients
   std::string atol, rtol, scale;  // text: parsed by parse_finite
   PatternFlags pattern;
+  ConventionFlags conventions;
+  std::string format = "json";
+  std::string tolerance_rule = "table", factor = "2", floor = "1e-6", naive_dtype;
   CompatFlags compat;  // contract §3.12
 };
 
@@ -65,13 +75,42 @@ Tensor<double> read_candidate(const std::string& path, const std::string& flag,
   return c;
 }
 
+// A bshd candidate [B, L, H, d] (leading 1s may be omitted) as bhsd [B, H, L, d].
+Tensor<double> to_bhsd(Tensor<double> x, const Shape& bhsd) {
+  x.shape = {bhsd[0], bhsd[2], bhsd[1], bhsd[3]};
+  return swap_dims_1_2(x);
+}
+Shape bshd_of(const Shape& bhsd) { return {bhsd[0], bhsd[2], bhsd[1], bhsd[3]}; }
+
 void run_check(const CheckArgs& a) {
+  require(a.format == "json" || a.format == "text", "--format", a.format, "must be json or text");
+  const Conventions conv = parse_conventions(a.conventions);
+  require(a.tolerance_rule == "table" || a.tolerance_rule == "reference-error",
+          "--tolerance-rule", a.tolerance_rule, "must be table or reference-error");
+  ToleranceRule rule;
+  rule.factor = parse_finite("--factor", a.factor, 1.0);
+  rule.floor = parse_finite("--floor", a.floor, 0.0);
+  if (!a.naive_dtype.empty()) {
+    require(a.naive_dtype == "float32" || a.naive_dtype == "float16" || a.naive_dtype == "bfloat16",
+            "--naive-dtype", a.naive_dtype, "must be float32, float16 or bfloat16");
+    rule.dtype = a.naive_dtype == "float32"   ? LowDtype::float32
+                 : a.naive_dtype == "float16" ? LowDtype::float16
+                                              : LowDtype::bfloat16;
+  } else {
+    const NpyDtype fd = read_npy_header(a.candidate, "--candidate").dtype;
+    rule.dtype = fd == NpyDtype::float16 ? LowDtype::float16 : LowDtype::float32;
+  }
+  const bool by_reference = a.tolerance_rule == "reference-error";
   PatternFlags pattern_flags = a.pattern;
   apply_attention_window(a.compat, pattern_flags);
   const bool compat = compat_requested(a.compat);
   require(!compat || a.dout.empty(), "--dout", a.dout,
           "gradients are not available under the compatibility flags (contract §3.12)");
-  AttentionInputs in = load_attention_inputs(a.q, a.k, a.v, pattern_flags);
+  require(!compat || !by_reference, "--tolerance-rule", a.tolerance_rule,
+          "must be table under the compatibility flags (the naive run is the normal pattern's)");
+  require(!compat || !conv.masked_score, "--masked-score", a.conventions.masked_score,
+          "must be -inf under the compatibility flags (their definitions remove masked keys)");
+  AttentionInputs in = load_inputs_with(a.q, a.k, a.v, pattern_flags, conv);
   double scale = 0.0;
   if (!a.scale.empty()) scale = parse_finite("--scale", a.scale, -INFINITY);
   const double* scale_ptr = a.scale.empty() ? nullptr : &scale;
@@ -81,13 +120,17 @@ void run_check(const CheckArgs& a) {
                          in.shape.head_dim_v};
   const Shape lse_shape = {in.shape.batch, in.shape.num_heads, in.shape.seq_len_q};
   Tolerance o_tol{}, lse_tol{};
-  const Tensor<double> o = read_candidate(a.candidate, "--candidate", o_shape, a, &o_tol);
+  Tensor<double> o = read_candidate(a.candidate, "--candidate",
+                                    conv.bshd ? bshd_of(o_shape) : o_shape, a, &o_tol);
+  if (conv.bshd) o = to_bhsd(std::move(o), o_shape);
   Tensor<double> lse;
   if (!a.candidate_lse.empty())
     lse = read_candidate(a.candidate_lse, "--candidate-lse", lse_shape, a, &lse_tol);
 
   // Gradient candidates: each needs --dout; --dout needs at least one of them.
   const bool backward = !a.dout.empty();
+  require(!backward || !conv.masked_score, "--masked-score", a.conventions.masked_score,
+          "must be -inf with --dout (the gradient oracle removes masked keys)");
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--candidate-dq", a.candidate_dq},
                                    {"--candidate-dk", a.candidate_dk}, {"--candidate-dv", a.candidate_dv}})
     require(path.empty() || backward, flag, path, "needs --dout DO.npy (the gradient of o)");
@@ -108,35 +151,61 @@ void run_check(const CheckArgs& a) {
       {"dv", a.candidate_dv, {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim_v}, {}, {}}};
   Tensor<double> dout;
   if (backward) {
-    dout = checked_dout(read_npy_float(a.dout, "--dout"), in.shape, "--dout");
-    for (GradCandidate& g : grads)
-      if (!g.path.empty()) g.x = read_candidate(g.path, std::string("--candidate-") + g.name, g.shape, a, &g.tol);
+    Tolerance unused{};
+    dout = read_candidate(a.dout, "--dout", conv.bshd ? bshd_of(o_shape) : o_shape, a,
+                          &unused);  // shape checked like o's
+    require_finite(dout, "--dout");
+    dout = conv.bshd ? to_bhsd(std::move(dout), o_shape) : dout;
+    dout.shape = o_shape;
+    for (GradCandidate& g : grads) {
+      if (g.path.empty()) continue;
+      g.x = read_candidate(g.path, std::string("--candidate-") + g.name,
+                           conv.bshd ? bshd_of(g.shape) : g.shape, a, &g.tol);
+      if (conv.bshd) g.x = to_bhsd(std::move(g.x), g.shape);
+    }
   }
 
-  // Under a compatibility mode the oracle is that mode's float64 definition (contract §3.12).
-  const AttentionResult oracle = compat ? compat_attend(a.compat, in, scale_ptr, "a1_dense_masked")
-                                        : a1_dense_masked(in.q, in.k, in.v, in.pattern, scale_ptr);
+  PatternSpec raw = to_spec(pattern_flags);  // before canonicalization: the layout probe re-sizes it
+  if (conv.key_padding_ignore && raw.key_padding_mask)
+    for (uint8_t& m : raw.key_padding_mask->data) m = m ? 0 : 1;
+  CheckContext ctx;
+  ctx.q = &in.q, ctx.k = &in.k, ctx.v = &in.v, ctx.scale = scale_ptr;
+  ctx.conv = conv, ctx.raw_spec = &raw, ctx.rule = by_reference ? &rule : nullptr;
+  ctx.compat = compat;
+  // The convention hint names a peer convention's flags: not when they were given.
+  ctx.hint = a.compat.compat.empty() && a.compat.q_global.empty();
+  Tensor<uint8_t> gm;
+  if (!a.compat.global_mask.empty()) {
+    gm = read_npy_mask(a.compat.global_mask, "--global-mask");
+    ctx.global_mask = &gm;
+  }
+  // Under a compatibility mode the oracle is that mode's float64 definition (contract §3.12),
+  // its lse in the base --lse-base names; otherwise convention_oracle's.
+  AttentionResult oracle;
+  if (compat) {
+    oracle = compat_attend(a.compat, in, scale_ptr, "a1_dense_masked");
+    if (conv.lse_base2)
+      for (double& x : oracle.lse.data) x /= std::log(2.0);
+  } else {
+    oracle = convention_oracle(in.q, in.k, in.v, in.pattern, scale_ptr, conv);
+  }
   nlohmann::json j = check_against(oracle, in.pattern, in.shape, o, o_tol,
-                                   a.candidate_lse.empty() ? nullptr : &lse, lse_tol);
+                                   a.candidate_lse.empty() ? nullptr : &lse, lse_tol, ctx);
   if (!a.compat.compat.empty()) j["compat"] = a.compat.compat;
   if (!a.compat.global_mask.empty()) j["global_mask"] = a.compat.global_mask;
   if (!a.compat.q_global.empty()) j["global_projections"] = true;
-  // On failure, say which peer convention would explain it (not when the flags of that
-  // convention were given: then there is nothing left to suggest).
-  if (!j.at("o").at("pass").get<bool>() && a.compat.compat.empty() && a.compat.q_global.empty()) {
-    Tensor<uint8_t> gm;
-    if (!a.compat.global_mask.empty()) gm = read_npy_mask(a.compat.global_mask, "--global-mask");
-    const std::string hint = convention_hint(in.pattern, o, oracle.o, o_tol,
-                                             a.compat.global_mask.empty() ? nullptr : &gm);
-    if (!hint.empty()) j["hint"] = hint;
-  }
   if (backward)
     check_gradients_against_oracle(j, in.q, in.k, in.v, in.pattern, scale_ptr, dout,
                                    {grads[0].path.empty() ? nullptr : &grads[0].x, grads[0].tol},
                                    {grads[1].path.empty() ? nullptr : &grads[1].x, grads[1].tol},
                                    {grads[2].path.empty() ? nullptr : &grads[2].x, grads[2].tol});
   const bool pass = j.at("pass").get<bool>();
-  std::cout << j.dump(2) << "\n";
+  if (a.format == "text") {
+    std::cout << check_summary_text(j);
+  } else {
+    std::cout << j.dump(2) << "\n";
+    if (!pass) std::cerr << check_summary_text(j);  // the human summary of a failure
+  }
   exit_code_ref() = pass ? 0 : 1;
 }
 
@@ -172,7 +241,21 @@ void register_check(CLI::App& app) {
                   "DK.npy: dk to judge, k's shape [batch, num_heads, seq_len_k, head_dim]; needs --dout");
   cmd->add_option("--candidate-dv", args->candidate_dv,
                   "DV.npy: dv to judge, v's shape [batch, num_heads, seq_len_k, head_dim_v]; needs --dout");
+  cmd->add_option("--format", args->format,
+                  "json (default): the report as JSON on stdout, a summary of a failure on "
+                  "stderr; text: the human summary on stdout");
+  cmd->add_option("--tolerance-rule", args->tolerance_rule,
+                  "table (default): atol + rtol*|ref| by the candidate's dtype (docs/numerics.md); "
+                  "reference-error: pass when the candidate's max and mean error are at most "
+                  "--factor times a naive implementation's in --naive-dtype, plus --floor");
+  cmd->add_option("--factor", args->factor, "F for --tolerance-rule reference-error, >= 1; default 2");
+  cmd->add_option("--floor", args->floor,
+                  "absolute error floor for --tolerance-rule reference-error, >= 0; default 1e-6");
+  cmd->add_option("--naive-dtype", args->naive_dtype,
+                  "float32 | float16 | bfloat16: the naive implementation's precision; default "
+                  "the candidate file's dtype (bfloat16 values arrive in a float32 file)");
   add_pattern_flags(cmd, args->pattern);
+  add_convention_flags(cmd, args->conventions);
   add_compat_flags(cmd, args->compat);
   cmd->callback([args] { run_check(*args); });
 }

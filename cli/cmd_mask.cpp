@@ -1,16 +1,23 @@
 // sparseattn mask — writes the pattern's allowed mask, 1 = query i may attend key j.
 //
 //   sparseattn mask --seq-len N [--seq-len-k M] [--num-heads H] --out M.npy
-//                   [--mask-dtype uint8|bool] [pattern flags]
+//                   [--mask-dtype uint8|bool] [--random-table-out T.npy]
+//                   [--key-padding-polarity keep|ignore] [--causal-align bottom-right|top-left]
+//                   [pattern flags]
 //
 // Shape: [N, M] for one head, [H, N, M] otherwise; with a --key-padding-mask of batch
 // B > 1, [B, H, N, M]. The mask is dense_mask() of each head's canonical layout (the one
 // source of truth), with the key padding applied as contract §2 says (padded keys and padded
-// query rows attend nothing).
+// query rows attend nothing). --random-table-out writes the pattern's random draws as int64
+// (contract §3.10): bigbird [num_heads, nb - 2, r] (HF's rand_attn layout), bigbird-etc
+// [num_heads, nb, r], random [num_heads, seq_len_q, num_random]; -1 where a row has fewer.
+// The bigbird tables read back with --random-table give the same pattern. The convention
+// flags are contract §1.6's.
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/compat_flags.h"
+#include "cli/conventions.h"
 #include "cli/inputs.h"
 #include "cli/results.h"
 #include "core/error.h"
@@ -24,7 +31,9 @@ struct MaskArgs {
   SizeFlags sizes;
   std::string out;
   std::string mask_dtype = "uint8";
+  std::string random_table_out;
   PatternFlags pattern;
+  ConventionFlags conventions;
   CompatFlags compat;  // --attention-window and --global-mask (contract §3.12)
 };
 
@@ -33,7 +42,8 @@ void run_mask(const MaskArgs& args) {
   apply_attention_window(a.compat, a.pattern);
   require(a.mask_dtype == "uint8" || a.mask_dtype == "bool", "--mask-dtype", a.mask_dtype,
           "must be uint8 or bool");
-  check_outputs({{"--out", a.out}}, {{"--mask", a.pattern.mask},
+  const Conventions conv = parse_conventions(a.conventions);
+  check_outputs({{"--out", a.out}, {"--random-table-out", a.random_table_out}}, {{"--mask", a.pattern.mask},
                                      {"--random-table", a.pattern.random_table},
                                      {"--segment-ids", a.pattern.segment_ids},
                                      {"--key-padding-mask", a.pattern.key_padding_mask},
@@ -66,10 +76,16 @@ void run_mask(const MaskArgs& args) {
   checked_numel(shape, 1, "mask shape (--num-heads, --seq-len, --seq-len-k)");
 
   const Pattern shared = build_pattern(a.pattern, sizes);
+  require(a.random_table_out.empty() || shared.random_draws.numel() > 0, "--random-table-out",
+          a.random_table_out,
+          "needs a pattern with random draws (bigbird or bigbird-etc with --num-random-blocks "
+          ">= 1, random with --num-random >= 1)");
   if (gm.rank() != 2) {  // one pattern for the whole batch
-    Tensor<uint8_t> out = allowed_mask(shared);  // [B, H, N, M]; same elements as `shape`
+    const Pattern pattern = apply_pattern_conventions(shared, conv);
+    Tensor<uint8_t> out = allowed_mask(pattern);  // [B, H, N, M]; same elements as `shape`
     out.shape = shape;
     write_npy(a.out, out, a.mask_dtype == "bool");
+    if (!a.random_table_out.empty()) write_npy(a.random_table_out, shared.random_draws);
     return;
   }
   Tensor<uint8_t> out(shape, 0);
@@ -79,7 +95,7 @@ void run_mask(const MaskArgs& args) {
     for (int64_t j = 0; j < m; ++j)
       if (gm.data[static_cast<size_t>(b * m + j)])
         fb.global += (fb.global.empty() ? "" : ",") + std::to_string(j);
-    const Pattern pattern = build_pattern(fb, sizes);
+    const Pattern pattern = apply_pattern_conventions(build_pattern(fb, sizes), conv);
     const int64_t pb = sizes.batch > 1 ? b : 0;  // padding row of this batch element
     for (int64_t h = 0; h < num_heads; ++h) {
       const Tensor<uint8_t> head = dense_mask(pattern.head(h));
@@ -92,6 +108,7 @@ void run_mask(const MaskArgs& args) {
     }
   }
   write_npy(a.out, out, a.mask_dtype == "bool");
+  if (!a.random_table_out.empty()) write_npy(a.random_table_out, shared.random_draws);
 }
 
 }  // namespace
@@ -103,7 +120,12 @@ void register_mask(CLI::App& app) {
   add_size_flags(cmd, args->sizes);
   cmd->add_option("--out", args->out, "M.npy: the mask")->required();
   cmd->add_option("--mask-dtype", args->mask_dtype, "uint8 | bool")->capture_default_str();
+  cmd->add_option("--random-table-out", args->random_table_out,
+                  "T.npy: also write the pattern's random draws, int64: bigbird [num_heads, "
+                  "nb-2, r] (HF's rand_attn), bigbird-etc [num_heads, nb, r], random "
+                  "[num_heads, seq_len_q, num_random]; -1 where a row has fewer");
   add_pattern_flags(cmd, args->pattern);
+  add_convention_flags(cmd, args->conventions, /*tensors=*/false);
   add_attention_window_flag(cmd, args->compat);
   cmd->add_option("--global-mask", args->compat.global_mask,
                   "G.npy: [batch, seq_len_k] bool/uint8, 1 = global token, per batch element "

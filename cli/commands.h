@@ -19,6 +19,7 @@ void register_extend_positions(CLI::App& app);
 void register_analyze(CLI::App& app);
 void register_demo_real(CLI::App& app);
 void register_impls(CLI::App& app);
+void register_golden(CLI::App& app);
 
 // Calls every register_* above (main.cpp calls this).
 inline void register_commands(CLI::App& app) {
@@ -33,6 +34,7 @@ inline void register_commands(CLI::App& app) {
   register_analyze(app);
   register_demo_real(app);
   register_impls(app);
+  register_golden(app);
   decimal_integer_flags(app);  // every integer flag of every subcommand: decimal, strict
 }
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <utility>
 
+#include "cli/check_report.h"
+#include "cli/convention_hint.h"
 #include "cli/inputs.h"
 #include "core/error.h"
 #include "graph/measures.h"
@@ -103,6 +105,12 @@ nlohmann::json info_json(const Pattern& pattern, int64_t head_dim) {
       {"tiles", {{"listed", st.num_tiles}, {"full", st.full_tiles},
                  {"partial", st.num_tiles - st.full_tiles}}},
       {"random_draws", pattern.random_draws.numel()},
+      {"random_draws_shape", pattern.random_draws.shape},
+      {"random_draws_layout",
+       pattern.spec.kind == PatternKind::bigbird       ? "[num_heads, nb - 2, num_random_blocks] key-block indices of query blocks 1..nb-2 (HF rand_attn); mask --random-table-out writes them"
+       : pattern.spec.kind == PatternKind::bigbird_etc ? "[num_heads, nb, num_random_blocks] key-block indices; mask --random-table-out writes them"
+       : pattern.spec.kind == PatternKind::random      ? "[num_heads, seq_len_q, num_random] key indices, -1 where a row has fewer; mask --random-table-out writes them"
+                                                       : "none"},
       {"random_shortfall", pattern.random_shortfall},
       {"flops", flops},
       {"dense_flops", dense_flops},
@@ -152,6 +160,33 @@ void require_candidate_shape(const Shape& shape, const Shape& want, const std::s
 
 namespace {
 
+// One tensor's report: core/check.h's fields (non-finite values as strings), located.
+nlohmann::json tensor_report(const Tensor<double>& cand, const Tensor<double>& ref, Tolerance tol,
+                             const Pattern& pattern, const std::vector<uint8_t>& skip,
+                             const std::string& name, bool* pass) {
+  // Skipped rows (--padded-queries any) take the oracle's values: never compared.
+  Tensor<double> c = cand;
+  if (!skip.empty()) {
+    const int64_t rows = ref.shape[2], width = ref.numel() / (ref.shape[0] * ref.shape[1] * rows);
+    for (int64_t e = 0; e < ref.numel(); ++e) {
+      const int64_t row = e / width, i = row % rows, b = row / (rows * ref.shape[1]);
+      if (skip[static_cast<size_t>(b * rows + i)]) c.data[e] = ref.data[e];
+    }
+  }
+  const CheckReport r = check_close(c, ref, tol);
+  nlohmann::json j = nlohmann::json::parse(report_json(r, name, tol));
+  j["worst_candidate"] = number_json(r.worst_candidate);
+  j["worst_reference"] = number_json(r.worst_reference);
+  j["budget_used"] = number_json(r.budget_used);
+  if (r.num_nonfinite > 0)  // a NaN/Inf where the oracle is finite is named first
+    j["reason"] = r.reason;
+  Tensor<double> shaped = c;
+  shaped.shape = ref.shape;
+  locate_failures(j, shaped, ref, tol, pattern, skip);
+  *pass = r.pass;
+  return j;
+}
+
 // Never judge a candidate against a wrong reference (contract §5: no silent NaN or wrong
 // answer). The oracle is float64: where the scores scale * q·k or the outputs leave its
 // range (inputs near 1e308) it produces NaN or ±inf instead of the result, and every
@@ -177,29 +212,104 @@ nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double
                                     const Tensor<double>& v, const Pattern& pattern,
                                     const double* scale, const Tensor<double>& o,
                                     Tolerance o_tol, const Tensor<double>* lse,
-                                    Tolerance lse_tol) {
+                                    Tolerance lse_tol, const Conventions& conv,
+                                    const PatternSpec* raw_spec, const ToleranceRule* rule) {
   const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
-  return check_against(a1_dense_masked(q, k, v, pattern, scale), pattern, s, o, o_tol, lse,
-                       lse_tol);
+  CheckContext ctx;
+  ctx.q = &q, ctx.k = &k, ctx.v = &v, ctx.scale = scale;
+  ctx.conv = conv, ctx.raw_spec = raw_spec, ctx.rule = rule;
+  return check_against(convention_oracle(q, k, v, pattern, scale, conv), pattern, s, o, o_tol,
+                       lse, lse_tol, ctx);
 }
 
 nlohmann::json check_against(const AttentionResult& oracle, const Pattern& pattern,
                              const AttentionShape& s, const Tensor<double>& o, Tolerance o_tol,
-                             const Tensor<double>* lse, Tolerance lse_tol) {
+                             const Tensor<double>* lse, Tolerance lse_tol,
+                             const CheckContext& ctx) {
   require_finite_oracle(oracle);
-  const CheckReport o_report = check_close(o, oracle.o, o_tol);
+  const Conventions& conv = ctx.conv;
+  const ToleranceRule* rule = ctx.rule;
+  const bool have_inputs = ctx.q != nullptr && ctx.k != nullptr && ctx.v != nullptr;
+  require(rule == nullptr || (have_inputs && !ctx.compat), "--tolerance-rule", "reference-error",
+          "needs the normal oracle's inputs: not available under the compatibility flags "
+          "(contract §3.12)");
+  std::vector<uint8_t> skip;
+  if (conv.padded_queries_any && pattern.has_key_padding()) {
+    skip.assign(static_cast<size_t>(s.batch * s.seq_len_q), 0);
+    for (int64_t b = 0; b < s.batch; ++b)
+      for (int64_t i = 0; i < s.seq_len_q; ++i)
+        skip[static_cast<size_t>(b * s.seq_len_q + i)] = !pattern.query_valid(b, i);
+  }
   nlohmann::json j;
-  j["oracle"] = "a1_dense_masked";
+  j["oracle"] = conv.masked_score ? "dense definition with masked scores = --masked-score"
+                                  : "a1_dense_masked";
   j["pattern"] = describe(pattern.spec);
   j["shape"] = {{"batch", s.batch},         {"num_heads", s.num_heads},
                 {"seq_len_q", s.seq_len_q}, {"seq_len_k", s.seq_len_k},
                 {"head_dim", s.head_dim},   {"head_dim_v", s.head_dim_v}};
-  j["o"] = nlohmann::json::parse(report_json(o_report, "o", o_tol));
-  bool pass = o_report.pass;
+  j["conventions"] = conv.describe();
+  bool pass = true, p = true;
+  Tensor<double> o4 = o;
+  o4.shape = oracle.o.shape;
+  j["o"] = tensor_report(o4, oracle.o, o_tol, pattern, skip, "o", &p);
+  pass = pass && p;
+  Tensor<double> lse3;
   if (lse != nullptr) {
-    const CheckReport lse_report = check_close(*lse, oracle.lse, lse_tol);
-    j["lse"] = nlohmann::json::parse(report_json(lse_report, "lse", lse_tol));
-    pass = pass && lse_report.pass;
+    lse3 = *lse;
+    lse3.shape = oracle.lse.shape;
+    j["lse"] = tensor_report(lse3, oracle.lse, lse_tol, pattern, skip, "lse", &p);
+    pass = pass && p;
+  }
+  if (rule != nullptr) {  // the verdict is the reference-error rule's (contract §4.10)
+    const AttentionResult naive =
+        naive_low_precision(*ctx.q, *ctx.k, *ctx.v, pattern, ctx.scale, rule->dtype);
+    nlohmann::json r = judge_reference_error(o4, oracle.o, naive.o, *rule, skip);
+    pass = r["pass"].get<bool>();
+    // Located against the rule's bound on the largest error: factor * naive max + floor.
+    auto relocate = [&](const char* name, const Tensor<double>& c, const Tensor<double>& ref,
+                        const nlohmann::json& verdict) {
+      const Tolerance bound{rule->factor * verdict["naive"]["max_abs_error"].get<double>() +
+                                rule->floor, 0.0};
+      bool unused = false;
+      nlohmann::json t = tensor_report(c, ref, bound, pattern, skip, name, &unused);
+      t["pass"] = verdict["pass"];
+      t["reference_error"] = verdict;
+      return t;
+    };
+    j["o"] = relocate("o", o4, oracle.o, r);
+    if (lse != nullptr) {
+      Tensor<double> naive_lse = naive.lse;
+      if (conv.lse_base2)
+        for (double& x : naive_lse.data) x /= std::log(2.0);
+      r = judge_reference_error(lse3, oracle.lse, naive_lse, *rule, skip);
+      j["lse"] = relocate("lse", lse3, oracle.lse, r);
+      pass = pass && r["pass"].get<bool>();
+    }
+    j["tolerance_rule"] = "reference-error";
+  }
+  if (!skip.empty()) {
+    int64_t n = 0;
+    for (uint8_t x : skip) n += x;
+    j["rows_not_compared"] = n * s.num_heads;
+  }
+  if (!pass && have_inputs && !ctx.compat) {
+    const ProbeInputs in{*ctx.q, *ctx.k, *ctx.v, pattern, ctx.scale, conv, o4, o_tol,
+                         lse ? &lse3 : nullptr, lse_tol, skip, oracle, ctx.raw_spec};
+    const nlohmann::json probes = probe_causes(in);
+    j["probable_cause"] = probes["probable_cause"];
+    j["probes"] = probes["probes"];
+  } else if (!pass) {  // the probes re-run the normal oracle: not this one
+    j["probable_cause"] = "unknown: probes skipped";
+    j["probes"] = {{"tried", nlohmann::json::array()},
+                   {"skipped", ctx.compat ? "the probes re-run the normal oracle a1_dense_masked, "
+                                            "not the compatibility mode's (contract §3.12)"
+                                          : "the inputs q, k, v were not given"}};
+  }
+  // On failure, which peer convention would explain it (not when the flags of that
+  // convention were given: then there is nothing left to suggest).
+  if (ctx.hint && !j.at("o").at("pass").get<bool>()) {
+    const std::string hint = convention_hint(pattern, o4, oracle.o, o_tol, ctx.global_mask);
+    if (!hint.empty()) j["hint"] = hint;
   }
   j["pass"] = pass;
   return j;
@@ -282,7 +392,12 @@ void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
     const auto& [name, c] = cands[t];
     if (c->x == nullptr) continue;
     const CheckReport r = check_close(*c->x, *refs[t], c->tol);
-    j[name] = nlohmann::json::parse(report_json(r, name, c->tol));
+    nlohmann::json gj = nlohmann::json::parse(report_json(r, name, c->tol));
+    gj["worst_candidate"] = number_json(r.worst_candidate);  // "nan"/"inf", never null
+    gj["worst_reference"] = number_json(r.worst_reference);
+    gj["budget_used"] = number_json(r.budget_used);
+    gj["error_over_tolerance"] = number_json(r.budget_used);
+    j[name] = gj;
     pass = pass && r.pass;
   }
   j["pass"] = pass;

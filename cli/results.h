@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/conventions.h"
+#include "cli/tolerance_rule.h"
 #include "core/check.h"
 #include "core/numerics.h"
 #include "core/tensor.h"
@@ -55,20 +57,49 @@ Tolerance tolerance_for(CandidateDtype dtype);
 // Throws InvalidArgument(what + " shape").
 void require_candidate_shape(const Shape& got, const Shape& want, const std::string& what);
 
-// `check`: runs the oracle a1_dense_masked on q/k/v (already rank 4) and judges o (and lse
-// when given) with core/check.h's checker. Returns the JSON object the CLI prints:
-// oracle, pattern, shape, o (and lse) reports, pass.
+// `check`: runs the oracle a1_dense_masked (convention_oracle under `conv`) on q/k/v
+// (already rank 4, bhsd) and judges o (and lse when given, in the base `conv` names) with
+// core/check.h's checker. Returns the JSON object the CLI prints: oracle, pattern, shape,
+// conventions, o (and lse) reports located per (batch, head) and row (cli/check_report.h,
+// contract §4.9), pass; on failure probable_cause and probes. With --padded-queries any,
+// padded query rows are not compared. With `rule` (contract §4.10) each tensor's verdict
+// is judge_reference_error's ("reference_error" in its report) instead of the fixed table's. `raw_spec`: the pattern as given, before its
+// parameters were canonicalized for these sizes (the layout probe re-sizes it). o is bhsd here (the caller transposes a bshd file).
 nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                     const Tensor<double>& v, const Pattern& pattern,
                                     const double* scale, const Tensor<double>& o,
                                     Tolerance o_tol, const Tensor<double>* lse,
-                                    Tolerance lse_tol);
+                                    Tolerance lse_tol, const Conventions& conv = {},
+                                    const PatternSpec* raw_spec = nullptr,
+                                    const ToleranceRule* rule = nullptr);
 
-// `check` against an oracle computed elsewhere (a compatibility mode's float64 definition,
-// contract §3.12): the same JSON as check_against_oracle, whose "oracle" field names a1.
+// What check_against's explaining report needs besides the oracle. q/k/v/scale: the inputs
+// (bhsd) the cause probes and the reference-error rule re-run; null: the probes are
+// skipped (said in "probes") and `rule` is refused. `compat`: the oracle is a
+// compatibility mode's (contract §3.12): the probes, which re-run the normal oracle, are
+// skipped and say so; `rule` is refused. `hint`: on a failing o, add convention_hint's
+// sentence ("hint", cli/convention_hint.h) with `global_mask` ([B, L_k] or null).
+struct CheckContext {
+  const Tensor<double>* q = nullptr;
+  const Tensor<double>* k = nullptr;
+  const Tensor<double>* v = nullptr;
+  const double* scale = nullptr;
+  Conventions conv{};
+  const PatternSpec* raw_spec = nullptr;
+  const ToleranceRule* rule = nullptr;
+  bool compat = false;
+  bool hint = true;
+  const Tensor<uint8_t>* global_mask = nullptr;
+};
+
+// `check` against `oracle` (convention_oracle's, or a compatibility mode's float64
+// definition, contract §3.12): the JSON of check_against_oracle (which wraps this), with
+// the report fields of cli/check_report.h, probes and hint as `ctx` allows. `oracle`, o and
+// lse are bhsd. Throws InvalidArgument("--q, --k, --v") where the oracle is not finite.
 nlohmann::json check_against(const AttentionResult& oracle, const Pattern& pattern,
                              const AttentionShape& shape, const Tensor<double>& o,
-                             Tolerance o_tol, const Tensor<double>* lse, Tolerance lse_tol);
+                             Tolerance o_tol, const Tensor<double>* lse, Tolerance lse_tol,
+                             const CheckContext& ctx = {});
 // `impls --backward --json`: one object per backward registry entry (name, target, dtype,
 // forward, patterns, reference, atol, rtol, summary), in ladder order (docs/backward.md).
 nlohmann::json grad_impls_json();

@@ -87,16 +87,17 @@ assert np.all(row_err[-W:] < 1e-5) and np.all(row_err[:-W] > 1e-4)
 # %% [markdown]
 # ## Broken on purpose (2): the wrong scale
 #
-# 1/d instead of 1/√d. Almost every element differs, and the hint lists the usual suspects
-# (pattern parameters, scale, layout). Checking with `scale=` the one the code used passes:
-# the report told us which convention differed.
+# 1/d instead of 1/√d. Almost every element differs, and the report's probable cause (its
+# probes re-run the oracle under the usual mistakes, contract §4.9) names the scale and the
+# value that matches. Checking with `scale=` the one the code used passes: the report told
+# us which convention differed.
 
 # %%
 d = q.shape[-1]
 o_scale = my_window_attention(q, k, v, W, scale=1 / d)
 wrong = sa.check(q, k, v, pattern, o_scale)
 print(wrong.summary())
-assert not wrong.passed and "the scale" in wrong.summary()
+assert not wrong.passed and "probable cause: scale 1/head_dim" in wrong.summary()
 assert sa.check(q, k, v, pattern, o_scale, scale=1 / d).passed
 
 # %% [markdown]

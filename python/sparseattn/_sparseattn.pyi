@@ -32,8 +32,9 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str,
 def check(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray,
           o_dtype: str, lse: Optional[np.ndarray], lse_dtype: str, atol: Optional[float],
           rtol: Optional[float], scale: Optional[float],
-          key_padding_mask: Optional[np.ndarray], dout: Optional[np.ndarray],
-          grads: List[Optional[np.ndarray]], grad_dtypes: List[str]) -> Dict[str, Any]: ...
+          key_padding_mask: Optional[np.ndarray], conventions: Dict[str, str],
+          dout: Optional[np.ndarray], grads: List[Optional[np.ndarray]],
+          grad_dtypes: List[str]) -> Dict[str, Any]: ...
 def performer_favor(q: np.ndarray, k: np.ndarray, v: np.ndarray, num_features: int,
                     seed: int, orthogonal: bool,
                     scale: Optional[float]) -> Tuple[np.ndarray, np.ndarray]: ...

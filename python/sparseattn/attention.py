@@ -6,8 +6,9 @@ leading dimensions mean 1 (rank 2 or 3 inputs), and outputs keep q's leading dim
 """
 from __future__ import annotations
 
+import math
 import warnings
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
@@ -88,7 +89,8 @@ class AttendResult(NamedTuple):
 
 def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_masked",
            scale: Optional[float] = None, key_padding_mask: Any = None,
-           dout: Any = None) -> Union[Tuple[np.ndarray, np.ndarray], AttendResult]:
+           dout: Any = None, *, layout: str = "bhsd", lse_base: str = "e",
+           key_padding_polarity: str = "keep") -> Union[Tuple[np.ndarray, np.ndarray], AttendResult]:
     """Sparse attention with one registered kernel (default: the float64 oracle), and
     with ``dout`` its backward pass.
 
@@ -123,6 +125,11 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
         ``a2_sparse_rows`` -> b2, ``a5_flash_tiled`` -> b3, ``cpu_k06_generic_tiles`` ->
         ``cpu_kb02_generic_dq_lanes_grad``, ``cuda_c08_generic_f32`` -> cb01
         (``impls(backward=True)`` lists them; docs/backward.md).
+    layout, lse_base, key_padding_polarity
+        Convention flags of ``sparseattn attend`` (docs/conventions.md, contract §1.6):
+        ``layout="bshd"`` takes q, k, v and returns o (and dout, dq, dk, dv) as [batch, seq_len, num_heads, d]
+        (lse stays [batch, num_heads, seq_len_q]); ``lse_base="2"`` returns lse / ln 2;
+        ``key_padding_polarity="ignore"`` reads True as padding (PyTorch's mask).
 
     Returns
     -------
@@ -161,18 +168,39 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     p = _pattern(pattern)
     if not isinstance(impl, str):
         raise _arrays.invalid("impl", impl, "must be a kernel name (sparseattn.impls())")
+    if layout not in ("bhsd", "bshd"):
+        raise _arrays.invalid("layout", layout, "must be bhsd or bshd")
+    if str(lse_base) not in ("e", "2"):
+        raise _arrays.invalid("lse_base", lse_base, "must be e or 2")
+    if key_padding_polarity not in ("keep", "ignore"):
+        raise _arrays.invalid("key_padding_polarity", key_padding_polarity,
+                              "must be keep or ignore")
     qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
+    bshd = layout == "bshd"
+    swap = (lambda x: np.ascontiguousarray(np.swapaxes(x, -3, -2)) if x.ndim >= 3 else x)
     da = None if dout is None else _arrays.float_array(dout, "dout")
-    o, lse, nan_rows, dq, dk, dv = _C.attend(qa, ka, va, p._spec, impl, _scale(scale),
-                                             _padding(key_padding_mask), da)
+    if bshd:  # [..., seq_len, num_heads, d] -> [..., num_heads, seq_len, d]
+        qa, ka, va = (swap(x) for x in (qa, ka, va))
+        da = None if da is None else swap(da)
+    pad = _padding(key_padding_mask)
+    if pad is not None and key_padding_polarity == "ignore":
+        pad = np.ascontiguousarray((pad == 0).astype(pad.dtype))
+    o, lse, nan_rows, dq, dk, dv = _C.attend(qa, ka, va, p._spec, impl, _scale(scale), pad, da)
     if nan_rows:
         warnings.warn(f"{impl} has no lse estimate for {nan_rows} rows (NaN there)",
                       RuntimeWarning, stacklevel=2)
     o, lse = _out_shapes(qa, o, lse)
+    if str(lse_base) == "2":
+        lse = lse / np.log(2.0)
+    if bshd and o.ndim >= 3:
+        o = swap(o)
     if da is None:
         return o, lse
     # The gradients keep the shapes of q, k, v as given (the CLI keeps its files' ranks).
-    return AttendResult(o, lse, dq.reshape(qa.shape), dk.reshape(ka.shape), dv.reshape(va.shape))
+    dq, dk, dv = dq.reshape(qa.shape), dk.reshape(ka.shape), dv.reshape(va.shape)
+    if bshd:
+        dq, dk, dv = swap(dq), swap(dk), swap(dv)
+    return AttendResult(o, lse, dq, dk, dv)
 
 
 @dataclass(frozen=True)
@@ -194,18 +222,48 @@ class TensorReport:
     budget_used: Optional[float]
     atol: float
     rtol: float
+    # Where it fails (contract §4.9): element mismatches per "batch,head", failing query
+    # rows per "batch,head" as ranges ("1-32,40"), the worst row in full (expected and
+    # candidate first elements, allowed_keys, fully_masked, padded_query), the first
+    # NaN/Inf where the oracle is finite, and the worst error over its tolerance.
+    mismatches: Dict[str, int] = field(default_factory=dict)
+    rows: Dict[str, str] = field(default_factory=dict)
+    worst_row: Optional[Dict[str, Any]] = None
+    first_nonfinite: Optional[Dict[str, Any]] = None
+    error_over_tolerance: Optional[float] = None
+    error_over_tolerance_means: str = ""
+    rows_truncated: Optional[str] = None
+    # The keys of the JSON object it was read from: to_dict() writes back those (a gradient
+    # report carries core/check.h's fields, not the location fields).
+    keys: Tuple[str, ...] = field(default=(), repr=False, compare=False)
+
+    _NUMBERS = ("worst_candidate", "worst_reference", "budget_used", "error_over_tolerance")
 
     @staticmethod
     def _from(d: Dict[str, Any]) -> "TensorReport":
         d = dict(d)
         d["passed"] = d.pop("pass")
         d["worst_index"] = tuple(d["worst_index"])
-        return TensorReport(**d)
+        for key in TensorReport._NUMBERS:  # "nan", "inf", "-inf" in the JSON
+            if isinstance(d.get(key), str):
+                d[key] = float(d[key])
+        known = {f.name for f in fields(TensorReport)} - {"keys"}
+        d["keys"] = tuple(k for k in d if k != "passed") + ("pass",)
+        return TensorReport(**{k: val for k, val in d.items() if k in known or k == "keys"})
 
     def to_dict(self) -> Dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "keys"}
         d["pass"] = d.pop("passed")
         d["worst_index"] = list(self.worst_index)
+        for key in self._NUMBERS:
+            x = d.get(key)
+            if isinstance(x, float) and not math.isfinite(x):
+                d[key] = "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+        for key in ("worst_row", "first_nonfinite", "rows_truncated", "error_over_tolerance"):
+            if d.get(key) is None:
+                d.pop(key, None)
+        if self.keys:
+            d = {k: val for k, val in d.items() if k in self.keys}
         return d
 
     def line(self) -> str:
@@ -265,6 +323,13 @@ class CheckReport:
     dq: Optional[TensorReport] = None
     dk: Optional[TensorReport] = None
     dv: Optional[TensorReport] = None
+    # On failure: the mistake the candidate matches (cause probes, contract §4.9), e.g.
+    # "scale 1/head_dim (candidate matches the oracle with --scale 0.125)".
+    probable_cause: Optional[str] = None
+    probes: Optional[Dict[str, Any]] = None
+    conventions: str = ""
+    # On a failing o: the peer convention that would explain it (cli/convention_hint.h).
+    hint: Optional[str] = None
 
     def __bool__(self) -> bool:
         return self.passed
@@ -276,8 +341,15 @@ class CheckReport:
         """The JSON object ``sparseattn check`` prints, field for field."""
         d: Dict[str, Any] = {"oracle": self.oracle, "pattern": self.pattern,
                              "shape": dict(self.shape), "o": self.o.to_dict()}
+        if self.conventions:
+            d["conventions"] = self.conventions
         if self.lse is not None:
             d["lse"] = self.lse.to_dict()
+        if self.probable_cause is not None:
+            d["probable_cause"] = self.probable_cause
+            d["probes"] = self.probes
+        if self.hint is not None:
+            d["hint"] = self.hint
         if self.gradient_oracle is not None:
             d["gradient_oracle"] = self.gradient_oracle
         for name in ("dq", "dk", "dv"):
@@ -305,7 +377,29 @@ class CheckReport:
             if len(idx) >= 3:
                 row = "key row" if bad.tensor in ("dk", "dv") else "query row"
                 lines.append(f"worst element: batch {idx[0]}, head {idx[1]}, {row} {idx[2]}")
-            lines.append("hint: " + _hint(bad))
+            for t in self._tensors():
+                if t is None or t.passed:
+                    continue
+                for bh, rows in t.rows.items():
+                    lines.append(f"{t.tensor} fails at (batch, head) {bh}: query rows {rows}")
+                if t.worst_row:
+                    w = t.worst_row
+
+                    def short(xs: List[Any]) -> str:
+                        return "[" + ", ".join(f"{x:.6g}" if isinstance(x, float) else str(x)
+                                               for x in xs) + "]"
+                    lines.append(
+                        f"{t.tensor} worst row batch {w['batch']}, head {w['head']}, row "
+                        f"{w['row']}: expected {short(w['expected'])}, candidate {short(w['candidate'])}; "
+                        f"allowed keys {w['allowed_keys'] or 'none'}"
+                        + (" (fully masked)" if w["fully_masked"] else "")
+                        + (" (padded query)" if w["padded_query"] else ""))
+            if self.probable_cause and not self.probable_cause.startswith("unknown"):
+                lines.append("probable cause: " + self.probable_cause)
+            else:
+                lines.append("hint: " + _hint(bad))
+            if self.hint:
+                lines.append("convention hint: " + self.hint)
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -357,7 +451,10 @@ def _given(x: Any) -> str:
 def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
           atol: Optional[float] = None, rtol: Optional[float] = None,
           scale: Optional[float] = None, key_padding_mask: Any = None, dout: Any = None,
-          dq: Any = None, dk: Any = None, dv: Any = None) -> CheckReport:
+          dq: Any = None, dk: Any = None, dv: Any = None, *,
+          layout: str = "bhsd", lse_base: str = "e", padded_queries: str = "zero",
+          key_padding_polarity: str = "keep", causal_align: str = "bottom-right",
+          masked_score: Union[str, float] = "-inf") -> CheckReport:
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -387,6 +484,11 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         Candidate gradients of ``sum(dout * o)`` with respect to q, k, v, float16/32/64;
         each needs ``dout``. A fully masked row's dq and a padded key's dk, dv must be 0
         (contract §7.2).
+    layout, lse_base, padded_queries, key_padding_polarity, causal_align, masked_score
+        The convention flags of ``sparseattn check`` (docs/conventions.md, contract §1.6):
+        ``layout="bshd"`` reads q, k, v, o (and dout, dq, dk, dv) as [batch, seq_len, num_heads, d];
+        ``lse_base="2"``; ``padded_queries="any"``; ``key_padding_polarity="ignore"``
+        (PyTorch's mask); ``causal_align="top-left"``; ``masked_score=-1e9``.
 
     Returns
     -------
@@ -402,11 +504,20 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         ``dout`` of the wrong shape or holding NaN/Inf (``invalid dout ...``).
     """
     p = _pattern(pattern)
+    if layout not in ("bhsd", "bshd"):
+        raise _arrays.invalid("layout", layout, "must be bhsd or bshd")
     qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
     oa, o_dtype = _candidate(o, "o")
+    if layout == "bshd":  # [..., seq_len, num_heads, d] -> [..., num_heads, seq_len, d]
+        qa, ka, va, oa = (np.ascontiguousarray(np.swapaxes(x, -3, -2)) if x.ndim >= 3 else x
+                          for x in (qa, ka, va, oa))
     la, lse_dtype = (None, "float64") if lse is None else _candidate(lse, "lse")
     a = None if atol is None else _arrays.real("atol", atol, 0.0)
     r = None if rtol is None else _arrays.real("rtol", rtol, 0.0)
+    conventions = {"lse_base": str(lse_base), "padded_queries": padded_queries,
+                   "key_padding_polarity": key_padding_polarity, "causal_align": causal_align,
+                   "masked_score": masked_score if isinstance(masked_score, str)
+                   else repr(float(masked_score))}
     # Gradient candidates: each needs dout; dout needs at least one (as the CLI's flags).
     given = {"dq": dq, "dk": dk, "dv": dv}
     for name, x in given.items():
@@ -416,14 +527,18 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         raise _arrays.invalid("dout", _given(dout),
                               "asks for gradient checks: give at least one of dq, dk, dv")
     da = None if dout is None else _arrays.float_array(dout, "dout")
+    if da is not None and layout == "bshd":
+        da = np.ascontiguousarray(np.swapaxes(da, -3, -2)) if da.ndim >= 3 else da
     grads: List[Optional[np.ndarray]] = []
     dtypes: List[str] = []
     for name, x in given.items():
         ga, g_dtype = (None, "float64") if x is None else _candidate(x, name)
+        if ga is not None and layout == "bshd" and ga.ndim >= 3:
+            ga = np.ascontiguousarray(np.swapaxes(ga, -3, -2))
         grads.append(ga)
         dtypes.append(g_dtype)
     d = _C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r, _scale(scale),
-                 _padding(key_padding_mask), da, grads, dtypes)
+                 _padding(key_padding_mask), conventions, da, grads, dtypes)
 
     def report(name: str) -> Optional[TensorReport]:
         return TensorReport._from(d[name]) if name in d else None
@@ -431,7 +546,9 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     return CheckReport(oracle=d["oracle"], pattern=d["pattern"], shape=d["shape"],
                        o=TensorReport._from(d["o"]), lse=report("lse"), passed=d["pass"],
                        gradient_oracle=d.get("gradient_oracle"), dq=report("dq"),
-                       dk=report("dk"), dv=report("dv"))
+                       dk=report("dk"), dv=report("dv"),
+                       probable_cause=d.get("probable_cause"), probes=d.get("probes"),
+                       conventions=d.get("conventions", ""), hint=d.get("hint"))
 
 
 def performer_favor(q: Any, k: Any, v: Any, num_features: int = 256, seed: int = 0,

@@ -367,8 +367,24 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
                  std::optional<py::array> lse_arr, const std::string& lse_dtype,
                  std::optional<double> atol, std::optional<double> rtol,
                  std::optional<double> scale, std::optional<py::array> key_padding_mask,
+                 const std::map<std::string, std::string>& conventions,
                  std::optional<py::array> dout_arr, std::vector<std::optional<py::array>> grad_arrs,
                  std::vector<std::string> grad_dtypes) {
+  // Convention flags (cli/conventions.h) by their CLI names without "--"; the layout is
+  // handled in Python (a transpose), so bhsd arrives here.
+  cli::ConventionFlags cf;
+  for (const auto& [key, value] : conventions) {
+    if (key == "lse_base") cf.lse_base = value;
+    else if (key == "padded_queries") cf.padded_queries = value;
+    else if (key == "key_padding_polarity") cf.key_padding_polarity = value;
+    else if (key == "causal_align") cf.causal_align = value;
+    else if (key == "masked_score") cf.masked_score = value;
+    else throw InvalidArgument("conventions", key, "must be lse_base, padded_queries, "
+                               "key_padding_polarity, causal_align or masked_score");
+  }
+  const cli::Conventions conv = cli::parse_conventions(cf);
+  require(!conv.masked_score || !dout_arr, "masked_score", cf.masked_score,
+          "must be -inf with dout (the gradient oracle removes masked keys)");
   auto tol_of = [&](const std::string& dtype) {
     Tolerance t = cli::tolerance_for(dtype == "float16"   ? cli::CandidateDtype::float16
                                      : dtype == "float32" ? cli::CandidateDtype::float32
@@ -394,7 +410,8 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
     py::gil_scoped_release nogil;
     const Inputs in = read_inputs(qv, kv, &vv);
     const AttentionShape& a = in.shape;
-    const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
+    const Pattern pattern = cli::apply_pattern_conventions(
+        materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k)), conv);
     // Candidates' shapes are checked before the oracle's O(n^2) work.
     Tensor<double> o = to_tensor(ov);
     cli::require_candidate_shape(o.shape, {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
@@ -418,7 +435,7 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
       }
     }
     j = cli::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
-                                  lv ? &lse : nullptr, lse_tol);
+                                  lv ? &lse : nullptr, lse_tol, conv, &s);
     if (dov)
       cli::check_gradients_against_oracle(j, in.q, in.k, in.v, pattern, scale_ptr(scale), dout,
                                           cands[0], cands[1], cands[2]);

@@ -31,7 +31,8 @@ def test_docs_python_md_examples_run(tmp_path, monkeypatch):
     shown = DOC.read_text()
     for fact in ["o: mismatched elements 6399 / 6400 (100.0%)",
                  "worst element: batch 0, head 2, query row 40",
-                 "hint: almost every element differs",
+                 "o fails at (batch, head) 0,2: query rows 0-99",
+                 "probable cause: window one wider (candidate matches --window 3)",
                  "candidate does NOT match the float64 oracle a1_dense_masked",
                  # checking your gradients: the missing rowsum(dO * O) term
                  "a1_dense_masked / b1_dense_masked_grad",

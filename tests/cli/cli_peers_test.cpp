@@ -186,5 +186,34 @@ TEST_F(PeersTest, BadCompatInputsAreRefused) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
+// Under the compatibility flags the explaining report (contract §4.9) still locates a
+// failure against the mode's oracle; the probes, which re-run the normal oracle, are
+// skipped and say so; the reference-error rule is refused.
+TEST_F(PeersTest, CompatFailuresAreLocatedAndProbesSkipped) {
+  const std::string n = "longformer_64";
+  const RunResult r = run("check " + qkvo(n) + longformer_flags(n) + globals(n) + " --scale 0.25");
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["pass"].get<bool>());
+  EXPECT_TRUE(j["global_projections"].get<bool>());
+  EXPECT_FALSE(j["o"]["rows"].empty()) << r.out;       // failing rows, per batch and head
+  EXPECT_TRUE(j["o"].contains("worst_row")) << r.out;
+  EXPECT_GT(j["o"]["error_over_tolerance"].get<double>(), 1.0);
+  EXPECT_EQ(j["probable_cause"], "unknown: probes skipped");
+  EXPECT_NE(j["probes"]["skipped"].get<std::string>().find("compatibility"), std::string::npos);
+  EXPECT_FALSE(j.contains("hint"));  // the projections were given: nothing to suggest
+  EXPECT_NE(r.err.find("probable cause: unknown: probes skipped"), std::string::npos) << r.err;
+  const RunResult rule = run("check " + qkvo(n) + longformer_flags(n) + globals(n) +
+                             " --tolerance-rule reference-error");
+  EXPECT_EQ(rule.exit_code, 2) << rule.out;
+  EXPECT_NE(rule.err.find("--tolerance-rule"), std::string::npos) << rule.err;
+  // --global-mask without the projections: the text summary carries the convention hint.
+  const RunResult text = run("check " + qkvo(n) + longformer_flags(n) + " --global-mask " +
+                             fx(n, "global_mask") + " --format text");
+  EXPECT_EQ(text.exit_code, 1) << text.out;
+  EXPECT_NE(text.out.find("convention hint: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("--q-global"), std::string::npos) << text.out;
+}
+
 }  // namespace
 }  // namespace sparseattn::testing_cli

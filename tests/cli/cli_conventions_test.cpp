@@ -1,0 +1,178 @@
+// Checks contract §1.6 (convention flags of `attend` and `mask`) and §3.10 (random draws
+// exported with `mask --random-table-out` and read back with --random-table): each flag's
+// output against the tests' own attention (cli_harness.h) or the default's output
+// rearranged by hand.
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.h"
+#include "core/npy.h"
+
+namespace sparseattn::testing_cli {
+namespace {
+
+class Conventions : public CliTest {
+ protected:
+  void write_qkv(const Dims& d) {
+    d_ = d;
+    q_ = uniform_tensor({d.B, d.H, d.Lq, d.D}, 1);
+    k_ = uniform_tensor({d.B, d.H, d.Lk, d.D}, 2);
+    v_ = uniform_tensor({d.B, d.H, d.Lk, d.Dv}, 3);
+    write_npy(path("q.npy"), q_);
+    write_npy(path("k.npy"), k_);
+    write_npy(path("v.npy"), v_);
+  }
+  std::string qkv() const {
+    return "--q " + path("q.npy") + " --k " + path("k.npy") + " --v " + path("v.npy");
+  }
+  Tensor<double> attend(const std::string& flags, const std::string& o = "o.npy",
+                        const std::string& lse = "lse.npy") {
+    const RunResult r = run("attend " + qkv() + " --out " + path(o) + " --lse " + path(lse) +
+                            " " + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return read_npy_float(path(o), "o");
+  }
+  static Tensor<double> bshd(const Tensor<double>& x) {
+    const int64_t B = x.shape[0], H = x.shape[1], L = x.shape[2], D = x.shape[3];
+    Tensor<double> y({B, L, H, D});
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t l = 0; l < L; ++l)
+          for (int64_t e = 0; e < D; ++e)
+            y.data[((b * L + l) * H + h) * D + e] = x.data[((b * H + h) * L + l) * D + e];
+    return y;
+  }
+  Dims d_{};
+  Tensor<double> q_, k_, v_;
+};
+
+TEST_F(Conventions, AttendLayoutBshdReadsAndWritesSeqLenBeforeHeads) {
+  write_qkv(Dims{2, 3, 10, 10, 4, 5});
+  const Tensor<double> o = attend("--pattern window --window 2");
+  const Tensor<double> lse = read_npy_float(path("lse.npy"), "lse");
+  write_npy(path("q.npy"), bshd(q_));
+  write_npy(path("k.npy"), bshd(k_));
+  write_npy(path("v.npy"), bshd(v_));
+  const Tensor<double> ob = attend("--pattern window --window 2 --layout bshd", "ob.npy", "lb.npy");
+  EXPECT_EQ(ob.shape, (Shape{2, 10, 3, 5}));
+  EXPECT_EQ(ob.data, bshd(o).data);
+  const Tensor<double> lb = read_npy_float(path("lb.npy"), "lse");
+  EXPECT_EQ(lb.shape, (Shape{2, 3, 10}));  // lse stays [batch, num_heads, seq_len_q]
+  EXPECT_EQ(lb.data, lse.data);
+}
+
+TEST_F(Conventions, AttendLseBase2IsTheNaturalLseOverLn2) {
+  write_qkv(Dims{1, 2, 9, 9, 4, 4});
+  attend("--pattern window --window 1");
+  const Tensor<double> lse = read_npy_float(path("lse.npy"), "lse");
+  attend("--pattern window --window 1 --lse-base 2", "o2.npy", "l2.npy");
+  const Tensor<double> l2 = read_npy_float(path("l2.npy"), "lse");
+  for (int64_t e = 0; e < lse.numel(); ++e)
+    EXPECT_NEAR(l2.data[e], lse.data[e] / std::log(2.0), 1e-14);
+}
+
+TEST_F(Conventions, AttendTopLeftCausalPutsQueryIAtKeyI) {
+  const Dims d{1, 2, 5, 12, 4, 4};
+  write_qkv(d);
+  const Tensor<double> o = attend("--pattern window --window 2 --causal --causal-align top-left");
+  std::vector<double> want, lse;
+  independent_attention(q_, k_, v_, d, 0.5,
+                        [](int64_t, int64_t, int64_t i, int64_t j) { return j <= i && j >= i - 2; },
+                        want, lse);
+  ASSERT_EQ(o.numel(), static_cast<int64_t>(want.size()));
+  for (size_t e = 0; e < want.size(); ++e) EXPECT_NEAR(o.data[e], want[e], 1e-12);
+  const RunResult c = run("check " + qkv() + " --candidate " + path("o.npy") +
+                          " --pattern window --window 2 --causal");
+  EXPECT_EQ(c.exit_code, 1);
+  EXPECT_NE(c.out.find("--causal-align top-left"), std::string::npos) << c.out;
+}
+
+TEST_F(Conventions, KeyPaddingPolarityIgnoreIsTheInvertedMask) {
+  write_qkv(Dims{2, 1, 8, 8, 3, 3});
+  Tensor<uint8_t> keep({2, 8}, 1), ignore({2, 8}, 0);
+  for (int64_t j = 5; j < 8; ++j) keep.data[j] = 0, ignore.data[j] = 1;
+  write_npy(path("keep.npy"), keep, true);
+  write_npy(path("ignore.npy"), ignore, true);
+  const Tensor<double> a = attend("--key-padding-mask " + path("keep.npy"));
+  const Tensor<double> b = attend("--key-padding-mask " + path("ignore.npy") +
+                                  " --key-padding-polarity ignore", "o2.npy", "l2.npy");
+  EXPECT_EQ(a.data, b.data);
+  ASSERT_EQ(run("mask --seq-len 8 --out " + path("m1.npy") + " --key-padding-mask " +
+                path("keep.npy")).exit_code, 0);
+  ASSERT_EQ(run("mask --seq-len 8 --out " + path("m2.npy") + " --key-padding-mask " +
+                path("ignore.npy") + " --key-padding-polarity ignore").exit_code, 0);
+  EXPECT_EQ(slurp(path("m1.npy")), slurp(path("m2.npy")));
+}
+
+TEST_F(Conventions, MaskedScoreGivesFullyMaskedRowsTheMeanOfVAndCheckAgrees) {
+  write_qkv(Dims{2, 1, 6, 6, 3, 2});
+  Tensor<uint8_t> pad({2, 6}, 1);
+  for (int64_t j = 0; j < 6; ++j) pad.data[6 + j] = 0;  // batch 1 fully padded
+  write_npy(path("pad.npy"), pad, true);
+  const std::string flags = "--key-padding-mask " + path("pad.npy") + " --masked-score -1e9";
+  const Tensor<double> o = attend(flags);
+  const Tensor<double> lse = read_npy_float(path("lse.npy"), "lse");
+  for (int64_t i = 0; i < 6; ++i) {
+    for (int64_t e = 0; e < 2; ++e) {
+      double m = 0.0;
+      for (int64_t j = 0; j < 6; ++j) m += v_.data[(6 + j) * 2 + e];
+      EXPECT_NEAR(o.data[(6 + i) * 2 + e], m / 6, 1e-15);
+    }
+    EXPECT_NEAR(lse.data[6 + i], -1e9 + std::log(6.0), 1e-6);
+  }
+  EXPECT_EQ(run("check " + qkv() + " --candidate " + path("o.npy") + " --candidate-lse " +
+                path("lse.npy") + " " + flags).exit_code, 0);
+  EXPECT_EQ(run("attend " + qkv() + " --out " + path("x.npy") + " --impl cpu_k06_generic_tiles " +
+                flags).exit_code, 2);
+}
+
+TEST_F(Conventions, BigBirdRandomTableRoundTrips) {
+  const std::string base = "mask --seq-len 30 --num-heads 3 --pattern bigbird --block-size 4 ";
+  const RunResult r = run(base + "--num-random-blocks 2 --seed 7 --out " + path("m.npy") +
+                          " --random-table-out " + path("t.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor<int64_t> t = read_npy_int(path("t.npy"), "table");
+  EXPECT_EQ(t.shape, (Shape{3, 6, 2}));  // nb = 8 blocks, query blocks 1..6, r = 2
+  for (int64_t x : t.data) {
+    EXPECT_GE(x, 0);
+    EXPECT_LT(x, 8);
+  }
+  // Read back under another seed: the table, not the seed, decides.
+  ASSERT_EQ(run(base + "--seed 99 --out " + path("m2.npy") + " --random-table " + path("t.npy"))
+                .exit_code, 0);
+  EXPECT_EQ(slurp(path("m.npy")), slurp(path("m2.npy")));
+  ASSERT_EQ(run(base + "--num-random-blocks 2 --seed 99 --out " + path("m3.npy")).exit_code, 0);
+  EXPECT_NE(slurp(path("m.npy")), slurp(path("m3.npy"))) << "seed 99 must draw differently";
+  // bigbird-etc exports [num_heads, nb, r]: (30 - 2 global) / 4 = 7 blocks.
+  ASSERT_EQ(run("mask --seq-len 30 --num-heads 3 --pattern bigbird-etc --block-size 4 "
+                "--num-random-blocks 1 --num-global-tokens 2 --seed 7 --out " + path("e.npy") +
+                " --random-table-out " + path("te.npy")).exit_code, 0);
+  EXPECT_EQ(read_npy_int(path("te.npy"), "table").shape, (Shape{3, 7, 1}));
+}
+
+TEST_F(Conventions, TokenRandomTableNamesEveryRandomKey) {
+  const RunResult r = run("mask --seq-len 20 --num-heads 2 --pattern random --num-random 3 "
+                          "--seed 5 --out " + path("m.npy") + " --random-table-out " + path("t.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor<int64_t> t = read_npy_int(path("t.npy"), "table");
+  ASSERT_EQ(t.shape, (Shape{2, 20, 3}));
+  const Tensor<uint8_t> m = read_npy_mask(path("m.npy"), "mask");  // [2, 20, 20]
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 20; ++i)
+      for (int64_t x = 0; x < 3; ++x) {
+        const int64_t j = t.data[(h * 20 + i) * 3 + x];
+        ASSERT_GE(j, -1);
+        ASSERT_LT(j, 20);
+        if (j >= 0) EXPECT_EQ(m.data[(h * 20 + i) * 20 + j], 1) << h << " " << i << " " << j;
+      }
+  const RunResult info = run("info --seq-len 20 --num-heads 2 --pattern random --num-random 3 --json");
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const nlohmann::json j = nlohmann::json::parse(info.out);
+  EXPECT_EQ(j["random_draws_shape"], nlohmann::json({2, 20, 3}));
+  EXPECT_NE(j["random_draws_layout"].get<std::string>().find("--random-table-out"), std::string::npos);
+  EXPECT_EQ(run("mask --seq-len 20 --out " + path("x.npy") + " --random-table-out " +
+                path("y.npy")).exit_code, 2);  // dense draws nothing
+}
+
+}  // namespace
+}  // namespace sparseattn::testing_cli
