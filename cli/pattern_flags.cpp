@@ -213,7 +213,7 @@ PatternSpec to_spec(const PatternFlags& f) {
   require_used(f.num_global_tokens != defaults.num_global_tokens, "--num-global-tokens",
                std::to_string(f.num_global_tokens), k, {PatternKind::bigbird_etc});
   require_used(!f.random_table.empty(), "--random-table", f.random_table, k,
-               {PatternKind::bigbird});
+               {PatternKind::bigbird, PatternKind::bigbird_etc});
   require_used(!f.segment_ids.empty(), "--segment-ids", f.segment_ids, k,
                {PatternKind::hierarchical});
   require_used(!f.mask.empty(), "--mask", f.mask, k, {PatternKind::explicit_mask});

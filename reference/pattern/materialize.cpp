@@ -243,9 +243,12 @@ void validate_random_table(const PatternSpec& s, const PatternSizes& z, const Bl
   require(s.num_random_blocks == 0 || s.num_random_blocks == t.dim(2), "num_random_blocks",
           s.num_random_blocks,
           "must be 0 or equal the random table's last dimension (" + std::to_string(t.dim(2)) + ")");
+  // -1 is "no draw", as the exported table writes where fewer than r blocks remained
+  // (contract §3.10): read back, it draws nothing and counts as shortfall again.
   for (int64_t x : t.data)
-    require(x >= 0 && x < nb, "random_table entry", x,
-            "key-block indices must be in [0, nb) = [0, " + std::to_string(nb) + ")");
+    require(x >= -1 && x < nb, "random_table entry", x,
+            "key-block indices must be in [0, nb) = [0, " + std::to_string(nb) +
+                "), or -1 for no draw");
 }
 
 HeadLayout build_bigbird_itc_head(const PatternSpec& s, const PatternSizes& z, int64_t head,

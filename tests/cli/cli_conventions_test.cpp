@@ -148,6 +148,33 @@ TEST_F(Conventions, BigBirdRandomTableRoundTrips) {
                 "--num-random-blocks 1 --num-global-tokens 2 --seed 7 --out " + path("e.npy") +
                 " --random-table-out " + path("te.npy")).exit_code, 0);
   EXPECT_EQ(read_npy_int(path("te.npy"), "table").shape, (Shape{3, 7, 1}));
+  ASSERT_EQ(run("mask --seq-len 30 --num-heads 3 --pattern bigbird-etc --block-size 4 "
+                "--num-global-tokens 2 --seed 99 --out " + path("e2.npy") + " --random-table " +
+                path("te.npy")).exit_code, 0);
+  EXPECT_EQ(slurp(path("e.npy")), slurp(path("e2.npy")));
+}
+
+// Fewer blocks than r remain (nb = 5: query block 2 may draw only blocks it does not
+// already see): the exported table holds -1 for the draws that could not be made, and
+// reading it back gives the same mask and the same shortfall.
+TEST_F(Conventions, RandomTableWithShortfallRoundTrips) {
+  const std::string base = "--seq-len 20 --pattern bigbird --block-size 4 ";
+  ASSERT_EQ(run("mask " + base + "--num-random-blocks 3 --seed 3 --out " + path("m.npy") +
+                " --random-table-out " + path("t.npy")).exit_code, 0);
+  const Tensor<int64_t> t = read_npy_int(path("t.npy"), "table");
+  int64_t minus_one = 0;
+  for (int64_t x : t.data) minus_one += x == -1;
+  ASSERT_GT(minus_one, 0) << "the case must have a shortfall to test";
+  ASSERT_EQ(run("mask " + base + "--out " + path("m2.npy") + " --random-table " + path("t.npy"))
+                .exit_code, 0);
+  EXPECT_EQ(slurp(path("m.npy")), slurp(path("m2.npy")));
+  const auto info = [&](const std::string& table) {
+    const RunResult r = run("info " + base + "--json " + table);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out).at("random_shortfall").get<int64_t>();
+  };
+  EXPECT_EQ(info("--num-random-blocks 3 --seed 3"), minus_one);
+  EXPECT_EQ(info("--random-table " + path("t.npy")), minus_one);
 }
 
 TEST_F(Conventions, TokenRandomTableNamesEveryRandomKey) {

@@ -38,7 +38,7 @@ std::vector<Invalid> invalid_cases() {
   Tensor<int64_t> table_out_of_range = table_ok;
   table_out_of_range.data[3] = 4;
   Tensor<int64_t> table_negative = table_ok;
-  table_negative.data[0] = -1;
+  table_negative.data[0] = -2;  // -1 is "no draw" (contract §3.10); below it is refused
   Tensor<int64_t> table_wrong_rows({2, 3, 1}, 1);
   auto bb_table = [](Tensor<int64_t> t) {
     PatternSpec s = bigbird(4, 1, 0);
@@ -63,7 +63,7 @@ std::vector<Invalid> invalid_cases() {
       {"num_global_tokens_above_seq_len", "num_global_tokens", "9", build(bigbird(4, 1, 0, 9), z)},
       {"random_table_entry_out_of_range", "random_table entry", "4",
        build(bb_table(table_out_of_range), {1, 2, 16, 16})},
-      {"random_table_entry_negative", "random_table entry", "-1",
+      {"random_table_entry_below_minus_1", "random_table entry", "-2",
        build(bb_table(table_negative), {1, 2, 16, 16})},
       {"random_table_wrong_rows", "random_table shape", "[2, 3, 1]",
        build(bb_table(table_wrong_rows), {1, 2, 16, 16})},
