@@ -114,30 +114,8 @@ Pattern apply_pattern_conventions(const Pattern& pattern, const Conventions& con
 AttentionInputs load_inputs_with(const std::string& q_path, const std::string& k_path,
                                  const std::string& v_path, const PatternFlags& flags,
                                  const Conventions& conv) {
-  AttentionInputs in;
-  if (!conv.bshd) {
-    in = load_attention_inputs(q_path, k_path, v_path, flags);
-  } else {
-    in.q = read_npy_float(q_path, "--q");
-    in.k = read_npy_float(k_path, "--k");
-    in.v = read_npy_float(v_path, "--v");
-    in.q.shape = as_rank4(in.q.shape, "--q");
-    in.k.shape = as_rank4(in.k.shape, "--k");
-    in.v.shape = as_rank4(in.v.shape, "--v");
-    in.q = swap_dims_1_2(in.q);
-    in.k = swap_dims_1_2(in.k);
-    in.v = swap_dims_1_2(in.v);
-    in.shape = attention_shape(in.q.shape, in.k.shape, in.v.shape);
-    require_finite(in.q, "--q");
-    require_finite(in.k, "--k");
-    require_finite(in.v, "--v");
-    PatternSizes sizes;
-    sizes.batch = in.shape.batch;
-    sizes.num_heads = in.shape.num_heads;
-    sizes.seq_len_q = in.shape.seq_len_q;
-    sizes.seq_len_k = in.shape.seq_len_k;
-    in.pattern = build_pattern(flags, sizes);
-  }
+  AttentionInputs in =
+      load_attention_inputs(q_path, k_path, v_path, flags, conv.bshd ? &swap_dims_1_2 : nullptr);
   in.pattern = apply_pattern_conventions(in.pattern, conv);
   return in;
 }

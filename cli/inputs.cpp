@@ -12,7 +12,8 @@
 namespace sparseattn::cli {
 
 AttentionInputs load_attention_inputs(const std::string& q_path, const std::string& k_path,
-                                      const std::string& v_path, const PatternFlags& flags) {
+                                      const std::string& v_path, const PatternFlags& flags,
+                                      Tensor<double> (*reorder)(const Tensor<double>&)) {
   AttentionInputs in;
   in.q = read_npy_float(q_path, "--q");
   in.k = read_npy_float(k_path, "--k");
@@ -20,6 +21,11 @@ AttentionInputs load_attention_inputs(const std::string& q_path, const std::stri
   in.q.shape = as_rank4(in.q.shape, "--q");
   in.k.shape = as_rank4(in.k.shape, "--k");
   in.v.shape = as_rank4(in.v.shape, "--v");
+  if (reorder != nullptr) {  // another layout (e.g. bshd, contract §1.6) into ours
+    in.q = reorder(in.q);
+    in.k = reorder(in.k);
+    in.v = reorder(in.v);
+  }
   in.shape = attention_shape(in.q.shape, in.k.shape, in.v.shape);
   require_finite(in.q, "--q");
   require_finite(in.k, "--k");

@@ -21,8 +21,11 @@ struct AttentionInputs {
   AttentionShape shape;
   Pattern pattern;
 };
+// `reorder`, when given, turns each tensor (already rank 4) from another layout into
+// [batch, num_heads, seq_len, head_dim] before the shapes are checked (contract §1.6).
 AttentionInputs load_attention_inputs(const std::string& q_path, const std::string& k_path,
-                                      const std::string& v_path, const PatternFlags& flags);
+                                      const std::string& v_path, const PatternFlags& flags,
+                                      Tensor<double> (*reorder)(const Tensor<double>&) = nullptr);
 
 // A named file argument, e.g. {"--out", "o.npy"}.
 struct PathArg {
