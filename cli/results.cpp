@@ -14,18 +14,26 @@
 
 namespace sparseattn::cli {
 
+namespace {
+
+// The fields a forward (Kernel) and a backward (GradKernel) registry entry share.
+template <class Entry>
+nlohmann::json entry_json(const Entry& k) {
+  return {{"name", k.name},           {"target", target_name(k.target)},
+          {"dtype", dtype_name(k.dtype)}, {"patterns", k.patterns},
+          {"reference", k.reference}, {"atol", k.atol},
+          {"rtol", k.rtol},           {"summary", k.summary}};
+}
+
+}  // namespace
+
 nlohmann::json impls_json() {
   nlohmann::json list = nlohmann::json::array();
-  for (const Kernel& k : kernels())
-    list.push_back({{"name", k.name},
-                    {"target", target_name(k.target)},
-                    {"dtype", dtype_name(k.dtype)},
-                    {"exact", k.exact},
-                    {"patterns", k.patterns},
-                    {"reference", k.reference},
-                    {"atol", k.atol},
-                    {"rtol", k.rtol},
-                    {"summary", k.summary}});
+  for (const Kernel& k : kernels()) {
+    nlohmann::json j = entry_json(k);
+    j["exact"] = k.exact;
+    list.push_back(std::move(j));
+  }
   return list;
 }
 
@@ -317,16 +325,11 @@ nlohmann::json check_against(const AttentionResult& oracle, const Pattern& patte
 
 nlohmann::json grad_impls_json() {
   nlohmann::json list = nlohmann::json::array();
-  for (const GradKernel& k : grad_kernels())
-    list.push_back({{"name", k.name},
-                    {"target", target_name(k.target)},
-                    {"dtype", dtype_name(k.dtype)},
-                    {"forward", k.forward},
-                    {"patterns", k.patterns},
-                    {"reference", k.reference},
-                    {"atol", k.atol},
-                    {"rtol", k.rtol},
-                    {"summary", k.summary}});
+  for (const GradKernel& k : grad_kernels()) {
+    nlohmann::json j = entry_json(k);
+    j["forward"] = k.forward;
+    list.push_back(std::move(j));
+  }
   return list;
 }
 
