@@ -296,11 +296,6 @@ Inputs read_inputs(const ArrayView& q, const ArrayView& k, const ArrayView* v) {
   return in;
 }
 
-Pattern pattern_for(const PatternSpec& spec, const std::optional<py::array>& kpm,
-                    int64_t batch, int64_t num_heads, int64_t seq_len_q, int64_t seq_len_k) {
-  return materialize(with_padding(spec, kpm), sizes_of(batch, num_heads, seq_len_q, seq_len_k));
-}
-
 const double* scale_ptr(const std::optional<double>& scale) { return scale ? &*scale : nullptr; }
 
 template <class T>
