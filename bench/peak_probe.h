@@ -1,5 +1,6 @@
 // This machine's float32 FMA ceiling, measured (not looked up): every OpenMP thread runs
-// 12 independent chains of 8-lane fused multiply-adds — enough chains to cover the FMA
+// 12 independent chains of fused multiply-adds on the active SIMD build's vectors (8 or
+// 16 lanes, optimized/cpu/isa.h) — enough chains to cover the FMA
 // latency (4-5 cycles) on both FMA pipes — so the loop is throughput bound. Benchmarks
 // report every kernel's GFLOP/s as a fraction of this number, measured in the same run.
 #pragma once

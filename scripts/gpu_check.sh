@@ -98,7 +98,6 @@ same_config() {
   local d=$1
   [ -f "$d/CMakeCache.txt" ] || return 1
   [ "$(cache_get "$d" CMAKE_BUILD_TYPE)" = Release ] || return 1
-  [ "$(cache_get "$d" SPARSEATTN_NATIVE)" != OFF ] || return 1
   [ "$(cache_get "$d" SPARSEATTN_CUDA)" != OFF ] || return 1
   if [ -n "$NVCC" ]; then
     [ "$(readlink -f "$(cache_get "$d" CMAKE_CUDA_COMPILER)")" = "$(readlink -f "$NVCC")" ] || return 1
@@ -240,7 +239,7 @@ else
     rm -rf "$BUILD/CMakeCache.txt" "$BUILD/CMakeFiles"
   fi
   step configure build 120 -- cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
-    ${NVCC:+-DCMAKE_CUDA_COMPILER="$NVCC"} -DSPARSEATTN_NATIVE=ON -DSPARSEATTN_CUDA=ON "${CMAKE_EXTRA[@]}" || { say "configure failed (see raw.tar.gz/configure.log)"; exit 1; }
+    ${NVCC:+-DCMAKE_CUDA_COMPILER="$NVCC"} -DSPARSEATTN_CUDA=ON "${CMAKE_EXTRA[@]}" || { say "configure failed (see raw.tar.gz/configure.log)"; exit 1; }
 fi
 step build build 420 -- cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}" ||
   { say "build failed (see raw.tar.gz/build.log)"; exit 1; }

@@ -14,7 +14,7 @@
 #include "optimized/cpu/kernels.h"
 #include "optimized/cpu/panel.h"
 
-namespace sparseattn::cpu {
+SPARSEATTN_ISA_BEGIN
 
 // Throws the error every kernel gives for a pattern it does not serve.
 inline void require_served(bool served, const Pattern& pattern, const char* kernel,
@@ -94,4 +94,4 @@ inline void mask_padded_keys(const uint8_t* key_valid, float* s, int64_t nc, Key
     if (!key_valid[key_of(c)]) s[c] = kNegInf;
 }
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

@@ -16,10 +16,12 @@
 // order, never on the thread or on the other rows of the tile; kernels feed a fixed order,
 // so outputs are bit-identical for any OpenMP thread count.
 //
-// Micro-kernels: 6 query rows × 16 keys (S) and 6 query rows × 16 value columns (P V):
-// 12 ymm accumulators — enough independent chains to cover the FMA latency on both FMA
-// pipes — plus the two key (value) vectors and one broadcast: 15 of the 16 ymm registers.
-// Per step 12 FMAs for 2 vector loads + 6 broadcasts, so the loop is FMA-bound.
+// Micro-kernels: R query rows × kStep = 2·kLanes keys (S) and R rows × kStep value columns
+// (P V), 2R vector accumulators, two key (value) vectors and one broadcast in registers.
+//   avx2   (16 ymm): R = 6, kStep 16 — 12 accumulators + 3 = 15 of 16 registers;
+//   avx512 (32 zmm): R = 8, kStep 32 — 16 accumulators + 3 = 19 of 32 registers.
+// Both give ≥ 12 independent FMA chains (two FMA pipes × 4–5 cycles latency) and 2R FMAs
+// per 2 vector loads + R broadcasts, so the loop is FMA-bound.
 #pragma once
 
 #include <algorithm>
@@ -31,10 +33,17 @@
 #include "optimized/cpu/panel.h"
 #include "optimized/cpu/simd.h"
 
-namespace sparseattn::cpu {
+SPARSEATTN_ISA_BEGIN
 
 inline constexpr int64_t kBr = 64;  // query rows per tile (the paper's B_r)
 inline constexpr int64_t kBc = 64;  // keys per chunk (B_c); the S scratch is kBr × kBc
+#if defined(SPARSEATTN_ISA_AVX512)
+inline constexpr int kRowGroup = 8;  // R: query rows per micro-kernel call
+#else
+inline constexpr int kRowGroup = 6;
+#endif
+static_assert(kBc % kStep == 0, "a chunk is whole micro-kernel steps");
+static_assert(kStep == 2 * kLanes, "a micro-kernel step is two vectors");
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // The mask of a chunk with nothing to mask (interior tiles of dense, full layout tiles).
@@ -47,18 +56,19 @@ namespace detail {
 // An empty asm that claims to modify a and b: GCC must hold them in registers, instead of
 // folding each use into an FMA memory operand — which turns the 2 loads per step into
 // 2·R loads and makes the micro-kernel load-bound.
-inline void pin_in_registers(v8f& a, v8f& b) { __asm__("" : "+x"(a), "+x"(b)); }
+inline void pin_in_registers(Vec& a, Vec& b) { __asm__("" : "+v"(a), "+v"(b)); }
 
-// s[r][c] = Σ_d q[r][d] · k[c][d] for R rows, c in [0, width), width a multiple of 16.
-// kb is the chunk's keys in blocks of 16: kb[(c / 16) · head_dim · 16 + d · 16 + c % 16].
+// s[r][c] = Σ_d q[r][d] · k[c][d] for R rows, c in [0, width), width a multiple of kStep.
+// kb is the chunk's keys in blocks of kStep:
+// kb[(c / kStep) · head_dim · kStep + d · kStep + c % kStep].
 template <int R>
 inline void qk_rows(const float* q, int64_t head_dim, const float* kb, int64_t width, float* s) {
-  for (int64_t c0 = 0; c0 < width; c0 += 16) {
-    const float* k = kb + c0 * head_dim;  // block c0 / 16
-    v8f acc[R][2] = {};
+  for (int64_t c0 = 0; c0 < width; c0 += kStep) {
+    const float* k = kb + c0 * head_dim;  // block c0 / kStep
+    Vec acc[R][2] = {};
     for (int64_t d = 0; d < head_dim; ++d) {
-      v8f k0 = load8(k + d * 16);
-      v8f k1 = load8(k + d * 16 + 8);
+      Vec k0 = loadv(k + d * kStep);
+      Vec k1 = loadv(k + d * kStep + kLanes);
       pin_in_registers(k0, k1);
       for (int r = 0; r < R; ++r) {
         const float qv = q[r * head_dim + d];
@@ -67,27 +77,27 @@ inline void qk_rows(const float* q, int64_t head_dim, const float* kb, int64_t w
       }
     }
     for (int r = 0; r < R; ++r) {
-      store8(s + r * kBc + c0, acc[r][0]);
-      store8(s + r * kBc + c0 + 8, acc[r][1]);
+      storev(s + r * kBc + c0, acc[r][0]);
+      storev(s + r * kBc + c0 + kLanes, acc[r][1]);
     }
   }
 }
 
-// o[r][:] += Σ_{c < nc} p[r][c] · v[c][:] for R rows; ldv a multiple of 16. The sum runs
-// over c in increasing order for every row (fixed reduction order). vb is the chunk's
-// values in blocks of 16 columns: vb[(d / 16) · kBc · 16 + c · 16 + d % 16].
+// o[r][:] += Σ_{c < nc} p[r][c] · v[c][:] for R rows; ldv a multiple of kStep. The sum
+// runs over c in increasing order for every row (fixed reduction order). vb is the chunk's
+// values in blocks of kStep columns: vb[(d / kStep) · kBc · kStep + c · kStep + d % kStep].
 template <int R>
 inline void pv_rows(const float* p, int64_t nc, const float* vb, int64_t ldv, float* o) {
-  for (int64_t d0 = 0; d0 < ldv; d0 += 16) {
-    const float* v = vb + d0 * kBc;  // block d0 / 16
-    v8f acc[R][2];
+  for (int64_t d0 = 0; d0 < ldv; d0 += kStep) {
+    const float* v = vb + d0 * kBc;  // block d0 / kStep
+    Vec acc[R][2];
     for (int r = 0; r < R; ++r) {
-      acc[r][0] = load8(o + r * ldv + d0);
-      acc[r][1] = load8(o + r * ldv + d0 + 8);
+      acc[r][0] = loadv(o + r * ldv + d0);
+      acc[r][1] = loadv(o + r * ldv + d0 + kLanes);
     }
     for (int64_t c = 0; c < nc; ++c) {
-      v8f v0 = load8(v + c * 16);
-      v8f v1 = load8(v + c * 16 + 8);
+      Vec v0 = loadv(v + c * kStep);
+      Vec v1 = loadv(v + c * kStep + kLanes);
       pin_in_registers(v0, v1);
       for (int r = 0; r < R; ++r) {
         const float pr = p[r * kBc + c];
@@ -96,8 +106,8 @@ inline void pv_rows(const float* p, int64_t nc, const float* vb, int64_t ldv, fl
       }
     }
     for (int r = 0; r < R; ++r) {
-      store8(o + r * ldv + d0, acc[r][0]);
-      store8(o + r * ldv + d0 + 8, acc[r][1]);
+      storev(o + r * ldv + d0, acc[r][0]);
+      storev(o + r * ldv + d0 + kLanes, acc[r][1]);
     }
   }
 }
@@ -109,7 +119,7 @@ class FlashTile {
   FlashTile(int64_t head_dim, int64_t head_dim_v)
       : head_dim_(head_dim),
         head_dim_v_(head_dim_v),
-        ldv_(round_up(head_dim_v, kPad)),
+        ldv_(round_up(head_dim_v, kStep)),
         q_(static_cast<size_t>(kBr * head_dim)),
         s_(static_cast<size_t>(kBr * kBc)),
         o_(static_cast<size_t>(kBr * ldv_)),
@@ -138,7 +148,7 @@ class FlashTile {
   // any c < nc that row r must not attend; s is row r of the scaled scores.
   template <class Mask>
   void step(const KeyPanel& panel, int64_t u0, int64_t nc, Mask&& mask) {
-    const int64_t width = round_up(nc, kPad);
+    const int64_t width = round_up(nc, kStep);
     copy_chunk(panel, u0, nc, width);
     for_row_groups([&](auto group, int64_t r0) {
       constexpr int R = decltype(group)::value;
@@ -160,7 +170,7 @@ class FlashTile {
   // write(r, o_row, lse): o_row holds head_dim_v floats of query r's output.
   template <class Write>
   void finish(Write&& write) {
-    std::vector<float>& row = s_;  // reuse scratch: kBc >= 16 and the tile is done
+    std::vector<float>& row = s_;  // reuse scratch: the tile is done
     if (static_cast<int64_t>(row.size()) < head_dim_v_) row.resize(head_dim_v_);
     for (int64_t r = 0; r < rows_; ++r) {
       const float* o = o_.data() + r * ldv_;
@@ -181,65 +191,66 @@ class FlashTile {
     static constexpr int value = R;
   };
 
-  // Calls f(Rows<R>, r0) over the tile in groups of 6 rows, then one group of 1..5.
+  // Calls f(Rows<kRowGroup>, r0) over the tile in groups of kRowGroup rows, then one
+  // group of the 1 .. kRowGroup-1 rows left.
   template <class F>
   void for_row_groups(F&& f) {
     int64_t r0 = 0;
-    for (; r0 + 6 <= rows_; r0 += 6) f(Rows<6>{}, r0);
-    switch (rows_ - r0) {
-      case 5: f(Rows<5>{}, r0); break;
-      case 4: f(Rows<4>{}, r0); break;
-      case 3: f(Rows<3>{}, r0); break;
-      case 2: f(Rows<2>{}, r0); break;
-      case 1: f(Rows<1>{}, r0); break;
-      default: break;
+    for (; r0 + kRowGroup <= rows_; r0 += kRowGroup) f(Rows<kRowGroup>{}, r0);
+    tail_group<kRowGroup - 1>(rows_ - r0, r0, f);
+  }
+  template <int R, class F>
+  static void tail_group(int64_t left, int64_t r0, F& f) {
+    if constexpr (R > 0) {
+      if (left == R) return f(Rows<R>{}, r0);
+      tail_group<R - 1>(left, r0, f);
     }
   }
 
-  // Copies the chunk's keys and values into 16-wide blocks (kb_, vb_), so the
+  // Copies the chunk's keys and values into kStep-wide blocks (kb_, vb_), so the
   // micro-kernels read them as one contiguous stream. Read in place, the transposed panel
-  // has one cache line per head-dimension row per 16 keys — a new line on every load,
+  // has one cache line per head-dimension row per kStep keys — a new line on every load,
   // which made the micro-kernels wait on L2 (measured: the dominant stall in k01).
   // The copy costs head_dim · width + width · ldv moves per chunk, against
   // rows · width · (head_dim + ldv) FMAs.
   void copy_chunk(const KeyPanel& panel, int64_t u0, int64_t nc, int64_t width) {
     for (int64_t d = 0; d < head_dim_; ++d) {
       const float* src = panel.kt.data() + d * panel.ldk + u0;
-      for (int64_t c0 = 0; c0 < width; c0 += 16) {
-        float* dst = kb_.data() + c0 * head_dim_ + d * 16;
-        store8(dst, load8(src + c0));
-        store8(dst + 8, load8(src + c0 + 8));
+      for (int64_t c0 = 0; c0 < width; c0 += kStep) {
+        float* dst = kb_.data() + c0 * head_dim_ + d * kStep;
+        storev(dst, loadv(src + c0));
+        storev(dst + kLanes, loadv(src + c0 + kLanes));
       }
     }
     for (int64_t c = 0; c < nc; ++c) {
       const float* src = panel.v.data() + (u0 + c) * panel.ldv;
-      for (int64_t d0 = 0; d0 < ldv_; d0 += 16) {
-        float* dst = vb_.data() + d0 * kBc + c * 16;
-        store8(dst, load8(src + d0));
-        store8(dst + 8, load8(src + d0 + 8));
+      for (int64_t d0 = 0; d0 < ldv_; d0 += kStep) {
+        float* dst = vb_.data() + d0 * kBc + c * kStep;
+        storev(dst, loadv(src + d0));
+        storev(dst + kLanes, loadv(src + d0 + kLanes));
       }
     }
   }
 
   // The online-softmax update of row r; on return s holds P (0 where masked).
   void softmax_update(int64_t r, float* s, int64_t width) {
-    v8f vmax = splat8(kNegInf);
+    Vec vmax = splat(kNegInf);
     for (int64_t c = 0; c < width; c += kLanes) {
-      const v8f x = load8(s + c);
+      const Vec x = loadv(s + c);
       vmax = x > vmax ? x : vmax;
     }
     const float m_old = m_[r];
-    const float m_chunk = hmax8(vmax);
+    const float m_chunk = hmax(vmax);
     const float m_new = m_chunk > m_old ? m_chunk : m_old;
     if (m_new == kNegInf) {  // nothing allowed yet: P = 0, state unchanged
       std::fill(s, s + width, 0.0f);
       return;
     }
-    const v8f shift = splat8(m_new);
-    v8f vsum = splat8(0.0f);
+    const Vec shift = splat(m_new);
+    Vec vsum = splat(0.0f);
     for (int64_t c = 0; c < width; c += kLanes) {
-      const v8f p = exp8(load8(s + c) - shift);
-      store8(s + c, p);
+      const Vec p = vexp(loadv(s + c) - shift);
+      storev(s + c, p);
       vsum += p;
     }
     if (m_new != m_old) {
@@ -248,7 +259,7 @@ class FlashTile {
       float* o = o_.data() + r * ldv_;
       for (int64_t d = 0; d < ldv_; ++d) o[d] *= alpha;
     }
-    l_[r] += hsum8(vsum);
+    l_[r] += hsum(vsum);
     m_[r] = m_new;
   }
 
@@ -257,10 +268,10 @@ class FlashTile {
   std::vector<float> q_;  // [kBr][head_dim], scaled
   std::vector<float> s_;  // [kBr][kBc] scores, then P
   std::vector<float> o_;  // [kBr][ldv] unnormalized output
-  std::vector<float> kb_;  // [kBc / 16][head_dim][16] the chunk's keys
-  std::vector<float> vb_;  // [ldv / 16][kBc][16] the chunk's values
+  std::vector<float> kb_;  // [kBc / kStep][head_dim][kStep] the chunk's keys
+  std::vector<float> vb_;  // [ldv / kStep][kBc][kStep] the chunk's values
   std::vector<float> m_;  // [kBr] running max
   std::vector<float> l_;  // [kBr] running sum
 };
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

@@ -16,10 +16,13 @@
 #include "optimized/cpu/grad_kernels.h"
 #include "optimized/cpu/simd.h"
 
-namespace sparseattn::cpu::grad {
+SPARSEATTN_ISA_BEGIN
+namespace grad {
 
 constexpr int64_t kBq = 64;  // query rows per block
-constexpr int64_t kBk = 64;  // keys per block (a multiple of kLanes)
+constexpr int64_t kBk = 64;  // keys per block (a multiple of kV8)
+// The backward is built for 256-bit vectors only (isa.h: the avx2 build); v8f is its vector.
+constexpr int kV8 = 8;
 
 // The (batch, head) slices of every tensor.
 struct Head {
@@ -43,15 +46,15 @@ inline Head head_of(const GradInputs& in, const GradOutputs& out, const std::vec
 // increasing order: one row of S = (scale Q) Kᵀ or of dP = dO Vᵀ. The kBk / 8 accumulators
 // stay in registers over the whole d loop (one panel load and one FMA per vector per d).
 inline void row_times_panel(const float* x, float a, const float* panel, int64_t n, float* out) {
-  v8f acc[kBk / kLanes] = {};
+  v8f acc[kBk / kV8] = {};
   for (int64_t d = 0; d < n; ++d) {
     const v8f xd = splat8(x[d] * a);
     const float* row = panel + d * kBk;
 #pragma GCC unroll 8
-    for (int v = 0; v < kBk / kLanes; ++v) acc[v] += xd * load8(row + v * kLanes);
+    for (int v = 0; v < kBk / kV8; ++v) acc[v] += xd * load8(row + v * kV8);
   }
 #pragma GCC unroll 8
-  for (int v = 0; v < kBk / kLanes; ++v) store8(out + v * kLanes, acc[v]);
+  for (int v = 0; v < kBk / kV8; ++v) store8(out + v * kV8, acc[v]);
 }
 
 // y[0..n) += Σ_t w[t · w_stride] · x[t · ldx + 0..n) over the t < count with use(t), t in
@@ -141,7 +144,7 @@ struct Block {
           if (!hd.key_valid[j0 + c]) s[c] = kNegInf;
       // P = exp(S − lse): exactly 0 where S = -inf (exp8 flushes below -87.3 to 0).
       const v8f shift = splat8(lse);
-      for (int64_t c = 0; c < kBk; c += kLanes) store8(p + c, exp8(load8(s + c) - shift));
+      for (int64_t c = 0; c < kBk; c += kV8) store8(p + c, exp8(load8(s + c) - shift));
       // dP row: dp_c = Σ_e do_e vT[e][c].
       row_times_panel(hd.dout + i * Dv, 1.0f, vT.data(), Dv, dp);
       const float Di = hd.D[i];
@@ -191,4 +194,5 @@ inline std::vector<float> row_deltas(const GradInputs& in) {
   return Drow;
 }
 
-}  // namespace sparseattn::cpu::grad
+}  // namespace grad
+SPARSEATTN_ISA_END

@@ -18,7 +18,7 @@
 // at head_dim 64) and the per-chunk copy are not FMAs.
 #include "optimized/cpu/common.h"
 
-namespace sparseattn::cpu {
+SPARSEATTN_ISA_BEGIN
 
 bool k01_serves(const Pattern& pattern) { return pattern.spec.kind == PatternKind::dense; }
 
@@ -67,4 +67,4 @@ void k01_dense_flash(const Inputs& in, const Outputs& out) {
   });
 }
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

@@ -17,7 +17,7 @@
 // edge chunks pay the per-element mask.
 #include "optimized/cpu/common.h"
 
-namespace sparseattn::cpu {
+SPARSEATTN_ISA_BEGIN
 
 bool k02_serves(const Pattern& pattern) {
   return pattern.spec.kind == PatternKind::window && pattern.spec.dilation == 1;
@@ -68,4 +68,4 @@ void k02_window_band(const Inputs& in, const Outputs& out) {
   });
 }
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

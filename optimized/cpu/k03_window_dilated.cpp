@@ -18,7 +18,7 @@
 // k02 with one extra gather of the query rows (within noise of k02).
 #include "optimized/cpu/common.h"
 
-namespace sparseattn::cpu {
+SPARSEATTN_ISA_BEGIN
 
 bool k03_serves(const Pattern& pattern) { return pattern.spec.kind == PatternKind::window; }
 
@@ -103,4 +103,4 @@ void k03_window_dilated(const Inputs& in, const Outputs& out) {
   });
 }
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

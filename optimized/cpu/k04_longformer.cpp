@@ -20,7 +20,7 @@
 // panel is a separate, masked chunk for every query tile.
 #include "optimized/cpu/common.h"
 
-namespace sparseattn::cpu {
+SPARSEATTN_ISA_BEGIN
 
 bool k04_serves(const Pattern& pattern) { return pattern.spec.kind == PatternKind::longformer; }
 
@@ -131,4 +131,4 @@ void k04_longformer(const Inputs& in, const Outputs& out) {
   });
 }
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

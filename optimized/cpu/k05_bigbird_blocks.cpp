@@ -20,7 +20,7 @@
 // the scattered random blocks make each chunk copy a cold read).
 #include "optimized/cpu/layout_walk.h"
 
-namespace sparseattn::cpu {
+SPARSEATTN_ISA_BEGIN
 
 bool k05_serves(const Pattern& pattern) {
   return pattern.spec.kind == PatternKind::bigbird || pattern.spec.kind == PatternKind::bigbird_etc;
@@ -32,4 +32,4 @@ void k05_bigbird_blocks(const Inputs& in, const Outputs& out) {
   run_layout_kernel(in, out, /*coalesce=*/false);
 }
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

@@ -18,7 +18,7 @@
 // 1.3× slower than k04 (bitmask reads per score on every partial tile).
 #include "optimized/cpu/layout_walk.h"
 
-namespace sparseattn::cpu {
+SPARSEATTN_ISA_BEGIN
 
 bool k06_serves(const Pattern&) { return true; }
 
@@ -26,4 +26,4 @@ void k06_generic_tiles(const Inputs& in, const Outputs& out) {
   run_layout_kernel(in, out, /*coalesce=*/true);
 }
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

@@ -37,7 +37,7 @@
 #include "optimized/cpu/simd.h"
 #include "reference/pattern/column_layout.h"
 
-namespace sparseattn::cpu {
+SPARSEATTN_ISA_BEGIN
 
 using namespace grad;  // Block, Head, Item, accumulate_rows, kBq, kBk (grad_block.h)
 
@@ -144,4 +144,4 @@ void kb01_generic_tiles_grad(const GradInputs& in, const GradOutputs& out) {
   }
 }
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

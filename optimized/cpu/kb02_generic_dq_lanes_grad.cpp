@@ -30,7 +30,7 @@
 #include "optimized/cpu/grad_block.h"
 #include "reference/pattern/column_layout.h"
 
-namespace sparseattn::cpu {
+SPARSEATTN_ISA_BEGIN
 
 using namespace grad;  // Block, Head, Item, accumulate_rows, kBq, kBk (grad_block.h)
 
@@ -146,4 +146,4 @@ void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out,
   }
 }
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

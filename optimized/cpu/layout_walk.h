@@ -16,7 +16,7 @@
 #include "optimized/cpu/common.h"
 #include "reference/pattern/layout.h"
 
-namespace sparseattn::cpu {
+SPARSEATTN_ISA_BEGIN
 
 // Keys [j0, j0 + n) of layout entry `entry`, all inside one key tile.
 struct Piece {
@@ -112,4 +112,4 @@ inline void run_layout_kernel(const Inputs& in, const Outputs& out, bool coalesc
   }
 }
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

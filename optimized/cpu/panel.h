@@ -3,9 +3,9 @@
 // For one (batch, head) — or, for the dilated window, one residue class of it — the keys
 // a kernel visits are copied once into
 //   kt: [head_dim][ldk]   K transposed: a row per head-dimension element, a column per key,
-//   v:  [num_keys][ldv]   V rows, head_dim_v padded to a multiple of 16,
+//   v:  [num_keys][ldv]   V rows, head_dim_v padded to a multiple of kStep (16 or 32),
 // zero padded on the right. Transposing K lets S = Q Kᵀ broadcast one q element against
-// 16 consecutive keys (two vectors) instead of reducing a dot product across lanes; the
+// kStep consecutive keys (two vectors) instead of reducing a dot product across lanes; the
 // padding lets every micro-kernel run whole vectors without a scalar tail. Cost: one
 // O(num_keys · head_dim) copy per panel, against O(nnz · head_dim) attention work.
 #pragma once
@@ -13,9 +13,15 @@
 #include <cstdint>
 #include <vector>
 
-namespace sparseattn::cpu {
+#include "optimized/cpu/isa_target.h"
 
-inline constexpr int64_t kPad = 16;  // columns of one micro-kernel step (two v8f)
+SPARSEATTN_ISA_BEGIN
+
+#if defined(SPARSEATTN_ISA_AVX512)
+inline constexpr int64_t kStep = 32;  // columns of one micro-kernel step: two 16-float vectors
+#else
+inline constexpr int64_t kStep = 16;  // columns of one micro-kernel step: two 8-float vectors
+#endif
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -27,7 +33,7 @@ struct KeyPanel {
 
 // Packs keys key_at(u), u in [0, count): k rows of `head_dim` floats, v rows of
 // `head_dim_v` floats, both contiguous per token (a [seq_len, dim] slice of a
-// [batch, heads, seq_len, dim] tensor). ldk leaves kPad spare columns so a micro-kernel
+// [batch, heads, seq_len, dim] tensor). ldk leaves kStep spare columns so a micro-kernel
 // may read one full step past the last key of any chunk.
 template <class KeyAt>
 void pack_keys(const float* k, const float* v, int64_t head_dim, int64_t head_dim_v,
@@ -35,8 +41,8 @@ void pack_keys(const float* k, const float* v, int64_t head_dim, int64_t head_di
   p.num_keys = count;
   p.head_dim = head_dim;
   p.head_dim_v = head_dim_v;
-  p.ldk = round_up(count, kPad) + kPad;
-  p.ldv = round_up(head_dim_v, kPad);
+  p.ldk = round_up(count, kStep) + kStep;
+  p.ldv = round_up(head_dim_v, kStep);
   p.kt.assign(static_cast<size_t>(head_dim * p.ldk), 0.0f);
   p.v.assign(static_cast<size_t>(count * p.ldv), 0.0f);
   for (int64_t u = 0; u < count; ++u) {
@@ -48,4 +54,4 @@ void pack_keys(const float* k, const float* v, int64_t head_dim, int64_t head_di
   }
 }
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

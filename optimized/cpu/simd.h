@@ -1,9 +1,9 @@
-// Eight-lane float arithmetic for the optimized CPU kernels, written with GCC vector
-// extensions instead of intrinsics: with -march=native on an AVX2/FMA machine each v8f
-// is one ymm register and `a * b + c` is one vfmadd (the files are compiled with
-// -ffp-contract=fast); without AVX the same source compiles to pairs of SSE operations,
-// and on any other architecture to whatever GCC can do — the portable fallback is the
-// same code, never a second copy that could drift.
+// Float vectors for the optimized CPU kernels, written with GCC vector extensions instead
+// of intrinsics: inside an ISA region (isa_target.h) `Vec` is one ymm register (8 floats,
+// the avx2 build) or one zmm register (16 floats, the avx512 build), and `a * b + c` is one
+// vfmadd (the files are compiled with -ffp-contract=fast). The kernels are written once
+// against `Vec` and kLanes; the two builds are the same source, never two copies that
+// could drift.
 //
 // Everything here is deterministic: the result of every function depends only on its
 // arguments (no lane-order-dependent reductions hidden inside), so a row's arithmetic
@@ -13,59 +13,91 @@
 #include <cstdint>
 #include <cstring>
 
-namespace sparseattn::cpu {
+#include "optimized/cpu/isa_target.h"
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
+SPARSEATTN_ISA_BEGIN
 
-inline constexpr int kLanes = 8;
+template <int N>
+struct Simd {
+  typedef float f __attribute__((vector_size(4 * N)));
+  typedef int32_t i __attribute__((vector_size(4 * N)));
+};
+
+#if defined(SPARSEATTN_ISA_AVX512)
+inline constexpr int kLanes = 16;  // floats per zmm register
+#else
+inline constexpr int kLanes = 8;   // floats per ymm register
+#endif
+using Vec = Simd<kLanes>::f;
+using v8f = Simd<8>::f;  // the backward kernels' 8-lane vectors (avx2 build only)
 
 // Unaligned load/store: panels start at arbitrary key offsets (window spans).
-inline v8f load8(const float* p) {
-  v8f v;
+template <class V = Vec>
+inline V loadv(const float* p) {
+  V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store8(float* p, v8f v) { std::memcpy(p, &v, sizeof v); }
-inline v8f splat8(float x) { return v8f{x, x, x, x, x, x, x, x}; }
+template <class V>
+inline void storev(float* p, V v) { std::memcpy(p, &v, sizeof v); }
+template <class V = Vec>
+inline V splat(float x) { return V{} + x; }
 
-inline float hmax8(v8f v) {
+inline constexpr int lanes_of(v8f) { return 8; }
+inline constexpr int lanes_of(Simd<16>::f) { return 16; }
+
+template <class V>
+inline float hmax(V v) {
   float m = v[0];
-  for (int i = 1; i < kLanes; ++i) m = v[i] > m ? v[i] : m;
+  for (int i = 1; i < lanes_of(V{}); ++i) m = v[i] > m ? v[i] : m;
   return m;
 }
-// Lanes summed in a fixed tree order (0+4, 1+5, ...): the same on every thread.
-inline float hsum8(v8f v) {
-  const float a = (v[0] + v[4]) + (v[2] + v[6]);
-  const float b = (v[1] + v[5]) + (v[3] + v[7]);
-  return a + b;
+// Lanes summed in a fixed tree order (lane i + lane i + N/2, halving): the same on every
+// thread. For 8 lanes: ((0+4) + (2+6)) + ((1+5) + (3+7)).
+template <class V>
+inline float hsum(V v) {
+  constexpr int n = lanes_of(V{});
+  float t[n];
+  std::memcpy(t, &v, sizeof v);
+  for (int half = n / 2; half >= 1; half /= 2)
+    for (int i = 0; i < half; ++i) t[i] = t[i] + t[i + half];
+  return t[0];
 }
 
 // exp(x) per lane, about 1 ulp on [-87.3, 88.4] (Cephes expf: x = n ln2 + r, |r| <= ln2/2,
 // e^r by a degree-6 polynomial, 2^n built in the exponent bits). Below -87.3 (including
 // -inf, a masked score) the result is exactly 0 — never NaN and never a denormal, so a
 // masked key contributes nothing to l or to o.
-inline v8f exp8(v8f x) {
-  const v8f lo = splat8(-87.33654f), hi = splat8(88.37626f);
-  v8f xc = x < lo ? lo : x;
+template <class V>
+inline V vexp(V x) {
+  using VI = typename Simd<lanes_of(V{})>::i;
+  const V lo = splat<V>(-87.33654f), hi = splat<V>(88.37626f);
+  V xc = x < lo ? lo : x;
   xc = xc > hi ? hi : xc;
   // Round x*log2(e) to the nearest integer with the 1.5*2^23 trick (no rounding intrinsic).
-  const v8f magic = splat8(12582912.0f);
-  const v8f n = (xc * 1.44269504088896341f + magic) - magic;
-  v8f r = xc - n * 0.693359375f;  // ln2 split in two so n*ln2_hi is exact
+  const V magic = splat<V>(12582912.0f);
+  const V n = (xc * 1.44269504088896341f + magic) - magic;
+  V r = xc - n * 0.693359375f;  // ln2 split in two so n*ln2_hi is exact
   r = r - n * -2.12194440e-4f;
-  v8f p = splat8(1.9875691500e-4f);
+  V p = splat<V>(1.9875691500e-4f);
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * (r * r) + r + 1.0f;
-  const v8i bits = (__builtin_convertvector(n, v8i) + 127) << 23;
-  v8f two_n;
+  const VI bits = (__builtin_convertvector(n, VI) + 127) << 23;
+  V two_n;
   std::memcpy(&two_n, &bits, sizeof two_n);
-  const v8f e = p * two_n;
-  return x < lo ? splat8(0.0f) : e;
+  const V e = p * two_n;
+  return x < lo ? splat<V>(0.0f) : e;
 }
 
-}  // namespace sparseattn::cpu
+// The 8-lane spellings the backward kernels (grad_block.h) use.
+inline v8f load8(const float* p) { return loadv<v8f>(p); }
+inline void store8(float* p, v8f v) { storev(p, v); }
+inline v8f splat8(float x) { return splat<v8f>(x); }
+inline float hsum8(v8f v) { return hsum(v); }
+inline v8f exp8(v8f x) { return vexp(x); }
+
+SPARSEATTN_ISA_END

@@ -1,11 +1,13 @@
 // contract §4: the CPU path gives bit-identical outputs whatever the number of OpenMP threads.
 // Each kernel runs a multi-tile case with 1, 2 and 3 threads (3 > cores: a different
-// schedule again); o and lse must match byte for byte.
+// schedule again), in every SIMD build this CPU can run (optimized/cpu/isa.h); o and lse
+// must match byte for byte within a build.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cstring>
 
+#include "optimized/cpu/isa.h"
 #include "registry/registry.h"
 #include "tests/reference/grid.h"
 #include "tests/reference/test_inputs.h"
@@ -31,6 +33,9 @@ TEST(CpuDeterminism, BitIdenticalWithOneTwoAndThreeThreads) {
   for (const Kernel& kernel : kernels()) {
     if (kernel.target != Target::cpu) continue;
     SCOPED_TRACE(kernel.name);
+    for (const cpu::Isa isa : cpu::supported_isas()) {
+    SCOPED_TRACE(cpu::isa_name(isa));
+    const cpu::ScopedIsa forced(isa);
     PatternSpec spec = spec_for(kernel.name);
     spec.key_padding_mask = testing_grid::key_padding(2, 333, 5);
     const Pattern pattern = materialize(spec, {2, 2, 333, 333});
@@ -52,6 +57,7 @@ TEST(CpuDeterminism, BitIdenticalWithOneTwoAndThreeThreads) {
       EXPECT_EQ(0, std::memcmp(one.lse32.ptr(), many.lse32.ptr(),
                                one.lse32.data.size() * sizeof(float)))
           << threads << " threads";
+    }
     }
   }
   omp_set_num_threads(saved);

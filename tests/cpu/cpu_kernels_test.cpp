@@ -1,6 +1,6 @@
 // Checks contract §4.3 and §4.7 (every CPU kernel against the oracle at its dtype's tolerance).
 // Every optimized CPU kernel of the registry against the float64 oracle a1_dense_masked,
-// over tests/cpu/cpu_cases.h, at the tolerance the kernel declares (which must be exactly
+// over tests/cpu/cpu_cases.h, in every SIMD build this CPU can run (optimized/cpu/isa.h), at the tolerance the kernel declares (which must be exactly
 // kTolFloat32 — nothing looser). The kernel list comes from the registry, so a kernel
 // added to registry/cpu_kernels.def is tested here without another list.
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "reference/attention.h"
+#include "optimized/cpu/isa.h"
 #include "registry/registry.h"
 #include "tests/cpu/cpu_cases.h"
 #include "tests/reference/test_inputs.h"
@@ -78,13 +79,17 @@ TEST_P(CpuVsOracle, EveryServingKernelMatchesA1AtKTolFloat32) {
     SCOPED_TRACE(kernel->name);
     if (!kernel->serves(pattern)) continue;
     served.insert(kernel->name);
-    Output out;
-    kernel->run(problem, out);
-    const Tolerance tol{kernel->atol, kernel->rtol};
-    const CheckReport o = check_close(out.o32, oracle.o, tol);
-    const CheckReport lse = check_close(out.lse32, oracle.lse, tol);
-    EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
-    EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
+    for (const cpu::Isa isa : cpu::supported_isas()) {
+      SCOPED_TRACE(cpu::isa_name(isa));
+      const cpu::ScopedIsa forced(isa);
+      Output out;
+      kernel->run(problem, out);
+      const Tolerance tol{kernel->atol, kernel->rtol};
+      const CheckReport o = check_close(out.o32, oracle.o, tol);
+      const CheckReport lse = check_close(out.lse32, oracle.lse, tol);
+      EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
+      EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
+    }
   }
   // Served by the canonical spec (contract §3): dilation 4 over one token is dilation 1.
   EXPECT_EQ(served, expected_servers(pattern.spec));

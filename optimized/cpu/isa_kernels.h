@@ -1,0 +1,41 @@
+// The per-build entry points behind kernels.h and grad_kernels.h (isa.h): each forward
+// kernel exists once per SIMD build, in namespace sparseattn::cpu::avx2 and ::avx512;
+// dispatch.cpp calls the one active_isa() names. The backward kernels and k07 have the
+// avx2 build only.
+#pragma once
+
+#include <cstdint>
+
+#include "optimized/cpu/grad_kernels.h"
+#include "optimized/cpu/kernels.h"
+
+// X(kernel, serves): every forward kernel built per ISA.
+#define SPARSEATTN_CPU_FORWARD_KERNELS(X) \
+  X(k01_dense_flash, k01_serves)          \
+  X(k02_window_band, k02_serves)          \
+  X(k03_window_dilated, k03_serves)       \
+  X(k04_longformer, k04_serves)           \
+  X(k05_bigbird_blocks, k05_serves)       \
+  X(k06_generic_tiles, k06_serves)
+
+#define SPARSEATTN_DECLARE_FORWARD(kernel, serves)            \
+  void kernel(const Inputs& in, const Outputs& out);          \
+  bool serves(const Pattern& pattern);
+
+namespace sparseattn::cpu::avx2 {
+SPARSEATTN_CPU_FORWARD_KERNELS(SPARSEATTN_DECLARE_FORWARD)
+void kb01_generic_tiles_grad(const GradInputs& in, const GradOutputs& out);
+bool kb01_serves(const Pattern& pattern);
+void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out);
+void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out,
+                                int64_t lane_budget_bytes);
+bool kb02_serves(const Pattern& pattern);
+float fma_probe(int64_t iterations);
+}  // namespace sparseattn::cpu::avx2
+
+namespace sparseattn::cpu::avx512 {
+SPARSEATTN_CPU_FORWARD_KERNELS(SPARSEATTN_DECLARE_FORWARD)
+float fma_probe(int64_t iterations);
+}  // namespace sparseattn::cpu::avx512
+
+#undef SPARSEATTN_DECLARE_FORWARD
