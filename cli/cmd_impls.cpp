@@ -8,7 +8,8 @@
 // (core/numerics.h). Nothing here keeps its own list. With --backward: the backward
 // registry (registry/backward_kernels.def and cuda_backward_kernels.def) instead, each row
 // with the forward kernel whose o and lse it consumes (the --impl that selects it in
-// `attend --dout`).
+// `attend --dout`). The table ends with the SIMD build the CPU kernels run (optimized/cpu/isa.h);
+// the JSON gives it per CPU entry as "simd".
 #include <fmt/format.h>
 
 #include <iostream>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "optimized/cpu/isa.h"
 #include "registry/backward.h"
 #include "cli/results.h"
 #include "registry/registry.h"
@@ -39,6 +41,7 @@ void run_backward_impls(bool json) {
 }
 
 void run_impls(bool json) {
+  const std::string simd = cpu::isa_summary();  // first: a bad SPARSEATTN_CPU_ISA stops here
   if (json) {
     std::cout << impls_json().dump(2) << "\n";
     return;
@@ -49,6 +52,8 @@ void run_impls(bool json) {
     std::cout << fmt::format("{:<26} {:<9} {:<8} {:<6} {:<36} {:<16} {:>8.1e} {:>8.1e}\n",
                              k.name, target_name(k.target), dtype_name(k.dtype),
                              k.exact ? "yes" : "no", k.patterns, k.reference, k.atol, k.rtol);
+  std::cout << "\ncpu kernels run the " << simd
+            << " build; SPARSEATTN_CPU_ISA=avx2|avx512 forces one (optimized/cpu/isa.h)\n";
 }
 
 }  // namespace

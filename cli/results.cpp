@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "graph/measures.h"
 #include "graph/rollout.h"
+#include "optimized/cpu/isa.h"
 #include "reference/attention.h"
 #include "reference/backward/backward.h"
 
@@ -32,6 +33,7 @@ nlohmann::json impls_json() {
   for (const Kernel& k : kernels()) {
     nlohmann::json j = entry_json(k);
     j["exact"] = k.exact;
+    if (k.target == Target::cpu) j["simd"] = cpu::isa_name(cpu::active_isa());
     list.push_back(std::move(j));
   }
   return list;

@@ -59,6 +59,9 @@ namespace detail {
 inline void pin_in_registers(Vec& a, Vec& b) { __asm__("" : "+v"(a), "+v"(b)); }
 
 // s[r][c] = Σ_d q[r][d] · k[c][d] for R rows, c in [0, width), width a multiple of kStep.
+// q is the R rows interleaved, q[d · R + r], so the R broadcasts of one d sit at constant
+// offsets from one pointer (with rows at a head_dim stride, each needed its own index
+// register, and GCC spilled them: a stack load per broadcast).
 // kb is the chunk's keys in blocks of kStep:
 // kb[(c / kStep) · head_dim · kStep + d · kStep + c % kStep].
 template <int R>
@@ -71,7 +74,7 @@ inline void qk_rows(const float* q, int64_t head_dim, const float* kb, int64_t w
       Vec k1 = loadv(k + d * kStep + kLanes);
       pin_in_registers(k0, k1);
       for (int r = 0; r < R; ++r) {
-        const float qv = q[r * head_dim + d];
+        const float qv = q[d * R + r];
         acc[r][0] += qv * k0;
         acc[r][1] += qv * k1;
       }
@@ -83,17 +86,19 @@ inline void qk_rows(const float* q, int64_t head_dim, const float* kb, int64_t w
   }
 }
 
-// o[r][:] += Σ_{c < nc} p[r][c] · v[c][:] for R rows; ldv a multiple of kStep. The sum
+// o[r][:] = α[r]·o[r][:] + Σ_{c < nc} p[r][c] · v[c][:] for R rows; ldv a multiple of kStep. The sum
 // runs over c in increasing order for every row (fixed reduction order). vb is the chunk's
-// values in blocks of kStep columns: vb[(d / kStep) · kBc · kStep + c · kStep + d % kStep].
+// values in blocks of kStep columns, block_stride floats apart (panel.h):
+// vb[(d / kStep) · block_stride + c · kStep + d % kStep].
 template <int R>
-inline void pv_rows(const float* p, int64_t nc, const float* vb, int64_t ldv, float* o) {
+inline void pv_rows(const float* p, int64_t nc, const float* vb, int64_t block_stride,
+                    int64_t ldv, const float* alpha, float* o) {
   for (int64_t d0 = 0; d0 < ldv; d0 += kStep) {
-    const float* v = vb + d0 * kBc;  // block d0 / kStep
+    const float* v = vb + d0 / kStep * block_stride;  // column block d0 / kStep
     Vec acc[R][2];
-    for (int r = 0; r < R; ++r) {
-      acc[r][0] = loadv(o + r * ldv + d0);
-      acc[r][1] = loadv(o + r * ldv + d0 + kLanes);
+    for (int r = 0; r < R; ++r) {  // the online softmax's rescale of O by α
+      acc[r][0] = loadv(o + r * ldv + d0) * alpha[r];
+      acc[r][1] = loadv(o + r * ldv + d0 + kLanes) * alpha[r];
     }
     for (int64_t c = 0; c < nc; ++c) {
       Vec v0 = loadv(v + c * kStep);
@@ -124,9 +129,10 @@ class FlashTile {
         s_(static_cast<size_t>(kBr * kBc)),
         o_(static_cast<size_t>(kBr * ldv_)),
         kb_(static_cast<size_t>(kBc * head_dim)),
-        vb_(static_cast<size_t>(kBc * ldv_)),
-        m_(kBr),
-        l_(kBr) {}
+        m_(kBr, kNegInf),
+        m_chunk_(kBr, kNegInf),
+        alpha_(kBr, 0.0f),
+        l_(kBr * kLanes) {}
 
   int64_t rows() const { return rows_; }
 
@@ -137,9 +143,13 @@ class FlashTile {
     rows_ = rows;
     for (int64_t r = 0; r < rows; ++r) {
       const float* qr = row(r);
-      for (int64_t d = 0; d < head_dim_; ++d) q_[r * head_dim_ + d] = qr[d] * scale;
+      // Row r of group [r0, r0 + R) is stored interleaved (qk_rows): q_[r0·head_dim + d·R + r - r0].
+      const int64_t r0 = r / kRowGroup * kRowGroup;
+      const int64_t R = std::min<int64_t>(kRowGroup, rows - r0);
+      float* dst = q_.data() + r0 * head_dim_ + (r - r0);
+      for (int64_t d = 0; d < head_dim_; ++d) dst[d * R] = qr[d] * scale;
       m_[r] = kNegInf;
-      l_[r] = 0.0f;
+      storev(l_.data() + r * kLanes, splat(0.0f));
     }
     std::fill(o_.begin(), o_.begin() + rows * ldv_, 0.0f);
   }
@@ -149,22 +159,35 @@ class FlashTile {
   template <class Mask>
   void step(const KeyPanel& panel, int64_t u0, int64_t nc, Mask&& mask) {
     const int64_t width = round_up(nc, kStep);
-    copy_chunk(panel, u0, nc, width);
+    // Keys in the micro-kernel's order: the panel's own blocks when the chunk starts on one.
+    const float* kb = panel.kb.data() + u0 * head_dim_;
+    if (u0 % kStep != 0) {
+      copy_chunk(panel, u0, width);
+      kb = kb_.data();
+    }
+#ifndef MB_NO_QK
     for_row_groups([&](auto group, int64_t r0) {
       constexpr int R = decltype(group)::value;
-      detail::qk_rows<R>(q_.data() + r0 * head_dim_, head_dim_, kb_.data(), width,
-                         s_.data() + r0 * kBc);
+      detail::qk_rows<R>(q_.data() + r0 * head_dim_, head_dim_, kb, width, s_.data() + r0 * kBc);
     });
+#endif
+#ifndef MB_NO_SM
     for (int64_t r = 0; r < rows_; ++r) {
       float* s = s_.data() + r * kBc;
       for (int64_t c = nc; c < width; ++c) s[c] = kNegInf;  // panel padding is no key
       mask(r, s);
-      softmax_update(r, s, width);
+      m_chunk_[r] = row_max(s, width);
     }
+    rescale_factors();
+    for (int64_t r = 0; r < rows_; ++r) exponentiate(r, s_.data() + r * kBc, width);
+#endif
+#ifndef MB_NO_PV
     for_row_groups([&](auto group, int64_t r0) {
       constexpr int R = decltype(group)::value;
-      detail::pv_rows<R>(s_.data() + r0 * kBc, nc, vb_.data(), ldv_, o_.data() + r0 * ldv_);
+      detail::pv_rows<R>(s_.data() + r0 * kBc, nc, panel.v.data() + u0 * kStep,
+                         panel.ldk * kStep, ldv_, alpha_.data() + r0, o_.data() + r0 * ldv_);
     });
+#endif
   }
 
   // write(r, o_row, lse): o_row holds head_dim_v floats of query r's output.
@@ -174,14 +197,15 @@ class FlashTile {
     if (static_cast<int64_t>(row.size()) < head_dim_v_) row.resize(head_dim_v_);
     for (int64_t r = 0; r < rows_; ++r) {
       const float* o = o_.data() + r * ldv_;
-      if (l_[r] == 0.0f) {
+      const float l = hsum(loadv(l_.data() + r * kLanes));  // lanes in a fixed tree order
+      if (l == 0.0f) {
         std::fill(row.begin(), row.begin() + head_dim_v_, 0.0f);
         write(r, row.data(), kNegInf);
         continue;
       }
-      const float inv_l = 1.0f / l_[r];
+      const float inv_l = 1.0f / l;
       for (int64_t d = 0; d < head_dim_v_; ++d) row[d] = o[d] * inv_l;
-      write(r, row.data(), m_[r] + std::log(l_[r]));
+      write(r, row.data(), m_[r] + std::log(l));
     }
   }
 
@@ -207,13 +231,13 @@ class FlashTile {
     }
   }
 
-  // Copies the chunk's keys and values into kStep-wide blocks (kb_, vb_), so the
-  // micro-kernels read them as one contiguous stream. Read in place, the transposed panel
-  // has one cache line per head-dimension row per kStep keys — a new line on every load,
-  // which made the micro-kernels wait on L2 (measured: the dominant stall in k01).
-  // The copy costs head_dim · width + width · ldv moves per chunk, against
-  // rows · width · (head_dim + ldv) FMAs.
-  void copy_chunk(const KeyPanel& panel, int64_t u0, int64_t nc, int64_t width) {
+  // Copies the keys of a chunk that does not start on a panel block into kStep-wide blocks
+  // (kb_), so the QKᵀ micro-kernel reads them as one contiguous stream. Read in place, the transposed panel has one cache line
+  // per head-dimension row per kStep keys — a new line on every load, which made the
+  // micro-kernels wait on L2 (measured: the dominant stall in k01). The copy costs
+  // head_dim · width moves per chunk, against rows · width · (head_dim + ldv) FMAs. Values
+  // need no copy: the panel keeps them in the order P·V reads (panel.h).
+  void copy_chunk(const KeyPanel& panel, int64_t u0, int64_t width) {
     for (int64_t d = 0; d < head_dim_; ++d) {
       const float* src = panel.kt.data() + d * panel.ldk + u0;
       for (int64_t c0 = 0; c0 < width; c0 += kStep) {
@@ -222,45 +246,48 @@ class FlashTile {
         storev(dst + kLanes, loadv(src + c0 + kLanes));
       }
     }
-    for (int64_t c = 0; c < nc; ++c) {
-      const float* src = panel.v.data() + (u0 + c) * panel.ldv;
-      for (int64_t d0 = 0; d0 < ldv_; d0 += kStep) {
-        float* dst = vb_.data() + d0 * kBc + c * kStep;
-        storev(dst, loadv(src + d0));
-        storev(dst + kLanes, loadv(src + d0 + kLanes));
-      }
-    }
   }
 
-  // The online-softmax update of row r; on return s holds P (0 where masked).
-  void softmax_update(int64_t r, float* s, int64_t width) {
+  // The online-softmax update (Dao et al. 2022, Alg. 1, lines 9–12) in three passes, so
+  // that no row waits on a scalar exp or a branch: the chunk maximum of every row
+  // (row_max), then m_new and α = exp(m_old − m_new) for all rows at once, kLanes rows per
+  // vector (rescale_factors), then P = exp(S − m_new) and l = α·l + Σ P per row
+  // (exponentiate). O is rescaled by α inside pv_rows, as it is reloaded anyway.
+  static float row_max(const float* s, int64_t width) {
     Vec vmax = splat(kNegInf);
     for (int64_t c = 0; c < width; c += kLanes) {
       const Vec x = loadv(s + c);
       vmax = x > vmax ? x : vmax;
     }
-    const float m_old = m_[r];
-    const float m_chunk = hmax(vmax);
-    const float m_new = m_chunk > m_old ? m_chunk : m_old;
-    if (m_new == kNegInf) {  // nothing allowed yet: P = 0, state unchanged
-      std::fill(s, s + width, 0.0f);
-      return;
+    return hmax(vmax);
+  }
+
+  // Every row of the tile (kBr, a multiple of kLanes; rows past rows_ are unused). A row
+  // with nothing allowed yet keeps m = -inf and gets α = 0 (never exp(-inf − -inf) = NaN):
+  // its l and O are 0 and stay 0.
+  void rescale_factors() {
+    for (int64_t r = 0; r < kBr; r += kLanes) {
+      const Vec m_old = loadv(m_.data() + r), m_chunk = loadv(m_chunk_.data() + r);
+      const Vec m_new = m_chunk > m_old ? m_chunk : m_old;
+      const Vec alpha = vexp(m_old - m_new);
+      storev(alpha_.data() + r, m_old == splat(kNegInf) ? splat(0.0f) : alpha);
+      storev(m_.data() + r, m_new);
     }
-    const Vec shift = splat(m_new);
+  }
+
+  // On return s holds P = exp(S − m) (0 where masked: exp(-inf) is exactly 0, and a row
+  // with m = -inf is shifted by 0 instead, so its -inf scores still give 0).
+  void exponentiate(int64_t r, float* s, int64_t width) {
+    const float m = m_[r];
+    const Vec shift = splat(m == kNegInf ? 0.0f : m);
     Vec vsum = splat(0.0f);
     for (int64_t c = 0; c < width; c += kLanes) {
       const Vec p = vexp(loadv(s + c) - shift);
       storev(s + c, p);
       vsum += p;
     }
-    if (m_new != m_old) {
-      const float alpha = m_old == kNegInf ? 0.0f : std::exp(m_old - m_new);
-      l_[r] *= alpha;
-      float* o = o_.data() + r * ldv_;
-      for (int64_t d = 0; d < ldv_; ++d) o[d] *= alpha;
-    }
-    l_[r] += hsum(vsum);
-    m_[r] = m_new;
+    float* l = l_.data() + r * kLanes;
+    storev(l, loadv(l) * alpha_[r] + vsum);
   }
 
   int64_t head_dim_, head_dim_v_, ldv_;
@@ -269,9 +296,10 @@ class FlashTile {
   std::vector<float> s_;  // [kBr][kBc] scores, then P
   std::vector<float> o_;  // [kBr][ldv] unnormalized output
   std::vector<float> kb_;  // [kBc / kStep][head_dim][kStep] the chunk's keys
-  std::vector<float> vb_;  // [ldv / kStep][kBc][kStep] the chunk's values
   std::vector<float> m_;  // [kBr] running max
-  std::vector<float> l_;  // [kBr] running sum
+  std::vector<float> m_chunk_;  // [kBr] the current chunk's row maxima
+  std::vector<float> alpha_;  // [kBr] exp(m_old − m_new) of the current chunk
+  std::vector<float> l_;  // [kBr][kLanes] running sum, per lane; lanes summed in finish()
 };
 
 SPARSEATTN_ISA_END

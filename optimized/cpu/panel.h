@@ -2,11 +2,22 @@
 //
 // For one (batch, head) — or, for the dilated window, one residue class of it — the keys
 // a kernel visits are copied once into
-//   kt: [head_dim][ldk]   K transposed: a row per head-dimension element, a column per key,
-//   v:  [num_keys][ldv]   V rows, head_dim_v padded to a multiple of kStep (16 or 32),
-// zero padded on the right. Transposing K lets S = Q Kᵀ broadcast one q element against
-// kStep consecutive keys (two vectors) instead of reducing a dot product across lanes; the
-// padding lets every micro-kernel run whole vectors without a scalar tail. Cost: one
+//   kt: [head_dim][ldk]            K transposed: a row per head-dimension element, a
+//                                  column per key;
+//   kb: [ldk / kStep][head_dim][kStep]  the same keys in blocks of kStep, each block's
+//                                  head_dim rows one after another: the order the QKᵀ
+//                                  micro-kernel reads, so a chunk that starts on a block
+//                                  boundary (dense, block-sparse layouts) is read in place;
+//                                  chunks starting elsewhere (window spans) are copied
+//                                  from kt;
+//   v:  [ldv / kStep][ldk][kStep]  V in column blocks: for each block of kStep value
+//                                  columns, the keys' kStep values one after another,
+// with head_dim_v padded to ldv, a multiple of kStep (16 or 32), and zeros past the last
+// key. Transposing K lets S = Q Kᵀ broadcast one q element against kStep consecutive keys
+// (two vectors) instead of reducing a dot product across lanes. V's column blocks are the
+// order P·V reads (flash_tile.h pv_rows: key after key, kStep columns each), for a chunk
+// starting at any key: the micro-kernel reads the panel in place, no per-chunk copy.
+// The padding lets every micro-kernel run whole vectors without a scalar tail. Cost: one
 // O(num_keys · head_dim) copy per panel, against O(nnz · head_dim) attention work.
 #pragma once
 
@@ -27,7 +38,8 @@ inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 struct KeyPanel {
   std::vector<float> kt;  // [head_dim][ldk]
-  std::vector<float> v;   // [num_keys][ldv]
+  std::vector<float> kb;  // [ldk / kStep][head_dim][kStep]
+  std::vector<float> v;   // [ldv / kStep][ldk][kStep]
   int64_t num_keys = 0, ldk = 0, ldv = 0, head_dim = 0, head_dim_v = 0;
 };
 
@@ -44,13 +56,18 @@ void pack_keys(const float* k, const float* v, int64_t head_dim, int64_t head_di
   p.ldk = round_up(count, kStep) + kStep;
   p.ldv = round_up(head_dim_v, kStep);
   p.kt.assign(static_cast<size_t>(head_dim * p.ldk), 0.0f);
-  p.v.assign(static_cast<size_t>(count * p.ldv), 0.0f);
+  p.kb.assign(static_cast<size_t>(head_dim * p.ldk), 0.0f);
+  p.v.assign(static_cast<size_t>(p.ldv * p.ldk), 0.0f);
   for (int64_t u = 0; u < count; ++u) {
     const int64_t j = key_at(u);
     const float* kj = k + j * head_dim;
-    for (int64_t d = 0; d < head_dim; ++d) p.kt[d * p.ldk + u] = kj[d];
+    for (int64_t d = 0; d < head_dim; ++d) {
+      p.kt[d * p.ldk + u] = kj[d];
+      p.kb[(u / kStep * head_dim + d) * kStep + u % kStep] = kj[d];
+    }
     const float* vj = v + j * head_dim_v;
-    for (int64_t d = 0; d < head_dim_v; ++d) p.v[u * p.ldv + d] = vj[d];
+    for (int64_t d = 0; d < head_dim_v; ++d)
+      p.v[(d / kStep) * p.ldk * kStep + u * kStep + d % kStep] = vj[d];
   }
 }
 
