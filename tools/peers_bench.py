@@ -50,10 +50,10 @@ Before timing, each side runs once untimed and the outputs are compared (max abs
 difference, printed and stored): dense and window compute the same function; Longformer's
 local path equals the window pattern without padding; BigBird's listing equals the
 set-semantics pattern when no block is listed twice (counted: `repeated_listings`;
-docs/peers.md). Then `rounds` rounds (default 7): each times every contender once,
-peer first in even rounds, sparseattn first in odd ones. Reported per case: each side's
-median seconds, the median over rounds of the ratio peer / sparseattn (> 1: sparseattn
-faster) and its min-max.
+docs/peers.md). Then `warmup` more untimed calls of each side (default 1), and `rounds`
+rounds (default 7): each times every contender once, peer first in even rounds,
+sparseattn first in odd ones. Reported per case: each side's median seconds, the median
+over rounds of the ratio peer / sparseattn (> 1: sparseattn faster) and its min-max.
 
 Threads: torch.set_num_threads(T); OMP_NUM_THREADS=T for sparseattn's OpenMP (set here
 before sparseattn loads); OMP_WAIT_POLICY=passive unless set (two OpenMP runtimes share
@@ -322,14 +322,19 @@ def bigbird_case(torch, sa, q, k, v, block, r, seed):
                       "HF's time less torch.zeros of its dense [B, H, L, L] probabilities")}
 
 
-def run_case(torch, sa, case, q, k, v, rounds):
-    """Validates once, then interleaved rounds; returns the case's result dict."""
+def run_case(torch, sa, case, q, k, v, rounds, warmup):
+    """Validates once, `warmup` untimed calls of each side, then interleaved rounds;
+    returns the case's result dict."""
     import numpy as np
     with torch.inference_mode():
         peer_o = case["peer_to_bhld"](case["run_peer"]())
     ours = sa.time_impl(q, k, v, case["pattern"], case["impl"], repeats=1, warmup=0)
     diff = float(np.max(np.abs(peer_o.astype(np.float64) - ours.o.astype(np.float64))))
     del peer_o
+    for _ in range(warmup):
+        with torch.inference_mode():
+            case["run_peer"]()
+        sa.time_impl(q, k, v, case["pattern"], case["impl"], repeats=1, warmup=0)
     peer_s, ours_s, probe_s, orders = [], [], [], []
     probe = case.get("probe")
     for r in range(rounds):
@@ -375,6 +380,7 @@ def main():
     ap.add_argument("--num-random-blocks", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--warmup", type=int, default=1, help="untimed calls per side after the check")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     cases = [c for c in args.cases.split(",") if c]
@@ -384,6 +390,9 @@ def main():
     for name in ("batch", "heads", "seq_len", "head_dim", "window", "block_size", "threads", "rounds"):
         if getattr(args, name) < 1:
             ap.error(f"invalid --{name.replace('_', '-')} = {getattr(args, name)}: must be an integer >= 1")
+    for name in ("num_random_blocks", "warmup", "seed"):
+        if getattr(args, name) < 0:
+            ap.error(f"invalid --{name.replace('_', '-')} = {getattr(args, name)}: must be an integer >= 0")
     if args.venv:
         from peer_venv import run_in_venv  # tools/peer_venv.py, beside this script
         rest = []
@@ -420,7 +429,7 @@ def main():
             case = longformer_case(torch, sa, q, k, v, args.window)
         else:
             case = bigbird_case(torch, sa, q, k, v, args.block_size, args.num_random_blocks, args.seed)
-        res = run_case(torch, sa, case, q, k, v, args.rounds)
+        res = run_case(torch, sa, case, q, k, v, args.rounds, args.warmup)
         res["case"] = name
         results.append(res)
         print(f"peers_bench: {name}: {res['peer']} {fmt_ms(res['peer_median_s'])} ms, "
@@ -440,7 +449,7 @@ def main():
                      "sparseattn": sa.__version__},
         "shape": {"batch": args.batch, "num_heads": args.heads, "seq_len": args.seq_len,
                   "head_dim": args.head_dim, "dtype": "float32"},
-        "window": args.window, "rounds": args.rounds, "seed": args.seed,
+        "window": args.window, "rounds": args.rounds, "warmup": args.warmup, "seed": args.seed,
         "ratio": "peer seconds / sparseattn seconds per round (> 1: sparseattn faster)",
     }
     out = os.path.abspath(args.out)
