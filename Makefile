@@ -18,7 +18,7 @@ CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build python pip-check notebooks test exercises lint sanitize fuzz demo demo-synthetic help bench bench-quick plots plots-graph figures figures-teaching gpu-deps gpu-check clean
+.PHONY: all setup configure build python pip-check notebooks test exercises lint sanitize fuzz demo demo-synthetic help bench bench-quick peers-bench plots plots-graph figures figures-teaching gpu-deps gpu-check clean
 
 all: build
 
@@ -137,6 +137,18 @@ bench: build
 bench-quick: build
 	@mkdir -p $(BUILD)/bench
 	$(BUILD)/bench_cpu --quick --benchmark_out=$(BUILD)/bench/bench_cpu_quick.json --benchmark_out_format=json
+
+# sparseattn against PyTorch and HuggingFace (tools/peers_bench.py; docs/benchmarks.md,
+# "Peers"): installs torch, transformers and numpy into the throwaway virtual environment
+# PEERS_VENV (tools/peer_venv.py; about 5.6 GB, a second run only checks it), then times
+# SDPA dense and with a boolean window mask, HF Longformer and HF BigBird against the
+# matching kernels on identical inputs, kernel time only, interleaved rounds (about a
+# minute). JSON and a Markdown table into $(BUILD)/peers/. Not in CI, not in `make test`.
+#   make peers-bench PEERS_FLAGS="--rounds 11 --threads 2"
+PEERS_VENV  ?= $(BUILD)/peers-venv
+PEERS_FLAGS ?=
+peers-bench: python
+	$(PYTHON_EXE) tools/peers_bench.py --venv $(PEERS_VENV) --out $(BUILD)/peers $(PEERS_FLAGS)
 
 plots: build plots-graph
 	$(BUILD)/plot_bench $(if $(wildcard $(BENCH_JSON)),$(BENCH_JSON),docs/figures/bench_cpu.json) docs/figures

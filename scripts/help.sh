@@ -14,6 +14,7 @@ sparseattn — targets
   make fuzz         libFuzzer targets (clang) for FUZZ_SECONDS each, default 60 (build-fuzz/)
   make bench        the full Google Benchmark suite (JSON into build/bench/)
   make bench-quick  small sizes only (what CI runs)
+  make peers-bench  sparseattn vs PyTorch SDPA and HF Longformer/BigBird, kernel time (installs torch into build/peers-venv; not CI)
   make notebooks    execute every notebook of notebooks/ (also part of make test)
   make exercises    grade exercises/ex*.py against the oracle (SOLUTIONS=DIR: a folder of hand-ins)
   make figures-teaching  the teaching figures (pattern masks, BigBird gather, online softmax) into docs/figures/

@@ -7,9 +7,9 @@ Run by hand, never by CI (CI only reads the committed fixtures):
     python3 tools/make_peer_fixtures.py                           # torch + transformers importable
 
 `--venv DIR` creates a throwaway virtual environment in DIR, `pip install torch
-transformers numpy` into it (PyPI only; the plain torch wheel for Linux pulls its CUDA
-libraries too: about 5.6 GB installed, 1.5 minutes here), and runs this script again
-with that interpreter. Nothing is downloaded from a model hub (HF_HUB_OFFLINE=1): every
+transformers numpy` into it (tools/peer_venv.py, shared with tools/peers_bench.py; PyPI
+only; the plain torch wheel for Linux pulls its CUDA libraries too: about 5.6 GB
+installed, 1.5 minutes here), and runs this script again with that interpreter. Nothing is downloaded from a model hub (HF_HUB_OFFLINE=1): every
 layer is built from a config with random weights.
 
 What it captures, per case (all tensors in sparseattn's layout `[B, H, L, d]`, float32,
@@ -29,21 +29,10 @@ each fixture shows. Sizes are kept small (a few hundred KB in all).
 import argparse
 import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT_DEFAULT = os.path.join(HERE, "..", "tests", "fixtures", "peers")
-
-
-def make_venv(venv):
-    """Creates `venv` and installs the peers into it; returns its python."""
-    py = os.path.join(venv, "bin", "python")
-    if not os.path.exists(py):
-        subprocess.check_call([sys.executable, "-m", "venv", venv])
-    subprocess.check_call([py, "-m", "pip", "install", "--progress-bar", "off",
-                           "torch", "transformers", "numpy"])
-    return py
 
 
 def save(out, name, array, manifest_files):
@@ -199,9 +188,8 @@ def main():
     args = ap.parse_args()
     os.environ["HF_HUB_OFFLINE"] = "1"
     if args.venv:
-        py = make_venv(args.venv)
-        env = dict(os.environ, HF_HUB_OFFLINE="1")
-        sys.exit(subprocess.call([py, os.path.abspath(__file__), "--out", args.out], env=env))
+        from peer_venv import run_in_venv  # tools/peer_venv.py, beside this script
+        sys.exit(run_in_venv(args.venv, __file__, ["--out", args.out]))
 
     import numpy as np
     import torch

@@ -63,6 +63,25 @@ def impls(backward: bool = False) -> List[Dict[str, Any]]:
     return _C.grad_impls() if backward else _C.impls()
 
 
+def cpu_isa() -> str:
+    """The SIMD build the optimized CPU kernels run, and what the CPU supports: one line,
+    e.g. ``"avx512 (supported: avx2, avx512; avx512_bf16: yes)"``.
+
+    The choice is made at run time (optimized/cpu/isa.h): ``SPARSEATTN_CPU_ISA=avx2|avx512``
+    when set, otherwise the widest build the CPU can run. Benchmarks record it.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        ``SPARSEATTN_CPU_ISA`` names a build this CPU cannot run.
+    """
+    return _C.cpu_isa()
+
+
 class AttendResult(NamedTuple):
     """What :func:`attend` returns when ``dout`` is given: a tuple that unpacks as
     ``o, lse, dq, dk, dv = attend(..., dout=do)`` and names its fields (``r.dq``).
@@ -201,6 +220,86 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     if bshd:
         dq, dk, dv = swap(dq), swap(dk), swap(dv)
     return AttendResult(o, lse, dq, dk, dv)
+
+
+class Timing(NamedTuple):
+    """What :func:`time_impl` returns.
+
+    Attributes
+    ----------
+    seconds : ndarray of float64, [repeats]
+        Wall-clock seconds of each timed call of the kernel, in call order.
+    o : ndarray, [..., seq_len_q, head_dim_v]
+    lse : ndarray, [..., seq_len_q]
+        The last timed call's output, in the kernel's dtype (as :func:`attend` returns it).
+    """
+
+    seconds: np.ndarray
+    o: np.ndarray
+    lse: np.ndarray
+
+
+def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: int = 5,
+              warmup: int = 1, scale: Optional[float] = None,
+              key_padding_mask: Any = None) -> Timing:
+    """Times one registered kernel on prepared inputs: kernel time only.
+
+    The inputs are converted and the pattern built once, untimed (the same preparation
+    :func:`attend` does: q, k, v to float64 for the oracle, rounded to float32 for the
+    float32 kernels); then the kernel's ``run`` is called ``warmup`` times untimed and
+    ``repeats`` times timed, each call into a fresh output (its allocation is part of the
+    call), with the GIL released. Used by ``tools/peers_bench.py`` (``make peers-bench``,
+    docs/benchmarks.md "Peers").
+
+    Parameters
+    ----------
+    q : array, [batch, num_heads, seq_len_q, head_dim] (leading dims optional)
+    k : array, [batch, num_heads, seq_len_k, head_dim]
+    v : array, [batch, num_heads, seq_len_k, head_dim_v]
+        As :func:`attend` takes them (float16/32/64, finite).
+    pattern : Pattern
+    impl : str
+        A registry name (:func:`impls`) that serves ``pattern``.
+    repeats : int
+        Timed calls, >= 1.
+    warmup : int
+        Untimed calls before them, >= 0.
+    scale : float, optional
+        Score scale, finite; default ``1/sqrt(head_dim)`` (contract §4).
+    key_padding_mask : array of bool, [batch, seq_len_k], optional
+        True = real token (contract §2).
+
+    Returns
+    -------
+    Timing
+        ``(seconds, o, lse)``: ``seconds`` [repeats] wall clock per call (a monotonic
+        clock read around ``run``); ``o`` and ``lse`` of the last call, equal to what
+        :func:`attend` returns for the same arguments.
+
+    Raises
+    ------
+    ValueError
+        Bad ``repeats`` (``invalid repeats = 0: ...``) or ``warmup``, an unknown ``impl``
+        or one that does not serve the pattern (``invalid impl = ...``), and every input
+        error :func:`attend` raises (contract §5).
+    MemoryError
+        A buffer that would not fit in memory.
+
+    Notes
+    -----
+    Wall-clock time: on a shared machine other load inflates it. Compare kernels by ratios
+    taken in one run, interleaved (``tools/peers_bench.py`` does).
+    """
+    p = _pattern(pattern)
+    if not isinstance(impl, str):
+        raise _arrays.invalid("impl", impl, "must be a kernel name (sparseattn.impls())")
+    n = _arrays.integer("repeats", repeats, 1, allowed="must be an integer >= 1 (timed calls)")
+    w = _arrays.integer("warmup", warmup, 0, allowed="must be an integer >= 0 (untimed calls first)")
+    qa, ka, va = (_arrays.float_array(x, name) for x, name in ((q, "q"), (k, "k"), (v, "v")))
+    seconds, o, lse = _C.time_impl(qa, ka, va, p._spec, impl, _scale(scale),
+                                   _padding(key_padding_mask), n, w)
+    o, lse = _out_shapes(qa, o, lse)
+    return Timing(np.asarray(seconds, dtype=np.float64), o, lse)
 
 
 @dataclass(frozen=True)

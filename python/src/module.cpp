@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -26,6 +27,7 @@
 #include "cli/results.h"
 #include "core/error.h"
 #include "graph/layer_graph.h"
+#include "optimized/cpu/isa.h"
 #include "python/src/arrays.h"
 #include "realdata/locality.h"
 #include "realdata/position_extension.h"
@@ -353,6 +355,48 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
                         to_numpy(std::move(gout.dk32)), to_numpy(std::move(gout.dv32)));
 }
 
+// Kernel time only (docs/benchmarks.md, "Peers"): the Problem is prepared once (the
+// conversion to float64 and the float32 rounding make_problem() does are not timed), then
+// `warmup` untimed calls and `repeats` timed calls of the registry kernel's run(), each
+// into a fresh Output as `attend` uses one (allocating the output is part of a call).
+// Returns (seconds [repeats] of wall clock per call, steady_clock; o and lse of the last
+// timed call, in the kernel's dtype). The GIL is released for the whole loop.
+py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
+                    const PatternSpec& spec, const std::string& impl, std::optional<double> scale,
+                    std::optional<py::array> key_padding_mask, int64_t repeats, int64_t warmup) {
+  require(repeats >= 1, "repeats", repeats, "must be an integer >= 1 (timed calls)");
+  require(warmup >= 0, "warmup", warmup, "must be an integer >= 0 (untimed calls first)");
+  const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
+                  vv = float_view(v_arr, "v");
+  const PatternSpec s = with_padding(spec, key_padding_mask);
+  std::vector<double> seconds;
+  Output out;
+  {
+    py::gil_scoped_release nogil;
+    Inputs in = read_inputs(qv, kv, &vv);
+    const AttentionShape& a = in.shape;
+    const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
+    const Kernel& kernel = cli::serving_kernel(impl, pattern);
+    const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
+                                         pattern, scale_ptr(scale));
+    for (int64_t i = 0; i < warmup + repeats; ++i) {
+      Output call;
+      const auto start = std::chrono::steady_clock::now();
+      kernel.run(problem, call);
+      const auto stop = std::chrono::steady_clock::now();
+      if (i >= warmup) seconds.push_back(std::chrono::duration<double>(stop - start).count());
+      out = std::move(call);  // freed before the next call starts its clock
+    }
+    const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
+    require(o_nan == 0, "impl", kernel.name,
+            "produced " + std::to_string(o_nan) + " NaN values in o");
+  }
+  const bool f64 = out.o.numel() > 0 || out.o32.numel() == 0;
+  py::object o = f64 ? to_numpy(std::move(out.o)) : to_numpy(std::move(out.o32));
+  py::object lse = f64 ? to_numpy(std::move(out.lse)) : to_numpy(std::move(out.lse32));
+  return py::make_tuple(seconds, o, lse);
+}
+
 // `check`: o_dtype / lse_dtype (and grad_dtypes for dq, dk, dv) name the candidate's own
 // dtype before any widening ("float16" arrives widened to float64), which picks its
 // tolerance as the CLI does. Given dout, the candidate gradients (any of dq, dk, dv) are
@@ -566,6 +610,7 @@ PYBIND11_MODULE(_sparseattn, m) {
   m.def("random_table", &random_table);
   m.def("block_mask", &block_mask);
   m.def("attend", &attend);
+  m.def("time_impl", &time_impl);
   m.def("check", &check);
   m.def("performer_favor", &approx_performer_favor);
   m.def("nystrom", &approx_nystrom);
@@ -573,6 +618,7 @@ PYBIND11_MODULE(_sparseattn, m) {
   m.def("analyze", &analyze);
   m.def("extend_positions", &positions_extended);
   m.def("impls", [] { return to_python(cli::impls_json()); });
+  m.def("cpu_isa", [] { return cpu::isa_summary(); });
   m.def("grad_impls", [] { return to_python(cli::grad_impls_json()); });
   m.def("python_names", &python_names);
 }

@@ -1,0 +1,79 @@
+"""sparseattn.time_impl (kernel time only, the sparseattn side of tools/peers_bench.py) and
+sparseattn.cpu_isa: what they return and how they refuse bad arguments (contract §5)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import sparseattn as sa
+from conftest import qkv
+
+
+def test_time_impl_times_each_call_and_returns_attends_output():
+    q, k, v = qkv((1, 2, 96, 16), seed=3, dtype=np.float32)
+    p = sa.Pattern.window(7)
+    t = sa.time_impl(q, k, v, p, "cpu_k02_window_band", repeats=4, warmup=2)
+    assert isinstance(t, sa.Timing)
+    assert t.seconds.shape == (4,) and t.seconds.dtype == np.float64
+    assert (t.seconds > 0).all() and np.isfinite(t.seconds).all()
+    o, lse = sa.attend(q, k, v, p, impl="cpu_k02_window_band")
+    # Same kernel, same prepared inputs: bit for bit (the kernel is deterministic).
+    assert t.o.dtype == np.float32 and t.o.shape == o.shape
+    np.testing.assert_array_equal(t.o, o)
+    np.testing.assert_array_equal(t.lse, lse)
+    # And the oracle agrees within the kernel's tolerance.
+    sa.testing.assert_matches_oracle(q, k, v, p, t.o, t.lse)
+
+
+def test_time_impl_keeps_leading_dims_and_takes_scale_and_padding():
+    q, k, v = qkv((2, 40, 8), seed=4, dtype=np.float32)  # [heads, seq_len, d]
+    pad = np.ones((1, 40), dtype=bool)
+    pad[0, 33:] = False
+    t = sa.time_impl(q, k, v, sa.Pattern.dense(), "cpu_k01_dense_flash", repeats=1,
+                     warmup=0, scale=0.5, key_padding_mask=pad)
+    assert t.seconds.shape == (1,) and t.o.shape == (2, 40, 8) and t.lse.shape == (2, 40)
+    o, lse = sa.attend(q, k, v, sa.Pattern.dense(), impl="cpu_k01_dense_flash", scale=0.5,
+                       key_padding_mask=pad)
+    np.testing.assert_array_equal(t.o, o)
+    np.testing.assert_array_equal(t.lse, lse)
+
+
+def test_time_impl_refuses_an_unknown_impl_by_name():
+    q, k, v = qkv((1, 1, 16, 4))
+    with pytest.raises(ValueError, match=r"^invalid impl = cpu_k99_nothing: "):
+        sa.time_impl(q, k, v, sa.Pattern.dense(), "cpu_k99_nothing")
+
+
+def test_time_impl_refuses_an_impl_that_does_not_serve_the_pattern():
+    q, k, v = qkv((1, 1, 16, 4))
+    with pytest.raises(ValueError, match=r"^invalid impl = cpu_k01_dense_flash: serves only dense"):
+        sa.time_impl(q, k, v, sa.Pattern.window(2), "cpu_k01_dense_flash")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(repeats=0), "invalid repeats = 0: must be an integer >= 1"),
+    (dict(repeats=-3), "invalid repeats = -3: must be an integer >= 1"),
+    (dict(repeats=2.5), "invalid repeats = 2.5: must be an integer >= 1"),
+    (dict(repeats=True), "invalid repeats = True: must be an integer >= 1"),
+    (dict(warmup=-1), "invalid warmup = -1: must be an integer >= 0"),
+])
+def test_time_impl_refuses_bad_counts(kwargs, message):
+    q, k, v = qkv((1, 1, 16, 4))
+    with pytest.raises(ValueError, match="^" + re.escape(message)):
+        sa.time_impl(q, k, v, sa.Pattern.dense(), "cpu_k01_dense_flash", **kwargs)
+
+
+def test_time_impl_refuses_nonfinite_inputs_as_attend_does():
+    q, k, v = qkv((1, 1, 16, 4))
+    q[0, 0, 3, 1] = np.nan
+    with pytest.raises(ValueError, match=r"^invalid q\[0,0,3,1\] = nan"):
+        sa.time_impl(q, k, v, sa.Pattern.dense(), "cpu_k01_dense_flash")
+
+
+def test_cpu_isa_names_the_active_build_first():
+    line = sa.cpu_isa()
+    assert re.fullmatch(r"(avx2|avx512) \(supported: [a-z0-9, ]+; avx512_bf16: (yes|no)\)", line), line
+    active = line.split()[0]
+    assert active in line[line.index("supported:"):]
