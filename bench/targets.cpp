@@ -110,6 +110,13 @@ std::string bound_note(const BenchPoint& p, const Ctx& c, double threshold) {
                    copy_b, pack_b, (copy_b + pack_b) * p.cpu_gflops, p.cpu_gflops);
   if (p.family == kBigBird.label)
     s += " (the random key blocks are scattered: each chunk copy is a cold read, latency-bound)";
+  // k04 masks every band score, not only the band's edge chunks (k02 does): read from
+  // optimized/cpu/k04_longformer.cpp, not measured here.
+  if (p.family == kLongformer.label)
+    s += fmt::format("; mask: k04 tests every band score with a scalar in_band (a modulo and two "
+                     "divisions by the dilation), against {:.0f} cycles of FMAs per score at d {} "
+                     "on {} lanes",
+                     2.0 * d / (2.0 * c.lanes), d, c.lanes);
   // The verdict: which bound the target meets.
   if (!std::isnan(threshold)) {
     if (threshold > b_hi)

@@ -167,6 +167,9 @@ TEST(BenchTargets, FullGridRows) {
   EXPECT_EQ(ls.status, "not met");
   // Its pattern bound: (513 + 2) / (64 + 512 + 2·16) = 0.85 counted share on 16 lanes.
   EXPECT_TRUE(has(ls.bound, "× 0.85 counted share")) << ls.bound;
+  // 2·64 FMAs per score over 2 pipes × 16 lanes: 4 cycles.
+  EXPECT_TRUE(has(ls.bound, "against 4 cycles of FMAs per score at d 64 on 16 lanes")) << ls.bound;
+  EXPECT_FALSE(has(ws.bound, "in_band")) << ws.bound;
 
   // BigBird: the point reported an error instead of a time.
   const TargetRow& bb = row(r, "bigbird_b64_r3");
