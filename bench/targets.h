@@ -65,7 +65,8 @@ struct PeerFile {
 };
 
 // One row of the report. status: "met", "not met", "not measured", "not built",
-// "not applicable" (the target's condition does not hold on this CPU), "see file".
+// "not applicable" (the target's condition does not hold on this CPU), "see file",
+// "reported" (a peers' ratio the targets set no threshold for).
 struct TargetRow {
   std::string id;          // stable key, e.g. "dense_d64"
   std::string what;        // the target in words, with its measurement point

@@ -273,6 +273,21 @@ TEST(BenchTargets, PeersFilesAreReadOrPointedAt) {
                                           {"measured", "1.08x"},
                                           {"met", false}}})}}},
       {"build/peers/other.json", json{{"rows", 3}}},
+      // tools/peers_bench.py's peers.json: the dense SDPA case is held to 1.15x.
+      {"build/peers/cases.json",
+       json{{"meta", {{"shape", {{"seq_len", 4096}, {"head_dim", 64}, {"num_heads", 12}}}}},
+            {"cases", json::array({json{{"case", "sdpa_dense"},
+                                        {"peer", "torch SDPA"},
+                                        {"impl", "cpu_k01_dense_flash"},
+                                        {"ratio_median", 1.08},
+                                        {"ratio_min", 0.92},
+                                        {"ratio_max", 1.40}},
+                                   json{{"case", "hf_bigbird"},
+                                        {"peer", "HF BigBird block-sparse (block 64, r 3)"},
+                                        {"impl", "cpu_k05_bigbird_blocks"},
+                                        {"ratio_median", 5.9},
+                                        {"ratio_min", 5.0},
+                                        {"ratio_max", 6.5}}})}}},
       {"build/peers/broken.json", json()},
   };
   const TargetsReport r = evaluate_targets(bench_json(pts), peers);
@@ -280,6 +295,13 @@ TEST(BenchTargets, PeersFilesAreReadOrPointedAt) {
   EXPECT_EQ(sdpa.status, "not met");
   EXPECT_EQ(sdpa.measured, "1.08x");
   EXPECT_EQ(row(r, "peers/build/peers/other.json").status, "see file");
+  const TargetRow& dense = row(r, "peers/sdpa_dense");
+  EXPECT_EQ(dense.status, "not met");  // 1.08 < 1.15
+  EXPECT_EQ(dense.measured, "1.08× (rounds 0.92–1.40; > 1: sparseattn faster)");
+  EXPECT_TRUE(has(dense.what, "n 4096, head_dim 64, 12 heads")) << dense.what;
+  const TargetRow& bird = row(r, "peers/hf_bigbird");
+  EXPECT_EQ(bird.status, "reported");
+  EXPECT_NEAR(bird.values["ratio_median"].get<double>(), 5.9, 1e-12);
   EXPECT_TRUE(has(row(r, "peers/build/peers/broken.json").measured, "did not parse"));
   for (const TargetRow& t : r.rows) EXPECT_NE(t.id, "peers");
 }
