@@ -328,7 +328,7 @@ std::vector<TargetRow> bf16_targets(const Points& pts, const Ctx& c, double thre
 
 // The PyTorch comparison is `make peers-bench`'s: its files are read if present.
 // peers.json ({"meta": {"shape": ...}, "cases": [{"peer", "impl", "ratio_median",
-// "ratio_min", "ratio_max", ...}]}, tools/peers_bench.py): one row per case; the dense
+// "ratio_min", "ratio_max", ...}]}, as `make peers-bench` writes it): one row per case; the dense
 // SDPA case is held to 1.15×, the others (no threshold in the targets) are reported. A file
 // with a top-level "targets" array of {what, threshold, measured, met} objects gives those
 // rows; any other JSON file is pointed at.

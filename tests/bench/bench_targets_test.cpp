@@ -273,7 +273,7 @@ TEST(BenchTargets, PeersFilesAreReadOrPointedAt) {
                                           {"measured", "1.08x"},
                                           {"met", false}}})}}},
       {"build/peers/other.json", json{{"rows", 3}}},
-      // tools/peers_bench.py's peers.json: the dense SDPA case is held to 1.15x.
+      // make peers-bench's peers.json: the dense SDPA case is held to 1.15x.
       {"build/peers/cases.json",
        json{{"meta", {{"shape", {{"seq_len", 4096}, {"head_dim", 64}, {"num_heads", 12}}}}},
             {"cases", json::array({json{{"case", "sdpa_dense"},
