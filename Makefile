@@ -129,14 +129,22 @@ BENCH_JSON ?= $(BUILD)/bench/bench_cpu.json
 # seq_len 2048 went from 26% to 46% of the FMA peak). Override: make bench OMP_WAIT_POLICY=active
 export OMP_WAIT_POLICY ?= passive
 
+# Both end with the targets report (bench/targets.h): $(BUILD)/bench_targets reads bench_cpu's
+# JSON (and $(BUILD)/peers/*.json of `make peers-bench` if present) and writes targets.md and
+# targets.json next to it -- even when a benchmark failed validation (bench_cpu exits 1; the
+# report says "not measured" for that point, and make still fails with bench_cpu's status).
 bench: build
 	@mkdir -p $(BUILD)/bench
-	$(BUILD)/bench_cpu --benchmark_out=$(BENCH_JSON) --benchmark_out_format=json
-	$(BUILD)/bench_backward --benchmark_out=$(BUILD)/bench/bench_backward.json --benchmark_out_format=json
+	@rc=0; $(BUILD)/bench_cpu --benchmark_out=$(BENCH_JSON) --benchmark_out_format=json || rc=$$?; \
+	  $(BUILD)/bench_backward --benchmark_out=$(BUILD)/bench/bench_backward.json --benchmark_out_format=json || rc=$$?; \
+	  $(BUILD)/bench_targets $(BENCH_JSON) $(dir $(BENCH_JSON)) --peers $(BUILD)/peers || rc=$$?; \
+	  exit $$rc
 
 bench-quick: build
-	@mkdir -p $(BUILD)/bench
-	$(BUILD)/bench_cpu --quick --benchmark_out=$(BUILD)/bench/bench_cpu_quick.json --benchmark_out_format=json
+	@mkdir -p $(BUILD)/bench/quick
+	@rc=0; $(BUILD)/bench_cpu --quick --benchmark_out=$(BUILD)/bench/bench_cpu_quick.json --benchmark_out_format=json || rc=$$?; \
+	  $(BUILD)/bench_targets $(BUILD)/bench/bench_cpu_quick.json $(BUILD)/bench/quick --peers $(BUILD)/peers || rc=$$?; \
+	  exit $$rc
 
 # sparseattn against PyTorch and HuggingFace (tools/peers_bench.py; docs/benchmarks.md,
 # "Peers"): installs torch, transformers and numpy into the throwaway virtual environment

@@ -4,16 +4,22 @@
 //
 //   build/bench_cpu [--quick] [--benchmark_out=build/bench/bench_cpu.json ...]
 //   make bench        full sizes: sparse seq_len 512 … 65536, dense 512 … 16384,
-//                     head_dim 64 (and 128 for dense, window, bigbird), references up to 4096
-//   make bench-quick  sparse 512 … 4096, dense 512 … 2048, references at 512, head_dim 64
+//                     head_dim 64 (and 128 for dense, window, bigbird; 32 for dense),
+//                     references up to 4096
+//   make bench-quick  sparse 512 … 4096, dense 512 … 2048, references at 512, head_dim 64;
+//                     dense head_dim 32 and 128 at 2048 only
+// Then bench_targets (bench/targets.h) reads the JSON and writes targets.md / targets.json.
 //
 // Every benchmark reports, per call (batch 1, 1 head):
 //   flops        computed FLOPs, 4 · nnz · head_dim (pattern_stats / attention_flops)
 //   dense_flops  the same for the dense pattern: 4 · seq_len² · head_dim
 //   density      nnz / seq_len²
-//   GFLOP/s      flops / time;   frac_peak  GFLOP/s over the FMA peak measured in this run
+//   GFLOP/s      flops / time;   frac_peak  GFLOP/s over the FMA peak probed right before
+//                this benchmark's timed loop (peak_gflops; the start-up probe is in the
+//                JSON context as peak_fma_gflops)
 //   cpu_GFLOP/s  flops per second of process CPU time (all threads summed); cpu_frac_peak
-//                the same over the probe's rate per CPU-second (one running core)
+//                the same over that probe's rate per CPU-second (peak_cpu_gflops: one
+//                running core)
 //   bytes        q, k, v read + o, lse written once, in the kernel's dtype
 //   peak_bytes   extra heap the call needed (alloc_tracker.h), outputs included
 // and a Complexity() fit over seq_len per (kernel, pattern, head_dim) family.
@@ -36,13 +42,14 @@
 #include "bench/families.h"
 #include "bench/peak_probe.h"
 #include "bench/validate.h"
+#include "optimized/cpu/isa.h"
 #include "registry/registry.h"
 #include "tests/reference/test_inputs.h"
 
 namespace sparseattn::bench {
 namespace {
 
-Peak g_peak;  // measured at startup (main)
+Peak g_peak;  // measured at startup (main); each benchmark probes again (run_kernel)
 
 // One problem (pattern, inputs, oracle) at a time: benchmarks are registered grouped by
 // problem, so consecutive benchmarks share it and the O(n²) oracle is built once.
@@ -98,6 +105,10 @@ void run_kernel(benchmark::State& state, const Kernel* kernel, const PatternFami
     ++g_errors;
     return;
   }
+  // The peak next to this measurement: a short probe right before the timed loop, so a
+  // change of the machine's load since start-up does not skew frac_peak (a kernel timed
+  // after other jobs stopped could otherwise show more than 100%).
+  const Peak peak = measure_peak(kShortProbeRepeats, kShortProbeIterations);
   const double cpu0 = process_cpu_seconds();
   for (auto _ : state) {
     Output o;
@@ -108,20 +119,24 @@ void run_kernel(benchmark::State& state, const Kernel* kernel, const PatternFami
   const double cpu_seconds = process_cpu_seconds() - cpu0;
   const double flops = attention_flops(ps.stats, head_dim, head_dim);
   const double dense_flops = 4.0 * static_cast<double>(n) * n * head_dim;
-  const double elem = kernel->dtype == DType::float64 ? 8.0 : 4.0;
+  const double elem = kernel->dtype == DType::float64                                    ? 8.0
+                      : kernel->dtype == DType::bfloat16 || kernel->dtype == DType::float16 ? 2.0
+                                                                                            : 4.0;
   using benchmark::Counter;
   state.counters["flops"] = flops;
   state.counters["dense_flops"] = dense_flops;
   state.counters["density"] = ps.stats.density;
   state.counters["GFLOP/s"] = Counter(flops / 1e9, Counter::kIsIterationInvariantRate);
   state.counters["frac_peak"] =
-      Counter(flops / 1e9 / g_peak.gflops, Counter::kIsIterationInvariantRate);
+      Counter(flops / 1e9 / peak.gflops, Counter::kIsIterationInvariantRate);
   // The same per CPU-second (summed over threads) against one running core's peak: the
   // kernel's efficiency while it actually runs, which time slices lost to other jobs on a
   // shared machine do not dilute. OpenMP threads spinning at a barrier count as CPU time.
   const double cpu_gflops = flops * static_cast<double>(state.iterations()) / cpu_seconds / 1e9;
   state.counters["cpu_GFLOP/s"] = cpu_gflops;
-  state.counters["cpu_frac_peak"] = cpu_gflops / g_peak.cpu_gflops;
+  state.counters["cpu_frac_peak"] = cpu_gflops / peak.cpu_gflops;
+  state.counters["peak_gflops"] = peak.gflops;
+  state.counters["peak_cpu_gflops"] = peak.cpu_gflops;
   state.counters["bytes"] = elem * static_cast<double>(n) * (4 * head_dim + 1);
   state.counters["peak_bytes"] = static_cast<double>(peak_bytes);
   state.counters["seq_len"] = static_cast<double>(n);
@@ -152,10 +167,15 @@ void register_all(bool quick) {
   for (const PatternFamily& family : fams) {
     const int64_t max_n = quick ? (family.dense ? 2048 : 4096) : (family.dense ? 16384 : 65536);
     const int64_t max_ref_n = quick ? 512 : 4096;
+    // head_dim 64 everywhere; 128 for dense, window and BigBird; 32 (the real data's) for
+    // dense. The quick grid times dense 32 and 128 at n 2048 only: the smallest point of
+    // the dense targets (n >= 2048), a few seconds.
     std::vector<int64_t> head_dims = {64};
-    if (!quick && family.label != "window_w128_d2" && family.label != "longformer_w256_g2")
+    if (family.dense) head_dims = {32, 64, 128};
+    else if (!quick && family.label != "window_w128_d2" && family.label != "longformer_w256_g2")
       head_dims.push_back(128);
     for (int64_t head_dim : head_dims) {
+      const bool only_2048 = quick && head_dim != 64;
       // Serves is a property of the pattern kind, so a small instance decides it.
       const Pattern probe = materialize(family.spec(512), {1, 1, 512, 512});
       for (const Kernel& kernel : kernels()) {
@@ -165,10 +185,11 @@ void register_all(bool quick) {
         if (kernel.target == Target::cuda || !kernel.exact || !kernel.serves(probe)) continue;
         const bool reference = kernel.target == Target::reference;
         if (reference && head_dim != 64) continue;
+        const int64_t lo = only_2048 ? 2048 : 512;
         const std::string name =
             std::string(kernel.name) + "/" + family.label + "/D" + std::to_string(head_dim);
         auto* b = benchmark::RegisterBenchmark(name.c_str(), run_kernel, &kernel, &family, head_dim);
-        for (int64_t n : sizes(512, reference ? max_ref_n : max_n)) b->Arg(n);
+        for (int64_t n : sizes(lo, reference ? max_ref_n : max_n)) b->Arg(n);
         b->ArgName("seq_len")
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond)
@@ -197,6 +218,12 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("peak_fma_gflops", std::to_string(sparseattn::bench::g_peak.gflops));
   benchmark::AddCustomContext("peak_fma_cpu_gflops",
                               std::to_string(sparseattn::bench::g_peak.cpu_gflops));
+  benchmark::AddCustomContext("peak_probe",
+                              "start-up: best of 5 x 20M iterations (peak_fma_*); per benchmark: "
+                              "best of 3 x 3M iterations right before its timed loop "
+                              "(counters peak_gflops, peak_cpu_gflops)");
+  benchmark::AddCustomContext("cpu_isa", sparseattn::cpu::isa_summary());
+  benchmark::AddCustomContext("fma_probe_lanes", std::to_string(sparseattn::cpu::fma_probe_lanes()));
   benchmark::AddCustomContext("omp_threads", std::to_string(omp_get_max_threads()));
   benchmark::AddCustomContext("mode", quick ? "quick" : "full");
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");

@@ -28,8 +28,7 @@ double process_cpu_seconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-Peak measure_peak(int repeats) {
-  const int64_t iterations = 20'000'000;
+Peak measure_peak(int repeats, int64_t iterations) {
   volatile float sink = fma_probe(iterations / 10);  // warm up: clocks, threads
   Peak best;
   for (int r = 0; r < repeats; ++r) {

@@ -22,7 +22,14 @@ struct Peak {
   double gflops = 0.0;      // wall clock, all threads
   double cpu_gflops = 0.0;  // per CPU-second: one running core
 };
-Peak measure_peak(int repeats = 5);
+// The start-up probe: best of 5 × 20M iterations (~40 ms each on one 512-bit FMA core).
+inline constexpr int64_t kProbeIterations = 20'000'000;
+// The interleaved probe bench_cpu runs right before each benchmark's timed loop: best of
+// 3 × 3M iterations, tens of ms in all, so the fraction of peak is taken against the
+// machine as it was next to the measurement, not at start-up.
+inline constexpr int64_t kShortProbeIterations = 3'000'000;
+inline constexpr int kShortProbeRepeats = 3;
+Peak measure_peak(int repeats = 5, int64_t iterations = kProbeIterations);
 
 // Process CPU time (all threads), seconds.
 double process_cpu_seconds();

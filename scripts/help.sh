@@ -12,8 +12,9 @@ sparseattn — targets
   make test         build and run the Google Test suite, pytest and the notebooks (installs what is missing)
   make sanitize     the CPU build and the whole suite under ASan + UBSan (build-sanitize/)
   make fuzz         libFuzzer targets (clang) for FUZZ_SECONDS each, default 60 (build-fuzz/)
-  make bench        the full Google Benchmark suite (JSON into build/bench/)
-  make bench-quick  small sizes only (what CI runs)
+  make bench        the full Google Benchmark suite (JSON into build/bench/), then the targets
+                    report build/bench/targets.{md,json} (each target: met, or what bounds it)
+  make bench-quick  small sizes only (what CI runs); report in build/bench/quick/
   make peers-bench  sparseattn vs PyTorch SDPA and HF Longformer/BigBird, kernel time (installs torch into build/peers-venv; not CI)
   make notebooks    execute every notebook of notebooks/ (also part of make test)
   make exercises    grade exercises/ex*.py against the oracle (SOLUTIONS=DIR: a folder of hand-ins)

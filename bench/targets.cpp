@@ -1,0 +1,589 @@
+#include "bench/targets.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+
+namespace sparseattn::bench {
+namespace {
+
+using nlohmann::json;
+
+double num(const json& b, const char* key) {
+  const auto it = b.find(key);
+  return it != b.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+double to_ms(double t, const std::string& unit) {
+  if (unit == "ns") return t * 1e-6;
+  if (unit == "us") return t * 1e-3;
+  if (unit == "s") return t * 1e3;
+  return t;  // "ms"
+}
+
+std::string pct(double f) { return fmt::format("{:.0f}%", 100.0 * f); }
+
+// The kernel each target names, per pattern family (the specialized kernel of the ladder).
+struct Family {
+  const char* label;
+  const char* kernel;
+  const char* words;
+};
+constexpr Family kDense{"dense", "cpu_k01_dense_flash", "dense"};
+constexpr Family kWindow{"window_w256", "cpu_k02_window_band", "window w256"};
+constexpr Family kLongformer{"longformer_w256_g2", "cpu_k04_longformer", "Longformer w256 g2"};
+constexpr Family kBigBird{"bigbird_b64_r3", "cpu_k05_bigbird_blocks", "BigBird b64 r3"};
+
+class Points {
+ public:
+  explicit Points(std::vector<BenchPoint> p) : points_(std::move(p)) {}
+  const BenchPoint* at(const std::string& kernel, const std::string& family, int64_t d,
+                       int64_t n) const {
+    for (const BenchPoint& p : points_)
+      if (p.kernel == kernel && p.family == family && p.head_dim == d && p.seq_len == n) return &p;
+    return nullptr;
+  }
+  std::vector<const BenchPoint*> all(const std::string& kernel, const std::string& family,
+                                     int64_t d) const {
+    std::vector<const BenchPoint*> v;
+    for (const BenchPoint& p : points_)
+      if (p.kernel == kernel && p.family == family && p.head_dim == d) v.push_back(&p);
+    std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->seq_len < b->seq_len; });
+    return v;
+  }
+  const std::vector<BenchPoint>& list() const { return points_; }
+
+ private:
+  std::vector<BenchPoint> points_;
+};
+
+struct Ctx {
+  bool quick = false;
+  int lanes = 8;            // fma_probe_lanes: 8 (avx2) or 16 (avx512)
+  bool has_bf16 = false;    // AVX512-BF16 on this CPU
+};
+
+std::string not_measured(const Ctx& c) {
+  return c.quick ? "not measured in the quick grid" : "not measured";
+}
+
+// Scores a kernel computes per score the pattern needs, inverted: the share of the tile's
+// work that is counted. Window: a 64-row tile walks (64 + 2w) keys for 2w + 1 allowed per
+// row (k02). Longformer adds one global chunk of kStep = 2·lanes keys per tile for |G|
+// allowed (k04). Dense and BigBird tiles are whole.
+double counted_share(const std::string& family, int lanes) {
+  if (family == kWindow.label) return 513.0 / (64.0 + 512.0);
+  if (family == kLongformer.label) return (513.0 + 2.0) / (64.0 + 512.0 + 2.0 * lanes);
+  return 1.0;
+}
+
+// The roofline-style note for a point that missed `threshold` (a fraction of peak per
+// CPU-second, or NaN when the target is not itself a fraction).
+std::string bound_note(const BenchPoint& p, const Ctx& c, double threshold) {
+  const int64_t d = p.head_dim;
+  const double hi = fma_pipe_bound(d, kSoftmaxOpsFmaMul), lo = fma_pipe_bound(d, kSoftmaxOpsAll);
+  const double share = counted_share(p.family, c.lanes);
+  std::string s = fmt::format("FMA pipes: ≤ {}–{} of peak at d {} (2d/(2d+c), c = 23 … 11 softmax "
+                              "ops per vector of scores)",
+                              pct(lo), pct(hi), d);
+  if (share < 1.0)
+    s += fmt::format(" × {:.2f} counted share of the scores computed = {}–{}", share,
+                     pct(lo * share), pct(hi * share));
+  const double b_lo = lo * share, b_hi = hi * share;
+  // exp: its 20 operations per vector of scores against the whole per-score work.
+  s += fmt::format("; exp: {} ops per {} scores, {} of the vector work", kExpOps, c.lanes,
+                   pct(static_cast<double>(kExpOps) / (2.0 * d + kSoftmaxOpsAll)));
+  // Memory: the chunk copy (2d floats per computed key per 64-row tile) and the panel
+  // packing (K transposed and V once per head: 2·n·d floats read and written).
+  const double keys_per_row =
+      p.flops > 0 && p.seq_len > 0 ? p.flops / (4.0 * d * static_cast<double>(p.seq_len)) : 0.0;
+  const double copy_b = 1.0 / (static_cast<double>(kTileRows) / 2.0 * share);  // 8d B / (64·4d·share)
+  const double pack_b = keys_per_row > 0 ? 4.0 / keys_per_row : 0.0;           // 16nd B / (4·nnz·d)
+  s += fmt::format("; memory: {:.3f} B/FLOP chunk copies + {:.4f} B/FLOP panel packing = {:.1f} "
+                   "GB/s at the measured {:.0f} GFLOP/s",
+                   copy_b, pack_b, (copy_b + pack_b) * p.cpu_gflops, p.cpu_gflops);
+  if (p.family == kBigBird.label)
+    s += " (the random key blocks are scattered: each chunk copy is a cold read, latency-bound)";
+  // k04 masks every band score, not only the band's edge chunks (k02 does): read from
+  // optimized/cpu/k04_longformer.cpp, not measured here.
+  if (p.family == kLongformer.label)
+    s += fmt::format("; mask: k04 tests every band score with a scalar in_band (a modulo and two "
+                     "divisions by the dilation), against {:.0f} cycles of FMAs per score at d {} "
+                     "on {} lanes",
+                     2.0 * d / (2.0 * c.lanes), d, c.lanes);
+  // The verdict: which bound the target meets.
+  if (!std::isnan(threshold)) {
+    if (threshold > b_hi)
+      s += fmt::format(". The target ({}) is above the FMA-pipe bound: unreachable without "
+                       "fewer softmax operations per score",
+                       pct(threshold));
+    else if (threshold > b_lo)
+      s += fmt::format(". The target ({}) needs the softmax's adds, compares and integer "
+                       "operations off the FMA pipes",
+                       pct(threshold));
+    else
+      s += fmt::format(". The target ({}) is under the FMA-pipe bound: the gap ({} measured) is "
+                       "latency, exp, copies or scheduling, not the FMA pipes",
+                       pct(threshold), pct(p.cpu_frac_peak));
+  }
+  return s;
+}
+
+std::string point_words(const BenchPoint& p) {
+  if (!p.error.empty()) return fmt::format("n {}: error ({})", p.seq_len, p.error);
+  return fmt::format("n {}: {} per CPU-second ({} wall; {:.1f} GFLOP/s per CPU-second)", p.seq_len,
+                     pct(p.cpu_frac_peak), pct(p.frac_peak), p.cpu_gflops);
+}
+
+json point_json(const BenchPoint& p) {
+  json j{{"kernel", p.kernel},        {"family", p.family},
+         {"head_dim", p.head_dim},    {"seq_len", p.seq_len}};
+  if (!p.error.empty()) {
+    j["error"] = p.error;
+    return j;
+  }
+  j["cpu_frac_peak"] = p.cpu_frac_peak;
+  j["frac_peak"] = p.frac_peak;
+  j["cpu_gflops"] = p.cpu_gflops;
+  j["gflops"] = p.gflops;
+  j["real_ms"] = p.real_ms;
+  j["peak_cpu_gflops"] = p.peak_cpu_gflops;
+  return j;
+}
+
+// A fraction-of-peak target over the points of one (kernel, family, head_dim): every n in
+// `ns` (or every measured n >= min_n when ns is empty) must reach `threshold`.
+TargetRow frac_target(const Points& pts, const Ctx& c, const std::string& id, const Family& f,
+                      int64_t d, int64_t min_n, std::optional<int64_t> exact_n, double threshold) {
+  TargetRow row;
+  row.id = id;
+  row.what = exact_n ? fmt::format("{} float32 (`{}`), head_dim {}, n {}", f.words, f.kernel, d,
+                                   *exact_n)
+                     : fmt::format("{} float32 (`{}`), head_dim {}, n ≥ {}", f.words, f.kernel, d,
+                                   min_n);
+  row.threshold = fmt::format("≥ {} of peak per CPU-second", pct(threshold));
+  row.values = json::array();
+  std::vector<const BenchPoint*> chosen;
+  for (const BenchPoint* p : pts.all(f.kernel, f.label, d))
+    if (exact_n ? p->seq_len == *exact_n : p->seq_len >= min_n) chosen.push_back(p);
+  if (chosen.empty()) {
+    row.status = "not measured";
+    row.measured = not_measured(c);
+    return row;
+  }
+  const BenchPoint* worst = nullptr;
+  bool errored = false;
+  for (const BenchPoint* p : chosen) {
+    row.values.push_back(point_json(*p));
+    row.measured += (row.measured.empty() ? "" : "; ") + point_words(*p);
+    if (!p->error.empty()) errored = true;
+    else if (!worst || p->cpu_frac_peak < worst->cpu_frac_peak) worst = p;
+  }
+  if (errored || !worst) {
+    row.status = "not measured";
+    return row;
+  }
+  const bool met = worst->cpu_frac_peak >= threshold;
+  row.status = met ? "met" : "not met";
+  if (!met) row.bound = bound_note(*worst, c, threshold);
+  return row;
+}
+
+// Speedup over dense against the FLOP ratio, at n 16384 or the largest n where both the
+// pattern's kernel and dense k01 were measured (said so in `what`).
+TargetRow speedup_target(const Points& pts, const Ctx& c, const std::string& id, const Family& f,
+                         int64_t d, int64_t want_n, double threshold) {
+  TargetRow row;
+  row.id = id;
+  row.threshold = fmt::format("≥ {:.1f} × the FLOP ratio dense_flops / flops (per CPU-second)",
+                              threshold);
+  row.values = json::array();
+  const BenchPoint *pat = nullptr, *den = nullptr;
+  for (const BenchPoint* p : pts.all(f.kernel, f.label, d)) {
+    const BenchPoint* q = pts.at(kDense.kernel, kDense.label, d, p->seq_len);
+    if (!q || !p->error.empty() || !q->error.empty() || p->seq_len > want_n) continue;
+    pat = p;  // ascending: the last one kept is the largest n <= want_n
+    den = q;
+  }
+  if (!pat) {
+    row.what = fmt::format("{} (`{}`) vs dense (`{}`), head_dim {}, n {}", f.words, f.kernel,
+                           kDense.kernel, d, want_n);
+    row.status = "not measured";
+    row.measured = not_measured(c);
+    return row;
+  }
+  row.what = fmt::format("{} (`{}`) vs dense (`{}`), head_dim {}, n {}{}", f.words, f.kernel,
+                         kDense.kernel, d, pat->seq_len,
+                         pat->seq_len == want_n
+                             ? ""
+                             : fmt::format(" (n {} not measured for both; largest n where both are)",
+                                           want_n));
+  const double flop_ratio = pat->dense_flops / pat->flops;
+  // Per CPU-second: (dense_flops / dense cpu rate) / (flops / pattern cpu rate) / flop_ratio.
+  const double of_bound_cpu = pat->cpu_gflops / den->cpu_gflops;
+  const double speedup_wall = den->real_ms / pat->real_ms;
+  const double of_bound_wall = speedup_wall / flop_ratio;
+  row.values.push_back(json{{"seq_len", pat->seq_len},
+                            {"flop_ratio", flop_ratio},
+                            {"speedup_cpu", of_bound_cpu * flop_ratio},
+                            {"of_flop_ratio_cpu", of_bound_cpu},
+                            {"speedup_wall", speedup_wall},
+                            {"of_flop_ratio_wall", of_bound_wall}});
+  row.measured = fmt::format("{:.1f}× of a {:.1f}× FLOP ratio = {:.2f} of it per CPU-second "
+                             "(wall: {:.1f}× = {:.2f})",
+                             of_bound_cpu * flop_ratio, flop_ratio, of_bound_cpu, speedup_wall,
+                             of_bound_wall);
+  const bool met = of_bound_cpu >= threshold;
+  row.status = met ? "met" : "not met";
+  if (!met) {
+    row.bound = fmt::format(
+        "the ratio is the pattern kernel's efficiency over dense's ({} against {} of peak per "
+        "CPU-second); the pattern's own bound: {}",
+        pct(pat->cpu_frac_peak), pct(den->cpu_frac_peak),
+        bound_note(*pat, c, std::numeric_limits<double>::quiet_NaN()));
+  }
+  return row;
+}
+
+// bf16 entries ("<float32 name>_bf16") against their float32 kernel: one row per
+// (entry, family, head_dim), at the largest n both were measured.
+std::vector<TargetRow> bf16_targets(const Points& pts, const Ctx& c, double threshold) {
+  std::vector<TargetRow> rows;
+  std::map<std::tuple<std::string, std::string, int64_t>, bool> seen;
+  const std::string suffix = "_bf16";
+  for (const BenchPoint& p : pts.list()) {
+    if (p.kernel.size() <= suffix.size() ||
+        p.kernel.compare(p.kernel.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    if (seen[{p.kernel, p.family, p.head_dim}]) continue;
+    seen[{p.kernel, p.family, p.head_dim}] = true;
+    const std::string f32 = p.kernel.substr(0, p.kernel.size() - suffix.size());
+    TargetRow row;
+    row.id = fmt::format("bf16/{}/{}/D{}", p.kernel, p.family, p.head_dim);
+    row.threshold = fmt::format("≥ {:.1f}× the float32 kernel's throughput (where AVX512-BF16 "
+                                "exists)",
+                                threshold);
+    row.values = json::array();
+    const BenchPoint *b = nullptr, *f = nullptr;
+    for (const BenchPoint* q : pts.all(p.kernel, p.family, p.head_dim)) {
+      const BenchPoint* r = pts.at(f32, p.family, p.head_dim, q->seq_len);
+      if (r && q->error.empty() && r->error.empty()) b = q, f = r;
+    }
+    if (!b) {
+      row.what = fmt::format("`{}` vs `{}` on {}, head_dim {}", p.kernel, f32, p.family, p.head_dim);
+      row.status = "not measured";
+      row.measured = pts.all(f32, p.family, p.head_dim).empty()
+                         ? fmt::format("no float32 `{}` point to pair with", f32)
+                         : "no validated point of both";
+      for (const BenchPoint* q : pts.all(p.kernel, p.family, p.head_dim))
+        if (!q->error.empty()) row.measured += "; " + point_words(*q);
+      rows.push_back(row);
+      continue;
+    }
+    row.what = fmt::format("`{}` vs `{}` on {}, head_dim {}, n {}", p.kernel, f32, p.family,
+                           p.head_dim, b->seq_len);
+    const double ratio_cpu = b->cpu_gflops / f->cpu_gflops, ratio_wall = f->real_ms / b->real_ms;
+    row.values.push_back(json{{"seq_len", b->seq_len}, {"ratio_cpu", ratio_cpu},
+                              {"ratio_wall", ratio_wall}});
+    row.measured = fmt::format("{:.2f}× per CPU-second ({:.2f}× wall)", ratio_cpu, ratio_wall);
+    if (!c.has_bf16) {
+      row.status = "not applicable";
+      row.bound = "this CPU has no AVX512-BF16 (the widening path is not held to 1.6×)";
+    } else if (ratio_cpu >= threshold) {
+      row.status = "met";
+    } else {
+      // vdpbf16ps: two bf16 products per float32 lane, so QKᵀ and PV cost d instead of 2d
+      // FMA slots per vector of scores; the softmax stays float32 (+1 convert of P).
+      const int64_t d = b->head_dim;
+      const double cap_lo = (2.0 * d + kSoftmaxOpsAll) / (d + kSoftmaxOpsAll + 1.0);
+      const double cap_hi = (2.0 * d + kSoftmaxOpsFmaMul) / (d + kSoftmaxOpsFmaMul + 1.0);
+      row.status = "not met";
+      row.bound = fmt::format("FMA pipes: vdpbf16ps halves the 2d FMA slots per score, the softmax "
+                              "stays float32: ≤ {:.2f}–{:.2f}× at d {} ((2d+c)/(d+c+1), c = 23 … "
+                              "11); memory: bf16 halves the bytes of the chunk copies and panels",
+                              cap_lo, cap_hi, d);
+    }
+    rows.push_back(row);
+  }
+  if (rows.empty()) {
+    TargetRow row;
+    row.id = "bf16";
+    row.what = "bf16 inputs, float32 accumulation (`<float32 name>_bf16` entries)";
+    row.threshold = fmt::format("≥ {:.1f}× the float32 kernel's throughput (where AVX512-BF16 "
+                                "exists)",
+                                threshold);
+    row.measured = "not built (no `_bf16` entry in the benchmark)";
+    row.status = "not built";
+    row.values = json::array();
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// The PyTorch comparison is `make peers-bench`'s: its files are read if present.
+// peers.json ({"meta": {"shape": ...}, "cases": [{"peer", "impl", "ratio_median",
+// "ratio_min", "ratio_max", ...}]}, as `make peers-bench` writes it): one row per case; the dense
+// SDPA case is held to 1.15×, the others (no threshold in the targets) are reported. A file
+// with a top-level "targets" array of {what, threshold, measured, met} objects gives those
+// rows; any other JSON file is pointed at.
+std::vector<TargetRow> peer_targets(const std::vector<PeerFile>& peers) {
+  std::vector<TargetRow> rows;
+  const std::string what = "dense float32 head_dim 64 and 128 vs PyTorch CPU SDPA";
+  const std::string threshold = "≥ 1.15× (median of interleaved rounds)";
+  for (const PeerFile& f : peers) {
+    if (f.json.is_object() && f.json.contains("cases") && f.json["cases"].is_array()) {
+      const json shape = f.json.value("meta", json::object()).value("shape", json::object());
+      const std::string at =
+          shape.is_object() && shape.contains("seq_len") && shape.contains("head_dim")
+              ? fmt::format(", n {}, head_dim {}, {} heads", shape["seq_len"].dump(),
+                            shape["head_dim"].dump(), shape.value("num_heads", json()).dump())
+              : "";
+      for (const json& cs : f.json["cases"]) {
+        if (!cs.is_object() || !cs.contains("ratio_median") || !cs["ratio_median"].is_number())
+          continue;
+        const std::string peer = cs.value("peer", std::string("?"));
+        const std::string impl = cs.value("impl", std::string("?"));
+        const double med = cs["ratio_median"].get<double>();
+        TargetRow row;
+        row.id = "peers/" + cs.value("case", peer);
+        row.what = fmt::format("`{}` vs {}{} (`{}`)", impl, peer, at, f.path);
+        row.measured = fmt::format("{:.2f}× (rounds {:.2f}–{:.2f}; > 1: sparseattn faster)", med,
+                                   cs.value("ratio_min", 0.0), cs.value("ratio_max", 0.0));
+        row.values = json{{"ratio_median", med},
+                          {"ratio_min", cs.value("ratio_min", 0.0)},
+                          {"ratio_max", cs.value("ratio_max", 0.0)}};
+        if (peer == "torch SDPA" && impl == kDense.kernel) {
+          row.threshold = threshold;
+          row.status = med >= 1.15 ? "met" : "not met";
+          if (med < 1.15)
+            row.bound = "the kernel's own bound: see the dense rows above (same kernel, its "
+                        "fraction of peak per CPU-second)";
+        } else {
+          row.threshold = "— (no threshold: reported)";
+          row.status = "reported";
+        }
+        rows.push_back(row);
+      }
+      continue;
+    }
+    if (f.json.is_object() && f.json.contains("targets") && f.json["targets"].is_array()) {
+      for (const json& t : f.json["targets"]) {
+        if (!t.is_object()) continue;
+        TargetRow row;
+        row.id = "peers/" + t.value("what", std::string("?"));
+        row.what = t.value("what", what) + " (`" + f.path + "`)";
+        row.threshold = t.value("threshold", threshold);
+        row.measured = t.contains("measured") && t["measured"].is_string()
+                           ? t["measured"].get<std::string>()
+                           : (t.contains("measured") ? t["measured"].dump() : "");
+        const json met = t.value("met", json());
+        row.status = met.is_boolean() ? (met.get<bool>() ? "met" : "not met") : "see file";
+        row.values = t;
+        rows.push_back(row);
+      }
+      continue;
+    }
+    TargetRow row;
+    row.id = "peers/" + f.path;
+    row.what = what;
+    row.threshold = threshold;
+    row.measured = f.json.is_null() ? fmt::format("`{}` did not parse", f.path)
+                                    : fmt::format("see `{}`", f.path);
+    row.status = "see file";
+    row.values = json::array();
+    rows.push_back(row);
+  }
+  if (rows.empty()) {
+    TargetRow row;
+    row.id = "peers";
+    row.what = what;
+    row.threshold = threshold;
+    row.measured = "run make peers-bench";
+    row.status = "not measured";
+    row.values = json::array();
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace
+
+double fma_pipe_bound(int64_t head_dim, int softmax_ops) {
+  const double fmas = 2.0 * static_cast<double>(head_dim);
+  return fmas / (fmas + softmax_ops);
+}
+
+std::vector<BenchPoint> parse_bench_points(const json& bench) {
+  if (!bench.is_object() || !bench.contains("benchmarks") || !bench["benchmarks"].is_array())
+    throw std::runtime_error("not a Google Benchmark JSON file: no \"benchmarks\" array");
+  std::map<std::tuple<std::string, std::string, int64_t, int64_t>, std::vector<BenchPoint>> groups;
+  for (const json& b : bench["benchmarks"]) {
+    if (!b.is_object()) continue;
+    if (b.value("run_type", std::string("iteration")) != "iteration") continue;
+    // "kernel/family/D64/seq_len:4096/min_time:.../real_time"
+    const std::string name = b.value("run_name", b.value("name", std::string()));
+    std::vector<std::string> parts;
+    for (size_t at = 0;;) {
+      const size_t slash = name.find('/', at);
+      parts.push_back(name.substr(at, slash == std::string::npos ? std::string::npos : slash - at));
+      if (slash == std::string::npos) break;
+      at = slash + 1;
+    }
+    if (parts.size() < 4 || parts[2].size() < 2 || parts[2][0] != 'D' ||
+        parts[3].rfind("seq_len:", 0) != 0)
+      continue;
+    BenchPoint p;
+    p.kernel = parts[0];
+    p.family = parts[1];
+    try {
+      p.head_dim = std::stoll(parts[2].substr(1));
+      p.seq_len = std::stoll(parts[3].substr(8));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (b.value("error_occurred", false)) {
+      p.error = b.value("error_message", std::string("error"));
+    } else {
+      p.real_ms = to_ms(num(b, "real_time"), b.value("time_unit", std::string("ns")));
+      p.flops = num(b, "flops");
+      p.dense_flops = num(b, "dense_flops");
+      p.gflops = num(b, "GFLOP/s");
+      p.cpu_gflops = num(b, "cpu_GFLOP/s");
+      p.frac_peak = num(b, "frac_peak");
+      p.cpu_frac_peak = num(b, "cpu_frac_peak");
+      p.peak_gflops = num(b, "peak_gflops");
+      p.peak_cpu_gflops = num(b, "peak_cpu_gflops");
+    }
+    groups[{p.kernel, p.family, p.head_dim, p.seq_len}].push_back(p);
+  }
+  std::vector<BenchPoint> out;
+  for (auto& [key, reps] : groups) {
+    std::sort(reps.begin(), reps.end(), [](const BenchPoint& a, const BenchPoint& b) {
+      return a.cpu_frac_peak < b.cpu_frac_peak;
+    });
+    out.push_back(reps[reps.size() / 2]);
+  }
+  return out;
+}
+
+TargetsReport evaluate_targets(const json& bench, const std::vector<PeerFile>& peers) {
+  const Points pts(parse_bench_points(bench));
+  const json ctx = bench.value("context", json::object());
+  auto ctx_str = [&](const char* key) {
+    const auto it = ctx.find(key);
+    if (it == ctx.end()) return std::string();
+    return it->is_string() ? it->get<std::string>() : it->dump();
+  };
+  Ctx c;
+  c.quick = ctx_str("mode") == "quick";
+  try {
+    c.lanes = std::stoi(ctx_str("fma_probe_lanes"));
+  } catch (const std::exception&) {
+    c.lanes = 8;
+  }
+  const std::string isa = ctx_str("cpu_isa");
+  c.has_bf16 = isa.find("avx512_bf16: yes") != std::string::npos;
+
+  TargetsReport report;
+  json& rc = report.context;
+  for (const char* key : {"date", "host_name", "mode", "cpu_isa", "fma_probe_lanes", "omp_threads",
+                          "OMP_WAIT_POLICY", "peak_probe"})
+    if (ctx.contains(key)) rc[key] = ctx[key];
+  if (ctx.contains("load_avg")) rc["load_avg"] = ctx["load_avg"];
+  auto ctx_num = [&](const char* key) {
+    try {
+      return std::stod(ctx_str(key));
+    } catch (const std::exception&) {
+      return 0.0;
+    }
+  };
+  rc["peak_startup_gflops"] = ctx_num("peak_fma_gflops");
+  rc["peak_startup_cpu_gflops"] = ctx_num("peak_fma_cpu_gflops");
+  double lo = 0, hi = 0, clo = 0, chi = 0;
+  bool any = false;
+  for (const BenchPoint& p : pts.list()) {
+    if (!p.error.empty() || p.peak_cpu_gflops <= 0) continue;
+    if (!any) lo = hi = p.peak_gflops, clo = chi = p.peak_cpu_gflops;
+    lo = std::min(lo, p.peak_gflops), hi = std::max(hi, p.peak_gflops);
+    clo = std::min(clo, p.peak_cpu_gflops), chi = std::max(chi, p.peak_cpu_gflops);
+    any = true;
+  }
+  if (any)
+    rc["peak_interleaved"] = json{{"gflops_min", lo}, {"gflops_max", hi},
+                                  {"cpu_gflops_min", clo}, {"cpu_gflops_max", chi}};
+
+  auto& rows = report.rows;
+  rows.push_back(frac_target(pts, c, "dense_d64", kDense, 64, 2048, std::nullopt, 0.85));
+  rows.push_back(frac_target(pts, c, "dense_d128", kDense, 128, 2048, std::nullopt, 0.85));
+  rows.push_back(frac_target(pts, c, "dense_d32", kDense, 32, 2048, std::nullopt, 0.65));
+  rows.push_back(frac_target(pts, c, "window_w256", kWindow, 64, 0, 16384, 0.65));
+  rows.push_back(speedup_target(pts, c, "window_w256_vs_dense", kWindow, 64, 16384, 0.9));
+  rows.push_back(frac_target(pts, c, "longformer_w256_g2", kLongformer, 64, 0, 16384, 0.65));
+  rows.push_back(speedup_target(pts, c, "longformer_w256_g2_vs_dense", kLongformer, 64, 16384, 0.9));
+  rows.push_back(frac_target(pts, c, "bigbird_b64_r3", kBigBird, 64, 0, 16384, 0.65));
+  for (TargetRow& r : bf16_targets(pts, c, 1.6)) rows.push_back(std::move(r));
+  for (TargetRow& r : peer_targets(peers)) rows.push_back(std::move(r));
+  return report;
+}
+
+json to_json(const TargetsReport& report) {
+  json rows = json::array();
+  for (const TargetRow& r : report.rows)
+    rows.push_back(json{{"id", r.id},
+                        {"what", r.what},
+                        {"threshold", r.threshold},
+                        {"measured", r.measured},
+                        {"status", r.status},
+                        {"met", r.status == "met"     ? json(true)
+                                : r.status == "not met" ? json(false)
+                                                        : json()},
+                        {"bound", r.bound},
+                        {"values", r.values}});
+  return json{{"context", report.context}, {"targets", rows}};
+}
+
+std::string to_markdown(const TargetsReport& report) {
+  const json& c = report.context;
+  auto str = [&](const char* key) {
+    if (!c.contains(key)) return std::string("?");
+    return c[key].is_string() ? c[key].get<std::string>() : c[key].dump();
+  };
+  std::string md = "# CPU performance targets\n\n";
+  std::string load = "?";
+  if (c.contains("load_avg") && c["load_avg"].is_array()) {
+    load.clear();
+    for (const json& x : c["load_avg"])
+      if (x.is_number()) load += fmt::format("{}{:.2f}", load.empty() ? "" : ", ", x.get<double>());
+  }
+  md += fmt::format("bench_cpu run of {} ({} grid), ISA {}, {} OpenMP threads, load average {}.\n\n",
+                    str("date"), str("mode"), str("cpu_isa"), str("omp_threads"), load);
+  md += fmt::format("FMA peak probe: {:.1f} GFLOP/s wall, {:.1f} GFLOP/s per CPU-second at start-up",
+                    c.value("peak_startup_gflops", 0.0), c.value("peak_startup_cpu_gflops", 0.0));
+  if (c.contains("peak_interleaved")) {
+    const json& p = c["peak_interleaved"];
+    md += fmt::format("; re-probed next to each benchmark: {:.1f}–{:.1f} GFLOP/s wall, "
+                      "{:.1f}–{:.1f} per CPU-second",
+                      p.value("gflops_min", 0.0), p.value("gflops_max", 0.0),
+                      p.value("cpu_gflops_min", 0.0), p.value("cpu_gflops_max", 0.0));
+  }
+  md += ". Every fraction below is against the probe next to its own benchmark.\n\n";
+  md += "| target | threshold | measured | met | what bounds it |\n|---|---|---|---|---|\n";
+  auto cell = [](std::string s) {
+    for (size_t at = 0; (at = s.find('|', at)) != std::string::npos; at += 2) s.replace(at, 1, "\\|");
+    return s;
+  };
+  for (const TargetRow& r : report.rows)
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", cell(r.what), cell(r.threshold),
+                      cell(r.measured),
+                      r.status == "met" ? "yes" : r.status == "not met" ? "**no**" : r.status,
+                      r.bound.empty() ? "—" : cell(r.bound));
+  return md;
+}
+
+}  // namespace sparseattn::bench
