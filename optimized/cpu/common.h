@@ -46,15 +46,22 @@ inline const uint8_t* key_padding_row(const Pattern& pattern, int64_t b) {
   return pattern.spec.key_padding_mask->data.data() + b * pattern.sizes.seq_len_k;
 }
 
-// One panel per (batch, head) holding every key in order: [batch * num_heads].
+// One panel per (batch, head) holding every key in order: [batch * num_heads]. The
+// blocks are packed in parallel, so one long head uses every thread too.
 inline std::vector<KeyPanel> pack_all_keys(const Inputs& in) {
   const AttentionShape& s = in.shape;
-  std::vector<KeyPanel> panels(static_cast<size_t>(s.batch * s.num_heads));
-  const int64_t n = static_cast<int64_t>(panels.size());
+  const int64_t n = s.batch * s.num_heads;
+  std::vector<KeyPanel> panels(static_cast<size_t>(n));
+  for (int64_t bh = 0; bh < n; ++bh)
+    init_panel(panels[bh], s.head_dim, s.head_dim_v, s.seq_len_k,
+               in.v + bh * s.seq_len_k * s.head_dim_v, /*in_order=*/true);
+  const int64_t blocks = panels.empty() ? 0 : panels[0].ldk / kStep;
 #pragma omp parallel for schedule(static)
-  for (int64_t bh = 0; bh < n; ++bh) {
-    pack_keys(in.k + bh * s.seq_len_k * s.head_dim, in.v + bh * s.seq_len_k * s.head_dim_v,
-              s.head_dim, s.head_dim_v, s.seq_len_k, [](int64_t u) { return u; }, panels[bh]);
+  for (int64_t item = 0; item < n * blocks; ++item) {
+    const int64_t bh = item / blocks;
+    pack_block(panels[bh], in.k + bh * s.seq_len_k * s.head_dim,
+               in.v + bh * s.seq_len_k * s.head_dim_v, [](int64_t u) { return u; },
+               item % blocks * kStep);
   }
   return panels;
 }
@@ -84,6 +91,13 @@ inline void write_row(const HeadView& hv, const Pattern& pattern, int64_t b, int
   }
   std::copy(o_row, o_row + head_dim_v, o);
   hv.lse[i] = lse;
+}
+
+// s[c] = -inf for the columns c in [0, nc) outside [lo, hi] (either may lie outside the
+// chunk): a row whose allowed keys in the chunk are one contiguous range.
+inline void mask_outside(float* s, int64_t nc, int64_t lo, int64_t hi) {
+  std::fill(s, s + std::clamp<int64_t>(lo, 0, nc), kNegInf);
+  std::fill(s + std::clamp<int64_t>(hi + 1, 0, nc), s + nc, kNegInf);
 }
 
 // s[c] = -inf for the padded keys of a chunk: key_of(c) is the key index of column c.

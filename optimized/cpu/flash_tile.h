@@ -88,11 +88,11 @@ inline void qk_rows(const float* q, int64_t head_dim, const float* kb, int64_t w
 
 // o[r][:] = α[r]·o[r][:] + Σ_{c < nc} p[r][c] · v[c][:] for R rows; ldv a multiple of kStep. The sum
 // runs over c in increasing order for every row (fixed reduction order). vb is the chunk's
-// values in blocks of kStep columns, block_stride floats apart (panel.h):
-// vb[(d / kStep) · block_stride + c · kStep + d % kStep].
+// values, column d of key c at vb[(d / kStep) · block_stride + c · row_stride + d % kStep]
+// (panel.h: the panel's packed blocks, or the caller's V rows read in place).
 template <int R>
-inline void pv_rows(const float* p, int64_t nc, const float* vb, int64_t block_stride,
-                    int64_t ldv, const float* alpha, float* o) {
+inline void pv_rows(const float* p, int64_t nc, const float* vb, int64_t row_stride,
+                    int64_t block_stride, int64_t ldv, const float* alpha, float* o) {
   for (int64_t d0 = 0; d0 < ldv; d0 += kStep) {
     const float* v = vb + d0 / kStep * block_stride;  // column block d0 / kStep
     Vec acc[R][2];
@@ -101,8 +101,8 @@ inline void pv_rows(const float* p, int64_t nc, const float* vb, int64_t block_s
       acc[r][1] = loadv(o + r * ldv + d0 + kLanes) * alpha[r];
     }
     for (int64_t c = 0; c < nc; ++c) {
-      Vec v0 = loadv(v + c * kStep);
-      Vec v1 = loadv(v + c * kStep + kLanes);
+      Vec v0 = loadv(v + c * row_stride);
+      Vec v1 = loadv(v + c * row_stride + kLanes);
       pin_in_registers(v0, v1);
       for (int r = 0; r < R; ++r) {
         const float pr = p[r * kBc + c];
@@ -160,7 +160,7 @@ class FlashTile {
   void step(const KeyPanel& panel, int64_t u0, int64_t nc, Mask&& mask) {
     const int64_t width = round_up(nc, kStep);
     // Keys in the micro-kernel's order: the panel's own blocks when the chunk starts on one.
-    const float* kb = panel.kb.data() + u0 * head_dim_;
+    const float* kb = panel.kb.get() + u0 * head_dim_;
     if (u0 % kStep != 0) {
       copy_chunk(panel, u0, width);
       kb = kb_.data();
@@ -184,8 +184,8 @@ class FlashTile {
 #ifndef MB_NO_PV
     for_row_groups([&](auto group, int64_t r0) {
       constexpr int R = decltype(group)::value;
-      detail::pv_rows<R>(s_.data() + r0 * kBc, nc, panel.v.data() + u0 * kStep,
-                         panel.ldk * kStep, ldv_, alpha_.data() + r0, o_.data() + r0 * ldv_);
+      detail::pv_rows<R>(s_.data() + r0 * kBc, nc, panel.v + u0 * panel.v_row, panel.v_row,
+                         panel.v_block, ldv_, alpha_.data() + r0, o_.data() + r0 * ldv_);
     });
 #endif
   }
@@ -231,19 +231,19 @@ class FlashTile {
     }
   }
 
-  // Copies the keys of a chunk that does not start on a panel block into kStep-wide blocks
-  // (kb_), so the QKᵀ micro-kernel reads them as one contiguous stream. Read in place, the transposed panel has one cache line
-  // per head-dimension row per kStep keys — a new line on every load, which made the
-  // micro-kernels wait on L2 (measured: the dominant stall in k01). The copy costs
-  // head_dim · width moves per chunk, against rows · width · (head_dim + ldv) FMAs. Values
-  // need no copy: the panel keeps them in the order P·V reads (panel.h).
+  // Copies the keys of a chunk that does not start on a panel block into kStep-wide
+  // blocks (kb_), so the QKᵀ micro-kernel reads them as one contiguous stream: each
+  // step's keys u0 + c0 … are the tail of one panel block and the head of the next.
+  // The copy costs head_dim · width moves per chunk, against
+  // rows · width · (head_dim + ldv) FMAs.
   void copy_chunk(const KeyPanel& panel, int64_t u0, int64_t width) {
-    for (int64_t d = 0; d < head_dim_; ++d) {
-      const float* src = panel.kt.data() + d * panel.ldk + u0;
-      for (int64_t c0 = 0; c0 < width; c0 += kStep) {
-        float* dst = kb_.data() + c0 * head_dim_ + d * kStep;
-        storev(dst, loadv(src + c0));
-        storev(dst + kLanes, loadv(src + c0 + kLanes));
+    const int64_t o = u0 % kStep, block = head_dim_ * kStep;
+    for (int64_t c0 = 0; c0 < width; c0 += kStep) {
+      const float* src = panel.kb.get() + (u0 + c0) / kStep * block;  // block b, then b + 1
+      float* dst = kb_.data() + c0 * head_dim_;
+      for (int64_t d = 0; d < head_dim_; ++d) {
+        std::copy(src + d * kStep + o, src + (d + 1) * kStep, dst + d * kStep);
+        std::copy(src + block + d * kStep, src + block + d * kStep + o, dst + d * kStep + kStep - o);
       }
     }
   }

@@ -57,8 +57,9 @@ void k02_window_band(const Inputs& in, const Outputs& out) {
         continue;
       }
       t.step(panels[bh], j0, nc, [&](int64_t r, float* sc) {
-        for (int64_t c = 0; c < nc; ++c)
-          if (j0 + c < first[r] || j0 + c > last[r]) sc[c] = kNegInf;
+        // Row r's keys are one range: mask the columns before and after it (two fills,
+        // not a compare per score).
+        mask_outside(sc, nc, first[r] - j0, last[r] - j0);
         mask_padded_keys(key_valid, sc, nc, [&](int64_t c) { return j0 + c; });
       });
     }

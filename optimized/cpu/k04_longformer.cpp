@@ -95,7 +95,18 @@ void k04_longformer(const Inputs& in, const Outputs& out) {
     const int64_t i0 = local * kBr;
     const int64_t rows = std::min(kBr, s.seq_len_q - i0);
     BandSteps steps[kBr];
-    for (int64_t r = 0; r < rows; ++r) steps[r] = band_steps(band, i0 + r);
+    bool any_global_row = false;
+    // Keys [first[r], last[r]] span row r's band; with dilation 1 it is exactly the band.
+    int64_t first[kBr], last[kBr];
+    int64_t common_first = 0, common_last = s.seq_len_k - 1;  // keys every row attends
+    for (int64_t r = 0; r < rows; ++r) {
+      steps[r] = band_steps(band, i0 + r);
+      first[r] = steps[r].position + steps[r].t_lo * d;
+      last[r] = steps[r].position + steps[r].t_hi * d;
+      common_first = std::max(common_first, first[r]);
+      common_last = std::min(common_last, last[r]);
+      any_global_row = any_global_row || is_global_query(i0 + r);
+    }
     auto in_band = [&](int64_t r, int64_t j) {
       const int64_t delta = j - steps[r].position;
       return delta % d == 0 && delta / d >= steps[r].t_lo && delta / d <= steps[r].t_hi;
@@ -104,13 +115,24 @@ void k04_longformer(const Inputs& in, const Outputs& out) {
     const KeySpan span = band_key_span(band, i0, i0 + rows);
     for (int64_t j0 = span.lo; j0 <= span.hi; j0 += kBc) {
       const int64_t nc = std::min(kBc, span.hi + 1 - j0);
+      // Undilated chunks inside every row's band, in a tile without global rows or
+      // padding, need no mask (most of the band, as in k02).
+      if (d == 1 && !any_global_row && key_valid == nullptr && j0 >= common_first &&
+          j0 + nc - 1 <= common_last) {
+        t.step(panels[bh], j0, nc, NoMask{});
+        continue;
+      }
       t.step(panels[bh], j0, nc, [&](int64_t r, float* sc) {
         if (is_global_query(i0 + r)) {  // computed by a global-row item
           std::fill(sc, sc + nc, kNegInf);
           return;
         }
-        for (int64_t c = 0; c < nc; ++c)
-          if (!in_band(r, j0 + c)) sc[c] = kNegInf;
+        if (d == 1) {  // the band is one range: two fills, not a division per score
+          mask_outside(sc, nc, first[r] - j0, last[r] - j0);
+        } else {
+          for (int64_t c = 0; c < nc; ++c)
+            if (!in_band(r, j0 + c)) sc[c] = kNegInf;
+        }
         mask_padded_keys(key_valid, sc, nc, [&](int64_t c) { return j0 + c; });
       });
     }
