@@ -22,6 +22,32 @@
 //   avx512 (32 zmm): R = 8, kStep 32 — 16 accumulators + 3 = 19 of 32 registers.
 // Both give ≥ 12 independent FMA chains (two FMA pipes × 4–5 cycles latency) and 2R FMAs
 // per 2 vector loads + R broadcasts, so the loop is FMA-bound.
+//
+// Tuning record — fraction of the FMA peak per CPU-second of the build's own vectors (the
+// peak probe, bench/peak_probe.h), k01, 1 thread, head_dim 64, n = 2048 unless noted, on
+// an AMD Zen 5 (AVX-512, AVX512-BF16), one run each on a shared machine (±2 points):
+//   start: 8-lane code only                       avx2 69.7%
+//   the same source as a 512-bit build            avx512 57.7% (1.66× faster than avx2)
+//     where the time went (avx512): QKᵀ and P·V each ≈ the peak, the softmax 24%, the
+//     per-chunk K/V copy 15% of the time.
+//   q interleaved per row group (one pointer for the R broadcasts)       58.6%
+//   hmax by a shuffle tree (was a chain of dependent scalar compares)    60.8%
+//   online softmax in three passes: α for all rows by vector instead of a
+//     scalar exp and a branch per row, O rescaled inside P·V, l kept per
+//     lane (summed once in finish)                                       65.5% (avx2 73.8%)
+//   V read in place (column-blocked panel, no per-chunk copy)            66.7%
+//   K read in place when a chunk starts on a panel block                 70.3%
+//   exp by vrndscaleps/vscalefps (avx512 only, 5 fewer instructions)     72.5%
+//   panels: K transposed block by block, V read from the inputs        n = 4096: 78.7%
+//     (packing had been 4.3 ms of k02's 20 ms at n = 16384)
+//   n = 4096, head_dim 32 / 64 / 128: 65% / 79% / 79–80% (avx2 64: 78%).
+// Tried and dropped (avx512): R = 12 (−1 point), kBr = 96 (no change), four vectors per
+// step (head_dim 32 fell to 47%: ldv padded to 64), kBc = 128 (BigBird 68% → 58%),
+// `#pragma GCC unroll 4` on the micro-kernel loops (−2 points), the micro-kernels written
+// as loops over a vector count (−7 points: GCC no longer kept them in registers).
+// What bounds it now: the softmax (≈ 20 vector instructions per 16 scores, 10 of them on
+// the FMA pipes, against 2·head_dim FMAs of QKᵀ and P·V) and the per-row, per-chunk
+// reductions (row maximum, the update of m, l), which do not shrink with head_dim.
 #pragma once
 
 #include <algorithm>
