@@ -41,7 +41,9 @@
 //   panels: K transposed block by block, V read from the inputs        n = 4096: 78.7%
 //     (packing had been 4.3 ms of k02's 20 ms at n = 16384)
 //   n = 4096, head_dim 32 / 64 / 128: 65% / 79% / 79–80% (avx2 64: 78%).
-// Tried and dropped (avx512): R = 12 (−1 point), kBr = 96 (no change), four vectors per
+// Tried and dropped (avx512): R = 12 (−1 point), kBr = 96 (no change), kBr = 32 (head_dim
+// 128 rose to 84%, but head_dim 64 fell 2 points and BigBird, whose 64-token blocks then
+// span two query tiles, 2 points: a tile height chosen per head_dim is the next step), four vectors per
 // step (head_dim 32 fell to 47%: ldv padded to 64), kBc = 128 (BigBird 68% → 58%),
 // `#pragma GCC unroll 4` on the micro-kernel loops (−2 points), the micro-kernels written
 // as loops over a vector count (−7 points: GCC no longer kept them in registers).
