@@ -8,12 +8,14 @@
 // optimized CPU kernel drives (optimized/cpu/flash_tile.h, optimized/cpu/simd.h):
 //   - QKᵀ and PV: head_dim + head_dim_v multiply-adds, i.e. 2d lane-FMAs — the FLOPs the
 //     benchmark counts (4d per score) and the only work the FMA peak probe measures;
-//   - the online softmax (FlashTile::softmax_update), per vector of kLanes scores: 1 max,
+//   - the online softmax (FlashTile::row_max / rescale_factors / exponentiate), per vector of kLanes scores: 1 max,
 //     1 subtract of the row max, the exp (vexp: 2 clamps, 9 FMAs — rounding, the two-part
 //     ln 2 reduction, 5 polynomial steps and the last p·r² + r —, 2 multiplies, 2 adds,
 //     1 float→int convert, 1 integer add, 1 shift, 1 compare, 1 blend: 20 operations), and
 //     1 add into the row sum: kSoftmaxOpsAll = 23 vector operations, of which
-//     kSoftmaxOpsFmaMul = 11 (9 FMAs + 2 multiplies) need the FMA/multiply pipes.
+//     kSoftmaxOpsFmaMul = 11 (9 FMAs + 2 multiplies) need the FMA/multiply pipes. These are
+//     the 256-bit build's counts; the 512-bit build's exp takes 15 instead of 20
+//     (vrndscaleps, vscalefps), 18 in all: inside the same range, so one range serves both.
 // Both counts are per kLanes scores, as the 2d FMAs are per kLanes scores of a vector, so
 // the fraction of peak an FMA-pipe-bound tile can reach is
 //     2d / (2d + c),   c = 23 when every softmax operation competes for the FMA pipes,

@@ -5,7 +5,9 @@
 # is missing.
 #
 #   scripts/setup.sh         what `make`, `make test` and `make sanitize` need (GCC's
-#                            AddressSanitizer/UBSan runtimes come with build-essential)
+#                            AddressSanitizer/UBSan runtimes come with build-essential;
+#                            qemu-user runs the CPU tests on an emulated AVX2-only CPU,
+#                            binutils' objdump checks where AVX-512 instructions are)
 #   scripts/setup.sh fuzz    that, plus clang and its compiler-rt (libFuzzer, ASan, UBSan
 #                            for clang) for `make fuzz`
 set -euo pipefail
@@ -18,6 +20,7 @@ packages=(
   libgnuplot-iostream-dev gnuplot-nox libboost-iostreams-dev
   libssl-dev libboost-filesystem-dev
   python3 python3-pip python3-dev python3-venv
+  qemu-user binutils
 )
 if [ "${1:-}" = "fuzz" ]; then
   # Debian's default clang and the matching compiler-rt (libclang_rt.fuzzer and the
