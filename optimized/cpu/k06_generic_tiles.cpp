@@ -16,6 +16,7 @@
 // chunks); on the undilated window it is within noise of k02; on the dilated window it is
 // 1.9× slower than k03 (it computes every second score only to mask it) and on Longformer
 // 1.3× slower than k04 (bitmask reads per score on every partial tile).
+#include "optimized/cpu/flash_tile_bf16.h"
 #include "optimized/cpu/layout_walk.h"
 
 SPARSEATTN_ISA_BEGIN
@@ -23,7 +24,13 @@ SPARSEATTN_ISA_BEGIN
 bool k06_serves(const Pattern&) { return true; }
 
 void k06_generic_tiles(const Inputs& in, const Outputs& out) {
-  run_layout_kernel(in, out, /*coalesce=*/true);
+  run_layout_kernel<Float32Engine>(in, out, /*coalesce=*/true);
+}
+
+void k06_generic_tiles_bf16(const InputsBf16& in, const Outputs& out) {
+  with_bf16_engine([&](auto engine) {
+    run_layout_kernel<decltype(engine)>(in, out, /*coalesce=*/true);
+  });
 }
 
 SPARSEATTN_ISA_END

@@ -1,0 +1,388 @@
+// The engines of the bf16-input kernels (kernels_bf16.h): the bf16 twins of flash_tile.h's
+// FlashTile, with its interface (begin / step(panel, u0, nc, mask) / finish), so the
+// pattern walks of k01 … k06 drive them unchanged (the k0* bodies are templates over an
+// engine policy: element type, tile, panel, packer; see common.h's Float32Engine).
+//
+// Bf16WidenEngine (both builds): WidenTile widens q's bf16 to float32 in begin() and
+// the panels are widened when packed (pack_keys_widen, panel_bf16.h); everything else is
+// the float32 FlashTile. Used by the avx2 build and on AVX-512 CPUs without AVX512-BF16.
+//
+// Bf16DotEngine (avx512 build; run only where cpu_has_avx512_bf16(), see
+// with_bf16_engine): Bf16Tile keeps q, K and V in bf16 and uses vdpbf16ps, which adds two
+// bf16 products (exact in float32) into each float32 lane, for both products:
+//   S = Q Kᵀ: pairs along head_dim — K packed as [head_dim/2][keys][2] (panel_bf16.h), a
+//             32-bit broadcast of q's pair (q[2p], q[2p+1]) against 16 keys' pairs;
+//   O += P V: pairs along keys — P rounded to bf16 (round to nearest even, vcvtne2ps2bf16)
+//             as FlashAttention does on tensor cores, V re-packed per chunk as
+//             [keys/2][columns][2], a broadcast of P's pair (P[2c], P[2c+1]) against 16
+//             columns' pairs.
+// Scores, the online softmax (m, l), P's row sums and O are float32, as in FlashTile
+// (Dao et al. 2022, Alg. 1). The scale is applied to the float32 scores as they leave the
+// micro-kernel (folding it into the bf16 q would round q·scale to 8 bits a second time).
+// An odd head_dim or an odd key count is padded with a zero partner: 0·x adds nothing.
+// vdpbf16ps and vcvtne2ps2bf16 treat bf16 denormals (|x| < 1.2e-38) as zero and flush
+// denormal results to zero: a difference below 1e-38 per product, far inside kTolBfloat16.
+//
+// Micro-kernels (avx512): R = 8 query rows × kStep = 32 keys (S) or 32 value columns
+// (P V): 16 accumulators + 2 K/V vectors + 1 broadcast = 19 of 32 zmm, 16 vdpbf16ps per
+// 2 vector loads + 8 broadcasts; each vdpbf16ps does 32 multiply-adds, twice an FMA's 16.
+// Determinism: as FlashTile, a row's arithmetic depends only on the chunks fed and their
+// order, so outputs are bit-identical for any thread count.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "optimized/cpu/flash_tile.h"
+#include "optimized/cpu/isa.h"
+#include "optimized/cpu/kernels_bf16.h"
+#include "optimized/cpu/panel_bf16.h"
+#include "optimized/cpu/simd.h"
+
+SPARSEATTN_ISA_BEGIN
+
+// FlashTile fed bf16 query rows: widened to float32 (exact) before FlashTile::begin.
+class WidenTile {
+ public:
+  WidenTile(int64_t head_dim, int64_t head_dim_v)
+      : tile_(head_dim, head_dim_v), head_dim_(head_dim), q_(static_cast<size_t>(kBr * head_dim)) {}
+
+  int64_t rows() const { return tile_.rows(); }
+
+  // row(r) points at query r's head_dim bf16 values.
+  template <class RowPtr>
+  void begin(int64_t rows, RowPtr row, float scale) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint16_t* qr = row(r);
+      for (int64_t d = 0; d < head_dim_; ++d) q_[r * head_dim_ + d] = widen(qr[d]);
+    }
+    tile_.begin(rows, [&](int64_t r) { return q_.data() + r * head_dim_; }, scale);
+  }
+  template <class Mask>
+  void step(const KeyPanel& panel, int64_t u0, int64_t nc, Mask&& mask) {
+    tile_.step(panel, u0, nc, mask);
+  }
+  template <class Write>
+  void finish(Write&& write) {
+    tile_.finish(write);
+  }
+
+ private:
+  FlashTile tile_;
+  int64_t head_dim_;
+  std::vector<float> q_;  // [kBr][head_dim] the tile's queries, widened
+};
+
+struct Bf16WidenEngine {
+  using Elem = uint16_t;
+  using Tile = WidenTile;
+  using Panel = KeyPanel;
+  template <class KeyAt>
+  static void pack(const uint16_t* k, const uint16_t* v, int64_t head_dim, int64_t head_dim_v,
+                   int64_t count, KeyAt key_at, Panel& p) {
+    pack_keys_widen(k, v, head_dim, head_dim_v, count, key_at, p);
+  }
+};
+
+#if defined(SPARSEATTN_ISA_AVX512)
+
+namespace detail_bf16 {
+
+inline constexpr int kRowGroup = 8;  // R: query rows per micro-kernel call
+
+inline __m512bh as_bh(__m512i x) { return reinterpret_cast<__m512bh&>(x); }
+// See detail::pin_in_registers (flash_tile.h): keeps the two K (V) vectors in registers.
+inline void pin_in_registers(__m512i& a, __m512i& b) { __asm__("" : "+v"(a), "+v"(b)); }
+
+// s[r][c] = scale · Σ_p (q[r][2p]·k[c][2p] + q[r][2p+1]·k[c][2p+1]) for R rows,
+// c in [0, width), width a multiple of kStep. q: [R][pairs] pairs of bf16 (low half first);
+// kb: the chunk's keys in blocks of kStep, kb[(c / kStep)·pairs·kStep·2 + p·kStep·2 +
+// (c % kStep)·2 + e] = k[c][2p + e].
+template <int R>
+inline void qk_rows(const uint32_t* q, int64_t pairs, const uint16_t* kb, int64_t width,
+                    float scale, float* s) {
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t c0 = 0; c0 < width; c0 += kStep) {
+    const uint16_t* k = kb + c0 * pairs * 2;  // block c0 / kStep
+    __m512 acc[R][2];
+    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < pairs; ++p) {
+      __m512i k0 = _mm512_loadu_si512(k + p * kStep * 2);
+      __m512i k1 = _mm512_loadu_si512(k + p * kStep * 2 + 32);
+      pin_in_registers(k0, k1);
+      for (int r = 0; r < R; ++r) {
+        const __m512bh qq = as_bh(_mm512_set1_epi32(static_cast<int>(q[r * pairs + p])));
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], qq, as_bh(k0));
+        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], qq, as_bh(k1));
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      _mm512_storeu_ps(s + r * kBc + c0, _mm512_mul_ps(acc[r][0], vscale));
+      _mm512_storeu_ps(s + r * kBc + c0 + 16, _mm512_mul_ps(acc[r][1], vscale));
+    }
+  }
+}
+
+// o[r][:] += Σ_{c < 2·npairs} P[r][c] · v[c][:] for R rows; ldv a multiple of kStep.
+// p: [R][kBc / 2] pairs of bf16 probabilities (P[2c], P[2c+1]); the pairs run in
+// increasing order for every row (fixed reduction order). vb: the chunk's values in
+// blocks of kStep columns, vb[(d / kStep)·kBc·kStep + (c / 2)·kStep·2 + (d % kStep)·2 +
+// c % 2] = v[c][d].
+template <int R>
+inline void pv_rows(const uint32_t* p, int64_t npairs, const uint16_t* vb, int64_t ldv, float* o) {
+  for (int64_t d0 = 0; d0 < ldv; d0 += kStep) {
+    const uint16_t* v = vb + d0 * kBc;  // block d0 / kStep
+    __m512 acc[R][2];
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = _mm512_loadu_ps(o + r * ldv + d0);
+      acc[r][1] = _mm512_loadu_ps(o + r * ldv + d0 + 16);
+    }
+    for (int64_t c = 0; c < npairs; ++c) {
+      __m512i v0 = _mm512_loadu_si512(v + c * kStep * 2);
+      __m512i v1 = _mm512_loadu_si512(v + c * kStep * 2 + 32);
+      pin_in_registers(v0, v1);
+      for (int r = 0; r < R; ++r) {
+        const __m512bh pp = as_bh(_mm512_set1_epi32(static_cast<int>(p[r * (kBc / 2) + c])));
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], pp, as_bh(v0));
+        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], pp, as_bh(v1));
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      _mm512_storeu_ps(o + r * ldv + d0, acc[r][0]);
+      _mm512_storeu_ps(o + r * ldv + d0 + 16, acc[r][1]);
+    }
+  }
+}
+
+// Indices for vpermt2w interleaving two rows a, b of 32 bf16 into pairs (a[i], b[i]):
+// the first table gives columns 0..15, the second 16..31 (bit 5 selects b).
+struct InterleaveIndex {
+  alignas(64) uint16_t lo[32];
+  alignas(64) uint16_t hi[32];
+  constexpr InterleaveIndex() : lo{}, hi{} {
+    for (int i = 0; i < 16; ++i) {
+      lo[2 * i] = static_cast<uint16_t>(i);
+      lo[2 * i + 1] = static_cast<uint16_t>(32 + i);
+      hi[2 * i] = static_cast<uint16_t>(16 + i);
+      hi[2 * i + 1] = static_cast<uint16_t>(48 + i);
+    }
+  }
+};
+inline constexpr InterleaveIndex kInterleave{};
+
+}  // namespace detail_bf16
+
+static_assert(kStep == 32, "the dot engine's blocks are 32 keys / columns: two zmm of pairs");
+
+class Bf16Tile {
+ public:
+  Bf16Tile(int64_t head_dim, int64_t head_dim_v)
+      : head_dim_(head_dim),
+        pairs_(round_up(head_dim, 2) / 2),
+        head_dim_v_(head_dim_v),
+        ldv_(round_up(head_dim_v, kStep)),
+        q_(static_cast<size_t>(kBr * pairs_)),
+        s_(static_cast<size_t>(kBr * kBc)),
+        p_(static_cast<size_t>(kBr * kBc / 2)),
+        o_(static_cast<size_t>(kBr * ldv_)),
+        kb_(static_cast<size_t>(kBc * pairs_ * 2)),
+        vb_(static_cast<size_t>(kBc * ldv_)),
+        zero_(static_cast<size_t>(ldv_), 0),
+        m_(kBr),
+        l_(kBr) {}
+
+  int64_t rows() const { return rows_; }
+
+  // Starts a tile of `rows` (1..kBr) queries; row(r) points at query r's head_dim bf16
+  // values, copied as pairs (an odd head_dim's last pair gets a zero partner).
+  template <class RowPtr>
+  void begin(int64_t rows, RowPtr row, float scale) {
+    rows_ = rows;
+    scale_ = scale;
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint16_t* qr = row(r);
+      for (int64_t p = 0; p < pairs_; ++p) {
+        const uint32_t lo = qr[2 * p];
+        const uint32_t hi = 2 * p + 1 < head_dim_ ? qr[2 * p + 1] : 0u;
+        q_[r * pairs_ + p] = lo | hi << 16;
+      }
+      m_[r] = kNegInf;
+      l_[r] = 0.0f;
+    }
+    std::fill(o_.begin(), o_.begin() + rows * ldv_, 0.0f);
+  }
+
+  // Consumes panel keys [u0, u0 + nc), 1 <= nc <= kBc; mask(r, s) as in FlashTile::step
+  // (s: row r's scaled float32 scores).
+  template <class Mask>
+  void step(const KeyPanelBf16& panel, int64_t u0, int64_t nc, Mask&& mask) {
+    const int64_t width = round_up(nc, kStep);
+    const int64_t npairs = (nc + 1) / 2;
+    copy_chunk(panel, u0, nc, width);
+    for_row_groups([&](auto group, int64_t r0) {
+      constexpr int R = decltype(group)::value;
+      detail_bf16::qk_rows<R>(q_.data() + r0 * pairs_, pairs_, kb_.data(), width, scale_,
+                              s_.data() + r0 * kBc);
+    });
+    for (int64_t r = 0; r < rows_; ++r) {
+      float* s = s_.data() + r * kBc;
+      for (int64_t c = nc; c < width; ++c) s[c] = kNegInf;  // panel padding is no key
+      mask(r, s);
+      softmax_update(r, s, width);
+      // P to bf16 pairs, round to nearest even: (hi, lo) -> lo in the low half.
+      uint32_t* pr = p_.data() + r * (kBc / 2);
+      for (int64_t c = 0; c < width; c += 32) {
+        const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(s + c + 16), _mm512_loadu_ps(s + c));
+        _mm512_storeu_si512(pr + c / 2, reinterpret_cast<const __m512i&>(b));
+      }
+    }
+    for_row_groups([&](auto group, int64_t r0) {
+      constexpr int R = decltype(group)::value;
+      detail_bf16::pv_rows<R>(p_.data() + r0 * (kBc / 2), npairs, vb_.data(), ldv_,
+                              o_.data() + r0 * ldv_);
+    });
+  }
+
+  // write(r, o_row, lse): o_row holds head_dim_v floats of query r's output.
+  template <class Write>
+  void finish(Write&& write) {
+    std::vector<float>& row = s_;  // reuse scratch: the tile is done
+    if (static_cast<int64_t>(row.size()) < head_dim_v_) row.resize(head_dim_v_);
+    for (int64_t r = 0; r < rows_; ++r) {
+      const float* o = o_.data() + r * ldv_;
+      if (l_[r] == 0.0f) {
+        std::fill(row.begin(), row.begin() + head_dim_v_, 0.0f);
+        write(r, row.data(), kNegInf);
+        continue;
+      }
+      const float inv_l = 1.0f / l_[r];
+      for (int64_t d = 0; d < head_dim_v_; ++d) row[d] = o[d] * inv_l;
+      write(r, row.data(), m_[r] + std::log(l_[r]));
+    }
+  }
+
+ private:
+  template <int R>
+  struct Rows {
+    static constexpr int value = R;
+  };
+
+  template <class F>
+  void for_row_groups(F&& f) {
+    int64_t r0 = 0;
+    for (; r0 + detail_bf16::kRowGroup <= rows_; r0 += detail_bf16::kRowGroup)
+      f(Rows<detail_bf16::kRowGroup>{}, r0);
+    tail_group<detail_bf16::kRowGroup - 1>(rows_ - r0, r0, f);
+  }
+  template <int R, class F>
+  static void tail_group(int64_t left, int64_t r0, F& f) {
+    if constexpr (R > 0) {
+      if (left == R) return f(Rows<R>{}, r0);
+      tail_group<R - 1>(left, r0, f);
+    }
+  }
+
+  // Copies the chunk's keys into kStep-key blocks (kb_, contiguous per block as the
+  // micro-kernel reads them; cf. FlashTile::copy_chunk) and pairs its values along keys
+  // (vb_): rows u0 + 2c and u0 + 2c + 1 interleaved by vpermt2w, the partner of an odd
+  // last key being a zero row.
+  void copy_chunk(const KeyPanelBf16& panel, int64_t u0, int64_t nc, int64_t width) {
+    for (int64_t p = 0; p < pairs_; ++p) {
+      const uint16_t* src = panel.kt.data() + (p * panel.ldk + u0) * 2;
+      for (int64_t c0 = 0; c0 < width; c0 += kStep) {
+        uint16_t* dst = kb_.data() + c0 * pairs_ * 2 + p * kStep * 2;
+        _mm512_storeu_si512(dst, _mm512_loadu_si512(src + c0 * 2));
+        _mm512_storeu_si512(dst + 32, _mm512_loadu_si512(src + c0 * 2 + 32));
+      }
+    }
+    const __m512i lo = _mm512_load_si512(detail_bf16::kInterleave.lo);
+    const __m512i hi = _mm512_load_si512(detail_bf16::kInterleave.hi);
+    for (int64_t c = 0; c < nc; c += 2) {
+      const uint16_t* a = panel.v.data() + (u0 + c) * panel.ldv;
+      const uint16_t* b = c + 1 < nc ? a + panel.ldv : zero_.data();
+      for (int64_t d0 = 0; d0 < ldv_; d0 += kStep) {
+        const __m512i va = _mm512_loadu_si512(a + d0), vb = _mm512_loadu_si512(b + d0);
+        uint16_t* dst = vb_.data() + d0 * kBc + c * kStep;  // pair c / 2 of block d0 / kStep
+        _mm512_storeu_si512(dst, _mm512_permutex2var_epi16(va, lo, vb));
+        _mm512_storeu_si512(dst + 32, _mm512_permutex2var_epi16(va, hi, vb));
+      }
+    }
+  }
+
+  // FlashTile's online-softmax update of row r (flash_tile.h); on return s holds P (0
+  // where masked), float32.
+  void softmax_update(int64_t r, float* s, int64_t width) {
+    Vec vmax = splat(kNegInf);
+    for (int64_t c = 0; c < width; c += kLanes) {
+      const Vec x = loadv(s + c);
+      vmax = x > vmax ? x : vmax;
+    }
+    const float m_old = m_[r];
+    const float m_chunk = hmax(vmax);
+    const float m_new = m_chunk > m_old ? m_chunk : m_old;
+    if (m_new == kNegInf) {  // nothing allowed yet: P = 0, state unchanged
+      std::fill(s, s + width, 0.0f);
+      return;
+    }
+    const Vec shift = splat(m_new);
+    Vec vsum = splat(0.0f);
+    for (int64_t c = 0; c < width; c += kLanes) {
+      const Vec p = vexp(loadv(s + c) - shift);
+      storev(s + c, p);
+      vsum += p;
+    }
+    if (m_new != m_old) {
+      const float alpha = m_old == kNegInf ? 0.0f : std::exp(m_old - m_new);
+      l_[r] *= alpha;
+      float* o = o_.data() + r * ldv_;
+      for (int64_t d = 0; d < ldv_; ++d) o[d] *= alpha;
+    }
+    l_[r] += hsum(vsum);
+    m_[r] = m_new;
+  }
+
+  int64_t head_dim_, pairs_, head_dim_v_, ldv_;
+  int64_t rows_ = 0;
+  float scale_ = 1.0f;
+  std::vector<uint32_t> q_;  // [kBr][pairs] the tile's queries, bf16 pairs
+  std::vector<float> s_;     // [kBr][kBc] scaled scores, then P (float32)
+  std::vector<uint32_t> p_;  // [kBr][kBc / 2] P rounded to bf16, in pairs
+  std::vector<float> o_;     // [kBr][ldv] unnormalized output
+  std::vector<uint16_t> kb_;  // [kBc / kStep][pairs][kStep][2] the chunk's keys
+  std::vector<uint16_t> vb_;  // [ldv / kStep][kBc / 2][kStep][2] the chunk's values, paired
+  std::vector<uint16_t> zero_;  // [ldv] the partner row of an odd last key
+  std::vector<float> m_;     // [kBr] running max
+  std::vector<float> l_;     // [kBr] running sum
+};
+
+struct Bf16DotEngine {
+  using Elem = uint16_t;
+  using Tile = Bf16Tile;
+  using Panel = KeyPanelBf16;
+  template <class KeyAt>
+  static void pack(const uint16_t* k, const uint16_t* v, int64_t head_dim, int64_t head_dim_v,
+                   int64_t count, KeyAt key_at, Panel& p) {
+    pack_keys_bf16(k, v, head_dim, head_dim_v, count, key_at, p);
+  }
+};
+
+#endif  // SPARSEATTN_ISA_AVX512
+
+// Calls f(Engine{}) with the engine this call uses: the dot engine in the avx512 build on
+// a CPU with AVX512-BF16 (unless a test forces widening), the widening engine otherwise.
+// The avx2 build never contains a bf16 instruction; the avx512 build runs its dot engine
+// only after the cpuid check, so no CPU without the instruction executes one.
+template <class F>
+void with_bf16_engine(F&& f) {
+#if defined(SPARSEATTN_ISA_AVX512)
+  if (cpu_has_avx512_bf16() && !bf16_force_widen()) return f(Bf16DotEngine{});
+#endif
+  f(Bf16WidenEngine{});
+}
+
+SPARSEATTN_ISA_END
