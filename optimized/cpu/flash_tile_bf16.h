@@ -159,6 +159,25 @@ inline void pv_rows(const uint32_t* p, int64_t npairs, const uint16_t* vb, int64
   }
 }
 
+// 2^x per lane for x <= 0 (scores minus the row max, in base-2 units): x = n + f,
+// |f| <= 1/2, 2^f by Cephes exp2f's degree-6 polynomial (about 1 ulp), times 2^n by
+// vscalefps. Below -126 (including -inf, a masked score) the result is exactly 0.
+// About 11 vector operations, against vexp's ~22 (simd.h: clamping to both ends and the
+// two-step n·ln2 reduction are not needed for a base-2 argument that is never positive).
+inline __m512 exp2_nonpositive(__m512 x) {
+  const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
+  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(x, n);  // exact
+  __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.339887440266574e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618437357674640e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550332471162809e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402264791363012e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931472028550421e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_scalef_ps(live, p, n);
+}
+
 // Indices for vpermt2w interleaving two rows a, b of 32 bf16 into pairs (a[i], b[i]):
 // the first table gives columns 0..15, the second 16..31 (bit 5 selects b).
 struct InterleaveIndex {
@@ -203,7 +222,7 @@ class Bf16Tile {
   template <class RowPtr>
   void begin(int64_t rows, RowPtr row, float scale) {
     rows_ = rows;
-    scale_ = scale;
+    scale_log2_ = scale * kLog2e;  // scores in base-2 units (softmax_update)
     for (int64_t r = 0; r < rows; ++r) {
       const uint16_t* qr = row(r);
       for (int64_t p = 0; p < pairs_; ++p) {
@@ -218,7 +237,7 @@ class Bf16Tile {
   }
 
   // Consumes panel keys [u0, u0 + nc), 1 <= nc <= kBc; mask(r, s) as in FlashTile::step
-  // (s: row r's scaled float32 scores).
+  // (s: row r's float32 scores, scaled by scale·log2(e); the masks only write -inf).
   template <class Mask>
   void step(const KeyPanelBf16& panel, int64_t u0, int64_t nc, Mask&& mask) {
     const int64_t width = round_up(nc, kStep);
@@ -226,20 +245,14 @@ class Bf16Tile {
     copy_chunk(panel, u0, nc, width);
     for_row_groups([&](auto group, int64_t r0) {
       constexpr int R = decltype(group)::value;
-      detail_bf16::qk_rows<R>(q_.data() + r0 * pairs_, pairs_, kb_.data(), width, scale_,
+      detail_bf16::qk_rows<R>(q_.data() + r0 * pairs_, pairs_, kb_.data(), width, scale_log2_,
                               s_.data() + r0 * kBc);
     });
     for (int64_t r = 0; r < rows_; ++r) {
       float* s = s_.data() + r * kBc;
       for (int64_t c = nc; c < width; ++c) s[c] = kNegInf;  // panel padding is no key
       mask(r, s);
-      softmax_update(r, s, width);
-      // P to bf16 pairs, round to nearest even: (hi, lo) -> lo in the low half.
-      uint32_t* pr = p_.data() + r * (kBc / 2);
-      for (int64_t c = 0; c < width; c += 32) {
-        const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(s + c + 16), _mm512_loadu_ps(s + c));
-        _mm512_storeu_si512(pr + c / 2, reinterpret_cast<const __m512i&>(b));
-      }
+      softmax_update(r, s, width, p_.data() + r * (kBc / 2));
     }
     for_row_groups([&](auto group, int64_t r0) {
       constexpr int R = decltype(group)::value;
@@ -262,11 +275,14 @@ class Bf16Tile {
       }
       const float inv_l = 1.0f / l_[r];
       for (int64_t d = 0; d < head_dim_v_; ++d) row[d] = o[d] * inv_l;
-      write(r, row.data(), m_[r] + std::log(l_[r]));
+      write(r, row.data(), m_[r] * kLn2 + std::log(l_[r]));  // m is in base-2 units
     }
   }
 
  private:
+  static constexpr float kLn2 = 0.693147180559945309f;
+  static constexpr float kLog2e = 1.44269504088896341f;
+
   template <int R>
   struct Rows {
     static constexpr int value = R;
@@ -314,41 +330,48 @@ class Bf16Tile {
     }
   }
 
-  // FlashTile's online-softmax update of row r (flash_tile.h); on return s holds P (0
-  // where masked), float32.
-  void softmax_update(int64_t r, float* s, int64_t width) {
-    Vec vmax = splat(kNegInf);
-    for (int64_t c = 0; c < width; c += kLanes) {
-      const Vec x = loadv(s + c);
-      vmax = x > vmax ? x : vmax;
-    }
+  // FlashTile's online-softmax update of row r (flash_tile.h) in base 2: s holds the
+  // scores times log2(e) (folded into the scale), m is their running max, P = 2^(s - m)
+  // (= e^(score - m·ln 2)), and finish() writes lse = m·ln 2 + ln l — as FlashAttention
+  // does (softmax_scale_log2). P is written rounded to bf16 (round to nearest even,
+  // vcvtne2ps2bf16) into p as pairs; l sums the float32 P. The row's max and sum are
+  // vector reductions (_mm512_reduce_max_ps / _add_ps: a fixed shuffle tree, the same on
+  // every thread): the scalar lane loops of simd.h's hmax/hsum cost as much as a row's
+  // whole S = Q·Kᵀ once vdpbf16ps halved it.
+  void softmax_update(int64_t r, const float* s, int64_t width, uint32_t* p) {
+    __m512 vmax = _mm512_set1_ps(kNegInf);
+    for (int64_t c = 0; c < width; c += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + c));
     const float m_old = m_[r];
-    const float m_chunk = hmax(vmax);
+    const float m_chunk = _mm512_reduce_max_ps(vmax);
     const float m_new = m_chunk > m_old ? m_chunk : m_old;
     if (m_new == kNegInf) {  // nothing allowed yet: P = 0, state unchanged
-      std::fill(s, s + width, 0.0f);
+      std::fill(p, p + width / 2, 0u);
       return;
     }
-    const Vec shift = splat(m_new);
-    Vec vsum = splat(0.0f);
-    for (int64_t c = 0; c < width; c += kLanes) {
-      const Vec p = vexp(loadv(s + c) - shift);
-      storev(s + c, p);
-      vsum += p;
+    const __m512 shift = _mm512_set1_ps(m_new);
+    __m512 vsum = _mm512_setzero_ps();
+    for (int64_t c = 0; c < width; c += 32) {
+      const __m512 p0 = detail_bf16::exp2_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(s + c), shift));
+      const __m512 p1 =
+          detail_bf16::exp2_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(s + c + 16), shift));
+      vsum = _mm512_add_ps(_mm512_add_ps(vsum, p0), p1);
+      // (hi, lo) -> lo in the low half: pairs (P[c], P[c+1]), ...
+      const __m512bh b = _mm512_cvtne2ps_pbh(p1, p0);
+      _mm512_storeu_si512(p + c / 2, reinterpret_cast<const __m512i&>(b));
     }
     if (m_new != m_old) {
-      const float alpha = m_old == kNegInf ? 0.0f : std::exp(m_old - m_new);
+      const float alpha = m_old == kNegInf ? 0.0f : std::exp2(m_old - m_new);
       l_[r] *= alpha;
       float* o = o_.data() + r * ldv_;
       for (int64_t d = 0; d < ldv_; ++d) o[d] *= alpha;
     }
-    l_[r] += hsum(vsum);
+    l_[r] += _mm512_reduce_add_ps(vsum);
     m_[r] = m_new;
   }
 
   int64_t head_dim_, pairs_, head_dim_v_, ldv_;
   int64_t rows_ = 0;
-  float scale_ = 1.0f;
+  float scale_log2_ = 1.0f;  // scale · log2(e)
   std::vector<uint32_t> q_;  // [kBr][pairs] the tile's queries, bf16 pairs
   std::vector<float> s_;     // [kBr][kBc] scaled scores, then P (float32)
   std::vector<uint32_t> p_;  // [kBr][kBc / 2] P rounded to bf16, in pairs
