@@ -42,17 +42,18 @@ using KernelBf16Fn = void (*)(const cpu::InputsBf16&, const cpu::Outputs&);
 std::vector<uint16_t> to_bfloat16(const Tensor<float>& x, const char* name, const char* kernel) {
   const int64_t n = x.numel();
   std::vector<uint16_t> h(static_cast<size_t>(n));
-  int64_t overflow = -1;
-#pragma omp parallel for schedule(static) reduction(max : overflow)
+  int inf = 0;
+#pragma omp parallel for schedule(static) reduction(| : inf)
   for (int64_t i = 0; i < n; ++i) {
     h[i] = float_to_bfloat16(x.data[i]);
-    if ((h[i] & 0x7FFFu) == 0x7F80u && std::isfinite(x.data[i])) overflow = std::max(overflow, i);
+    inf |= (h[i] & 0x7FFF) == 0x7F80;
   }
-  if (overflow >= 0)
-    throw InvalidArgument(name, "a tensor with |x| = " + to_text(std::fabs(x.data[overflow])),
-                          "|x| = " + to_text(std::fabs(x.data[overflow])) +
-                              " is beyond bfloat16's range (3.3895e38): the bf16 kernel " +
-                              kernel + " cannot hold it; use its float32 variant");
+  for (int64_t i = 0; inf && i < n; ++i)
+    if ((h[i] & 0x7FFF) == 0x7F80 && std::isfinite(x.data[i]))
+      throw InvalidArgument(name, "a tensor with |x| = " + to_text(std::fabs(x.data[i])),
+                            "|x| = " + to_text(std::fabs(x.data[i])) +
+                                " is beyond bfloat16's range (3.3895e38): the bf16 kernel " +
+                                kernel + " cannot hold it; use its float32 variant");
   return h;
 }
 
