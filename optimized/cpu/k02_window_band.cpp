@@ -15,6 +15,9 @@
 // n = 65536. The tile computes (64 + 2w) × 64 scores for
 // (2w + 1) × 64 allowed ones: at w = 256 that is 576/513 = 1.12× the counted FLOPs, and
 // edge chunks pay the per-element mask.
+// bf16 twin (k02_window_band_bf16, kernels_bf16.h): this body on the bf16 engines of
+// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01
+// and k05 were: 1.6–2.0× their float32 entries with AVX512-BF16).
 #include "optimized/cpu/common.h"
 #include "optimized/cpu/flash_tile_bf16.h"
 

@@ -18,6 +18,9 @@
 // Measured effect (docs/benchmarks.md, w = 256, G = {0, n/2}): 24–29% of peak, 1.3×
 // faster than k06 at n = 16384 and n = 65536; slower per FLOP than k02 because the global
 // panel is a separate, masked chunk for every query tile.
+// bf16 twin (k04_longformer_bf16, kernels_bf16.h): this body on the bf16 engines of
+// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01
+// and k05 were: 1.6–2.0× their float32 entries with AVX512-BF16).
 #include "optimized/cpu/common.h"
 #include "optimized/cpu/flash_tile_bf16.h"
 
