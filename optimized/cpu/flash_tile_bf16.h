@@ -107,9 +107,11 @@ inline __m512bh as_bh(__m512i x) { return reinterpret_cast<__m512bh&>(x); }
 inline void pin_in_registers(__m512i& a, __m512i& b) { __asm__("" : "+v"(a), "+v"(b)); }
 
 // s[r][c] = scale · Σ_p (q[r][2p]·k[c][2p] + q[r][2p+1]·k[c][2p+1]) for R rows,
-// c in [0, width), width a multiple of kStep. q: [R][pairs] pairs of bf16 (low half first);
-// kb: the chunk's keys in blocks of kStep, kb[(c / kStep)·pairs·kStep·2 + p·kStep·2 +
-// (c % kStep)·2 + e] = k[c][2p + e].
+// c in [0, width), width a multiple of kStep. q: the R rows' pairs of bf16 (low half
+// first) interleaved, q[p·R + r], so the R broadcasts of one p sit at constant offsets
+// from one pointer (flash_tile.h's qk_rows does the same, to keep GCC from spilling R
+// index registers). kb: the chunk's keys in blocks of kStep, kb[(c / kStep)·pairs·kStep·2
+// + p·kStep·2 + (c % kStep)·2 + e] = k[c][2p + e] (panel_bf16.h).
 template <int R>
 inline void qk_rows(const uint32_t* q, int64_t pairs, const uint16_t* kb, int64_t width,
                     float scale, float* s) {
@@ -123,7 +125,7 @@ inline void qk_rows(const uint32_t* q, int64_t pairs, const uint16_t* kb, int64_
       __m512i k1 = _mm512_loadu_si512(k + p * kStep * 2 + 32);
       pin_in_registers(k0, k1);
       for (int r = 0; r < R; ++r) {
-        const __m512bh qq = as_bh(_mm512_set1_epi32(static_cast<int>(q[r * pairs + p])));
+        const __m512bh qq = as_bh(_mm512_set1_epi32(static_cast<int>(q[p * R + r])));
         acc[r][0] = _mm512_dpbf16_ps(acc[r][0], qq, as_bh(k0));
         acc[r][1] = _mm512_dpbf16_ps(acc[r][1], qq, as_bh(k1));
       }
@@ -137,13 +139,14 @@ inline void qk_rows(const uint32_t* q, int64_t pairs, const uint16_t* kb, int64_
 
 // o[r][:] += Σ_{c < 2·npairs} P[r][c] · v[c][:] for R rows; ldv a multiple of kStep.
 // p: [R][kBc / 2] pairs of bf16 probabilities (P[2c], P[2c+1]); the pairs run in
-// increasing order for every row (fixed reduction order). vb: the chunk's values in
-// blocks of kStep columns, vb[(d / kStep)·kBc·kStep + (c / 2)·kStep·2 + (d % kStep)·2 +
-// c % 2] = v[c][d].
+// increasing order for every row (fixed reduction order). vb: the chunk's values paired
+// along keys, in column blocks of kStep, vb[(d / kStep)·block_stride + (c / 2)·kStep·2 +
+// (d % kStep)·2 + c % 2] = v[c][d] (the panel's vp read in place, or Bf16Tile's copy).
 template <int R>
-inline void pv_rows(const uint32_t* p, int64_t npairs, const uint16_t* vb, int64_t ldv, float* o) {
+inline void pv_rows(const uint32_t* p, int64_t npairs, const uint16_t* vb, int64_t block_stride,
+                    int64_t ldv, float* o) {
   for (int64_t d0 = 0; d0 < ldv; d0 += kStep) {
-    const uint16_t* v = vb + d0 * kBc;  // block d0 / kStep
+    const uint16_t* v = vb + d0 / kStep * block_stride;  // column block d0 / kStep
     __m512 acc[R][2];
     for (int r = 0; r < R; ++r) {
       acc[r][0] = _mm512_loadu_ps(o + r * ldv + d0);
@@ -185,21 +188,19 @@ inline __m512 exp2_nonpositive(__m512 x) {
   return _mm512_maskz_scalef_ps(live, p, n);
 }
 
-// Indices for vpermt2w interleaving two rows a, b of 32 bf16 into pairs (a[i], b[i]):
-// the first table gives columns 0..15, the second 16..31 (bit 5 selects b).
-struct InterleaveIndex {
-  alignas(64) uint16_t lo[32];
-  alignas(64) uint16_t hi[32];
-  constexpr InterleaveIndex() : lo{}, hi{} {
+// Index for vpermt2w re-pairing keys for a chunk that starts at an odd key: from the
+// panel's pairs a = (v[2m], v[2m+1]) and b = (v[2m+2], v[2m+3]) of 16 columns, lane i of
+// the result is (a's element 2i+1, b's element 2i) = (v[2m+1], v[2m+2]) (bit 5 selects b).
+struct RepairIndex {
+  alignas(64) uint16_t idx[32];
+  constexpr RepairIndex() : idx{} {
     for (int i = 0; i < 16; ++i) {
-      lo[2 * i] = static_cast<uint16_t>(i);
-      lo[2 * i + 1] = static_cast<uint16_t>(32 + i);
-      hi[2 * i] = static_cast<uint16_t>(16 + i);
-      hi[2 * i + 1] = static_cast<uint16_t>(48 + i);
+      idx[2 * i] = static_cast<uint16_t>(2 * i + 1);
+      idx[2 * i + 1] = static_cast<uint16_t>(32 + 2 * i);
     }
   }
 };
-inline constexpr InterleaveIndex kInterleave{};
+inline constexpr RepairIndex kRepair{};
 
 }  // namespace detail_bf16
 
@@ -218,28 +219,30 @@ class Bf16Tile {
         o_(static_cast<size_t>(kBr * ldv_)),
         kb_(static_cast<size_t>(kBc * pairs_ * 2)),
         vb_(static_cast<size_t>(kBc * ldv_)),
-        zero_(static_cast<size_t>(ldv_), 0),
         m_(kBr),
-        l_(kBr) {}
+        l_(static_cast<size_t>(kBr * 16)) {}
 
   int64_t rows() const { return rows_; }
 
   // Starts a tile of `rows` (1..kBr) queries; row(r) points at query r's head_dim bf16
-  // values, copied as pairs (an odd head_dim's last pair gets a zero partner).
+  // values, copied as pairs (an odd head_dim's last pair gets a zero partner), the rows of
+  // each group of kRowGroup interleaved (qk_rows).
   template <class RowPtr>
   void begin(int64_t rows, RowPtr row, float scale) {
     rows_ = rows;
     scale_log2_ = scale * kLog2e;  // scores in base-2 units (softmax_update)
     for (int64_t r = 0; r < rows; ++r) {
       const uint16_t* qr = row(r);
+      const int64_t r0 = group_start(r), R = group_size(r0);
+      uint32_t* qg = q_.data() + r0 * pairs_;
       for (int64_t p = 0; p < pairs_; ++p) {
         const uint32_t lo = qr[2 * p];
         const uint32_t hi = 2 * p + 1 < head_dim_ ? qr[2 * p + 1] : 0u;
-        q_[r * pairs_ + p] = lo | hi << 16;
+        qg[p * R + (r - r0)] = lo | hi << 16;
       }
       m_[r] = kNegInf;
-      l_[r] = 0.0f;
     }
+    std::fill(l_.begin(), l_.begin() + rows * 16, 0.0f);
     std::fill(o_.begin(), o_.begin() + rows * ldv_, 0.0f);
   }
 
@@ -249,10 +252,24 @@ class Bf16Tile {
   void step(const KeyPanelBf16& panel, int64_t u0, int64_t nc, Mask&& mask) {
     const int64_t width = round_up(nc, kStep);
     const int64_t npairs = (nc + 1) / 2;
-    copy_chunk(panel, u0, nc, width);
+    // K: in place when the chunk starts on a panel block (dense, block layouts), else
+    // copied from two neighbouring blocks.
+    const uint16_t* kb = panel.kb.data() + (u0 / kStep) * pairs_ * kStep * 2;
+    if (u0 % kStep != 0) {
+      copy_keys(panel, u0, width);
+      kb = kb_.data();
+    }
+    // V: the panel's key pairs in place when the chunk starts on an even key, else re-paired.
+    const uint16_t* vb = panel.vp.data() + u0 / 2 * kStep * 2;
+    int64_t v_block = panel.ldk / 2 * kStep * 2;
+    if (u0 % 2 != 0) {
+      repair_values(panel, u0, npairs);
+      vb = vb_.data();
+      v_block = kBc / 2 * kStep * 2;
+    }
     for_row_groups([&](auto group, int64_t r0) {
       constexpr int R = decltype(group)::value;
-      detail_bf16::qk_rows<R>(q_.data() + r0 * pairs_, pairs_, kb_.data(), width, scale_log2_,
+      detail_bf16::qk_rows<R>(q_.data() + r0 * pairs_, pairs_, kb, width, scale_log2_,
                               s_.data() + r0 * kBc);
     });
     for (int64_t r = 0; r < rows_; ++r) {
@@ -263,7 +280,7 @@ class Bf16Tile {
     }
     for_row_groups([&](auto group, int64_t r0) {
       constexpr int R = decltype(group)::value;
-      detail_bf16::pv_rows<R>(p_.data() + r0 * (kBc / 2), npairs, vb_.data(), ldv_,
+      detail_bf16::pv_rows<R>(p_.data() + r0 * (kBc / 2), npairs, vb, v_block, ldv_,
                               o_.data() + r0 * ldv_);
     });
   }
@@ -275,14 +292,15 @@ class Bf16Tile {
     if (static_cast<int64_t>(row.size()) < head_dim_v_) row.resize(head_dim_v_);
     for (int64_t r = 0; r < rows_; ++r) {
       const float* o = o_.data() + r * ldv_;
-      if (l_[r] == 0.0f) {
+      const float l = _mm512_reduce_add_ps(_mm512_loadu_ps(l_.data() + r * 16));
+      if (l == 0.0f) {
         std::fill(row.begin(), row.begin() + head_dim_v_, 0.0f);
         write(r, row.data(), kNegInf);
         continue;
       }
-      const float inv_l = 1.0f / l_[r];
+      const float inv_l = 1.0f / l;
       for (int64_t d = 0; d < head_dim_v_; ++d) row[d] = o[d] * inv_l;
-      write(r, row.data(), m_[r] * kLn2 + std::log(l_[r]));  // m is in base-2 units
+      write(r, row.data(), m_[r] * kLn2 + std::log(l));  // m is in base-2 units
     }
   }
 
@@ -294,6 +312,10 @@ class Bf16Tile {
   struct Rows {
     static constexpr int value = R;
   };
+
+  // Row groups: kRowGroup rows each, then one group of the rows left.
+  static int64_t group_start(int64_t r) { return r / detail_bf16::kRowGroup * detail_bf16::kRowGroup; }
+  int64_t group_size(int64_t r0) const { return std::min<int64_t>(detail_bf16::kRowGroup, rows_ - r0); }
 
   template <class F>
   void for_row_groups(F&& f) {
@@ -310,29 +332,39 @@ class Bf16Tile {
     }
   }
 
-  // Copies the chunk's keys into kStep-key blocks (kb_, contiguous per block as the
-  // micro-kernel reads them; cf. FlashTile::copy_chunk) and pairs its values along keys
-  // (vb_): rows u0 + 2c and u0 + 2c + 1 interleaved by vpermt2w, the partner of an odd
-  // last key being a zero row.
-  void copy_chunk(const KeyPanelBf16& panel, int64_t u0, int64_t nc, int64_t width) {
-    for (int64_t p = 0; p < pairs_; ++p) {
-      const uint16_t* src = panel.kt.data() + (p * panel.ldk + u0) * 2;
-      for (int64_t c0 = 0; c0 < width; c0 += kStep) {
-        uint16_t* dst = kb_.data() + c0 * pairs_ * 2 + p * kStep * 2;
-        _mm512_storeu_si512(dst, _mm512_loadu_si512(src + c0 * 2));
-        _mm512_storeu_si512(dst + 32, _mm512_loadu_si512(src + c0 * 2 + 32));
+  // The chunk's keys [u0, u0 + width) as kStep-key blocks in kb_, for a chunk that does
+  // not start on a panel block: block x's pair row p is the tail of panel block b's
+  // row p followed by the head of block b + 1's (u0 + width <= ldk: both exist).
+  void copy_keys(const KeyPanelBf16& panel, int64_t u0, int64_t width) {
+    const int64_t block = pairs_ * kStep * 2;
+    for (int64_t c0 = 0; c0 < width; c0 += kStep) {
+      const int64_t b = (u0 + c0) / kStep, off = (u0 + c0) % kStep;
+      const uint16_t* src0 = panel.kb.data() + b * block + off * 2;
+      const uint16_t* src1 = panel.kb.data() + (b + 1) * block;
+      uint16_t* dst = kb_.data() + c0 / kStep * block;
+      for (int64_t p = 0; p < pairs_; ++p) {
+        std::memcpy(dst + p * kStep * 2, src0 + p * kStep * 2, (kStep - off) * 4);
+        std::memcpy(dst + p * kStep * 2 + (kStep - off) * 2, src1 + p * kStep * 2, off * 4);
       }
     }
-    const __m512i lo = _mm512_load_si512(detail_bf16::kInterleave.lo);
-    const __m512i hi = _mm512_load_si512(detail_bf16::kInterleave.hi);
-    for (int64_t c = 0; c < nc; c += 2) {
-      const uint16_t* a = panel.v.data() + (u0 + c) * panel.ldv;
-      const uint16_t* b = c + 1 < nc ? a + panel.ldv : zero_.data();
-      for (int64_t d0 = 0; d0 < ldv_; d0 += kStep) {
-        const __m512i va = _mm512_loadu_si512(a + d0), vb = _mm512_loadu_si512(b + d0);
-        uint16_t* dst = vb_.data() + d0 * kBc + c * kStep;  // pair c / 2 of block d0 / kStep
-        _mm512_storeu_si512(dst, _mm512_permutex2var_epi16(va, lo, vb));
-        _mm512_storeu_si512(dst + 32, _mm512_permutex2var_epi16(va, hi, vb));
+  }
+
+  // The chunk's key pairs (u0 + 2c, u0 + 2c + 1), c < npairs, for an odd u0: lane i of pair
+  // c takes the second half of panel pair (u0 - 1) / 2 + c and the first half of the next
+  // (vpermt2w, detail_bf16::kRepair), into vb_ ([ldv / kStep][kBc / 2][kStep][2]).
+  void repair_values(const KeyPanelBf16& panel, int64_t u0, int64_t npairs) {
+    const __m512i idx = _mm512_load_si512(detail_bf16::kRepair.idx);
+    const int64_t panel_block = panel.ldk / 2 * kStep * 2;
+    for (int64_t d0 = 0; d0 < ldv_; d0 += kStep) {
+      const uint16_t* src = panel.vp.data() + d0 / kStep * panel_block + (u0 - 1) / 2 * kStep * 2;
+      uint16_t* dst = vb_.data() + d0 / kStep * (kBc / 2 * kStep * 2);
+      for (int64_t c = 0; c < npairs; ++c) {
+        const uint16_t* a = src + c * kStep * 2;  // pair (u0 - 1) / 2 + c, then the next
+        for (int h = 0; h < 2; ++h) {              // columns 0..15, 16..31
+          const __m512i va = _mm512_loadu_si512(a + h * 32);
+          const __m512i vn = _mm512_loadu_si512(a + kStep * 2 + h * 32);
+          _mm512_storeu_si512(dst + c * kStep * 2 + h * 32, _mm512_permutex2var_epi16(va, idx, vn));
+        }
       }
     }
   }
@@ -341,10 +373,11 @@ class Bf16Tile {
   // scores times log2(e) (folded into the scale), m is their running max, P = 2^(s - m)
   // (= e^(score - m·ln 2)), and finish() writes lse = m·ln 2 + ln l — as FlashAttention
   // does (softmax_scale_log2). P is written rounded to bf16 (round to nearest even,
-  // vcvtne2ps2bf16) into p as pairs; l sums the float32 P. The row's max and sum are
-  // vector reductions (_mm512_reduce_max_ps / _add_ps: a fixed shuffle tree, the same on
-  // every thread): the scalar lane loops of simd.h's hmax/hsum cost as much as a row's
-  // whole S = Q·Kᵀ once vdpbf16ps halved it.
+  // vcvtne2ps2bf16) into p as pairs; l sums the float32 P, kept per lane (16 partial sums
+  // per row, added once in finish). The row max is a vector reduction
+  // (_mm512_reduce_max_ps: a fixed shuffle tree, the same on every thread): the scalar
+  // lane loops of simd.h's hmax/hsum cost as much as a row's whole S = Q·Kᵀ once
+  // vdpbf16ps halved it.
   void softmax_update(int64_t r, const float* s, int64_t width, uint32_t* p) {
     __m512 vmax = _mm512_set1_ps(kNegInf);
     for (int64_t c = 0; c < width; c += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + c));
@@ -356,7 +389,13 @@ class Bf16Tile {
       return;
     }
     const __m512 shift = _mm512_set1_ps(m_new);
-    __m512 vsum = _mm512_setzero_ps();
+    __m512 vsum = _mm512_loadu_ps(l_.data() + r * 16);
+    if (m_new != m_old) {
+      const float alpha = m_old == kNegInf ? 0.0f : std::exp2(m_old - m_new);
+      vsum = _mm512_mul_ps(vsum, _mm512_set1_ps(alpha));
+      float* o = o_.data() + r * ldv_;
+      for (int64_t d = 0; d < ldv_; ++d) o[d] *= alpha;
+    }
     for (int64_t c = 0; c < width; c += 32) {
       const __m512 p0 = detail_bf16::exp2_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(s + c), shift));
       const __m512 p1 =
@@ -366,28 +405,22 @@ class Bf16Tile {
       const __m512bh b = _mm512_cvtne2ps_pbh(p1, p0);
       _mm512_storeu_si512(p + c / 2, reinterpret_cast<const __m512i&>(b));
     }
-    if (m_new != m_old) {
-      const float alpha = m_old == kNegInf ? 0.0f : std::exp2(m_old - m_new);
-      l_[r] *= alpha;
-      float* o = o_.data() + r * ldv_;
-      for (int64_t d = 0; d < ldv_; ++d) o[d] *= alpha;
-    }
-    l_[r] += _mm512_reduce_add_ps(vsum);
+    _mm512_storeu_ps(l_.data() + r * 16, vsum);
     m_[r] = m_new;
   }
 
   int64_t head_dim_, pairs_, head_dim_v_, ldv_;
   int64_t rows_ = 0;
   float scale_log2_ = 1.0f;  // scale · log2(e)
-  std::vector<uint32_t> q_;  // [kBr][pairs] the tile's queries, bf16 pairs
-  std::vector<float> s_;     // [kBr][kBc] scaled scores, then P (float32)
+  std::vector<uint32_t> q_;  // [kBr][pairs] the tile's queries as bf16 pairs, per row group
+                             // [pairs][R] (interleaved)
+  std::vector<float> s_;     // [kBr][kBc] scaled scores (float32)
   std::vector<uint32_t> p_;  // [kBr][kBc / 2] P rounded to bf16, in pairs
   std::vector<float> o_;     // [kBr][ldv] unnormalized output
-  std::vector<uint16_t> kb_;  // [kBc / kStep][pairs][kStep][2] the chunk's keys
-  std::vector<uint16_t> vb_;  // [ldv / kStep][kBc / 2][kStep][2] the chunk's values, paired
-  std::vector<uint16_t> zero_;  // [ldv] the partner row of an odd last key
-  std::vector<float> m_;     // [kBr] running max
-  std::vector<float> l_;     // [kBr] running sum
+  std::vector<uint16_t> kb_;  // [kBc / kStep][pairs][kStep][2] a chunk's keys off the blocks
+  std::vector<uint16_t> vb_;  // [ldv / kStep][kBc / 2][kStep][2] a chunk's re-paired values
+  std::vector<float> m_;     // [kBr] running max (base 2)
+  std::vector<float> l_;     // [kBr][16] running sum, per lane
 };
 
 struct Bf16DotEngine {

@@ -6,15 +6,19 @@
 //
 // Dot engine (avx512 build): KeyPanelBf16 keeps bf16, laid out for vdpbf16ps, which
 // multiplies PAIRS of bf16 and adds both products into one float32 lane:
-//   kt: [head_dim2 / 2][ldk][2]  K transposed by pairs of head-dimension elements: element
-//                                (p, u, e) is k[u][2p + e]; 16 consecutive keys of one
-//                                pair p are one 512-bit vector (16 lanes × 2 bf16).
-//   v:  [num_keys][ldv]          V rows as in panel.h (ldv a multiple of kStep); they are
-//                                paired along KEYS per chunk (flash_tile_bf16.h), because
-//                                a chunk may start at an odd key.
-// head_dim2 = head_dim rounded up to even; the odd head dimension's partner, the columns
-// past head_dim_v and the keys past num_keys are zeros, so a zero product pads every pair.
-// Cost: the same O(num_keys · head_dim) copy as panel.h, half the bytes.
+//   kb: [ldk / kStep][pairs][kStep][2]  K in blocks of kStep keys, paired along head_dim:
+//        element (block, p, c, e) is k[block·kStep + c][2p + e]; 16 keys of one pair p are
+//        one 512-bit vector (16 lanes × 2 bf16). The order the S = Q·Kᵀ micro-kernel
+//        reads: a chunk starting on a block boundary is read in place, one starting
+//        elsewhere is copied from two neighbouring blocks (Bf16Tile::step).
+//   vp: [ldv / kStep][ldk / 2][kStep][2]  V paired along KEYS: element (x, m, c, e) is
+//        v[2m + e][x·kStep + c]; 16 columns of one key pair are one vector. A chunk
+//        starting on an even key reads it in place; one starting on an odd key re-pairs
+//        (v[2m+1], v[2m+2]) from two neighbouring pairs by one vpermt2w per vector.
+// pairs = head_dim rounded up to even, halved; the odd head dimension's partner, the
+// columns past head_dim_v and the keys past num_keys (up to ldk) are zeros, so a zero
+// product pads every pair. Cost: the same O(num_keys · head_dim) pass as panel.h, half the
+// bytes; no per-chunk copy for chunks that start on a block (dense, block-sparse).
 #pragma once
 
 #include <algorithm>
@@ -53,35 +57,39 @@ void pack_keys_widen(const uint16_t* k, const uint16_t* v, int64_t head_dim,
 }
 
 struct KeyPanelBf16 {
-  std::vector<uint16_t> kt;  // [head_dim2 / 2][ldk][2]
-  std::vector<uint16_t> v;   // [num_keys][ldv]
-  int64_t num_keys = 0, ldk = 0, ldv = 0, head_dim = 0, head_dim2 = 0, head_dim_v = 0;
+  std::vector<uint16_t> kb;  // [ldk / kStep][pairs][kStep][2]
+  std::vector<uint16_t> vp;  // [ldv / kStep][ldk / 2][kStep][2]
+  int64_t num_keys = 0, ldk = 0, ldv = 0, head_dim = 0, pairs = 0, head_dim_v = 0;
 };
 
 // Packs keys key_at(u), u in [0, count), as pack_keys() does, into the bf16 layout above.
-// ldk leaves kStep spare keys so a micro-kernel may read a full step past any chunk.
+// ldk leaves kStep spare keys (zeros) so a micro-kernel may read a full step past any chunk.
 template <class KeyAt>
 void pack_keys_bf16(const uint16_t* k, const uint16_t* v, int64_t head_dim, int64_t head_dim_v,
                     int64_t count, KeyAt key_at, KeyPanelBf16& p) {
   p.num_keys = count;
   p.head_dim = head_dim;
-  p.head_dim2 = round_up(head_dim, 2);
+  p.pairs = round_up(head_dim, 2) / 2;
   p.head_dim_v = head_dim_v;
   p.ldk = round_up(count, kStep) + kStep;
   p.ldv = round_up(head_dim_v, kStep);
-  p.kt.assign(static_cast<size_t>(p.head_dim2 * p.ldk), 0);
-  p.v.assign(static_cast<size_t>(count * p.ldv), 0);
+  p.kb.assign(static_cast<size_t>(p.pairs * 2 * p.ldk), 0);
+  p.vp.assign(static_cast<size_t>(p.ldv * p.ldk), 0);
   const int64_t whole_pairs = head_dim / 2;  // the last pair of an odd head_dim is padded
+  const int64_t v_block = p.ldk / 2 * kStep * 2;  // one column block: every key pair
   for (int64_t u = 0; u < count; ++u) {
     const int64_t j = key_at(u);
     const uint16_t* kj = k + j * head_dim;
-    // A pair (k[2p], k[2p+1]) is 4 consecutive bytes in the row and in the panel: moved
-    // as one 32-bit word.
-    for (int64_t q = 0; q < whole_pairs; ++q)
-      std::memcpy(&p.kt[(q * p.ldk + u) * 2], kj + 2 * q, 4);
-    if (head_dim % 2) p.kt[(whole_pairs * p.ldk + u) * 2] = kj[head_dim - 1];
+    // Key u's pairs in its block: a pair (k[2q], k[2q+1]) is 4 bytes in the row and in
+    // the panel, moved as one 32-bit word.
+    uint16_t* kdst = p.kb.data() + (u / kStep) * p.pairs * kStep * 2 + (u % kStep) * 2;
+    for (int64_t q = 0; q < whole_pairs; ++q) std::memcpy(kdst + q * kStep * 2, kj + 2 * q, 4);
+    if (head_dim % 2) kdst[whole_pairs * kStep * 2] = kj[head_dim - 1];
+    // Value column d of key u: element u % 2 of pair u / 2, column block d / kStep.
     const uint16_t* vj = v + j * head_dim_v;
-    std::copy(vj, vj + head_dim_v, p.v.begin() + u * p.ldv);
+    uint16_t* vdst = p.vp.data() + (u / 2) * kStep * 2 + u % 2;
+    for (int64_t d = 0; d < head_dim_v; ++d)
+      vdst[(d / kStep) * v_block + (d % kStep) * 2] = vj[d];
   }
 }
 
