@@ -19,8 +19,8 @@
 // bf16 twin (k01_dense_flash_bf16, entry cpu_k01_dense_flash_bf16, kernels_bf16.h): this body
 // on the bf16 engines of flash_tile_bf16.h, kTolBfloat16 against the oracle on bf16-rounded
 // inputs. Measured (bench_cpu, head_dim 64, 1 thread, shared machine, Zen 5 with
-// AVX512-BF16): n = 4096 30.5 → 14.8 ms, 2.06× the float32 entry; n = 16384 2.02×;
-// 2 threads 2.05× / 2.02× (conversion to bf16 included: 1.2% of the time at n = 4096).
+// AVX512-BF16): n = 4096 29.1 → 12.6 ms, 2.31× the float32 entry; n = 16384 2.41×
+// (conversion to bf16 included: ~1% of the time at n = 4096).
 #include "optimized/cpu/common.h"
 #include "optimized/cpu/flash_tile_bf16.h"
 

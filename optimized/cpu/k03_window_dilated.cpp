@@ -17,8 +17,8 @@
 // (which masks inside the layout's tiles) at n = 65536, 25–37% of peak; at d = 1 it is
 // k02 with one extra gather of the query rows (within noise of k02).
 // bf16 twin (k03_window_dilated_bf16, kernels_bf16.h): this body on the bf16 engines of
-// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01
-// and k05 were: 1.6–2.1× their float32 entries with AVX512-BF16).
+// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01,
+// k02 and k05 were: 1.6–2.4× their float32 entries with AVX512-BF16).
 #include "optimized/cpu/common.h"
 #include "optimized/cpu/flash_tile_bf16.h"
 

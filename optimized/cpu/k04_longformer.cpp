@@ -19,8 +19,8 @@
 // faster than k06 at n = 16384 and n = 65536; slower per FLOP than k02 because the global
 // panel is a separate, masked chunk for every query tile.
 // bf16 twin (k04_longformer_bf16, kernels_bf16.h): this body on the bf16 engines of
-// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01
-// and k05 were: 1.6–2.1× their float32 entries with AVX512-BF16).
+// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01,
+// k02 and k05 were: 1.6–2.4× their float32 entries with AVX512-BF16).
 #include "optimized/cpu/common.h"
 #include "optimized/cpu/flash_tile_bf16.h"
 

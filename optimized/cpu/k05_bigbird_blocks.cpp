@@ -20,9 +20,9 @@
 // the scattered random blocks make each chunk copy a cold read).
 // bf16 twin (k05_bigbird_blocks_bf16, kernels_bf16.h): the same walk on the bf16 engines,
 // kTolBfloat16 on bf16-rounded inputs. Measured (bench_cpu, b 64, r 3, head_dim 64,
-// 1 thread, shared machine, AVX512-BF16): 1.74× the float32 entry at n = 4096, 1.77× at
-// n = 16384; 2 threads 1.61× / 1.59× (the guard, the panel packing and the entry's
-// rounding — 4.7% — do not halve).
+// 1 thread, shared machine, AVX512-BF16): 1.87× the float32 entry at n = 4096, 1.88× at
+// n = 16384 (the guard, the panel packing and the entry's rounding, about a third of the
+// bf16 entry's time, do not halve).
 #include "optimized/cpu/flash_tile_bf16.h"
 #include "optimized/cpu/layout_walk.h"
 

@@ -17,8 +17,8 @@
 // 1.9× slower than k03 (it computes every second score only to mask it) and on Longformer
 // 1.3× slower than k04 (bitmask reads per score on every partial tile).
 // bf16 twin (k06_generic_tiles_bf16, kernels_bf16.h): this body on the bf16 engines of
-// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01
-// and k05 were: 1.6–2.1× their float32 entries with AVX512-BF16).
+// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01,
+// k02 and k05 were: 1.6–2.4× their float32 entries with AVX512-BF16).
 #include "optimized/cpu/flash_tile_bf16.h"
 #include "optimized/cpu/layout_walk.h"
 
