@@ -171,6 +171,27 @@ inline void pv_rows(const uint32_t* p, int64_t npairs, const uint16_t* vb, int64
   }
 }
 
+// Lane-wise max and fixed-order horizontal reductions by GCC vector operations (the same
+// shuffle tree on every thread): GCC 12's _mm512_max_ps, _mm512_reduce_*_ps and
+// _mm512_roundscale_ps trip -Wmaybe-uninitialized (an _mm512_undefined_ps() operand).
+inline Vec vmax(Vec a, Vec b) { return a > b ? a : b; }
+inline Vec fold(Vec v, int step) {
+  switch (step) {
+    case 8: return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+    case 4: return __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+    case 2: return __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    default: return __builtin_shufflevector(v, v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+  }
+}
+inline float reduce_max(Vec v) {
+  for (int step : {8, 4, 2, 1}) v = vmax(v, fold(v, step));
+  return v[0];
+}
+inline float reduce_add(Vec v) {
+  for (int step : {8, 4, 2, 1}) v = v + fold(v, step);
+  return v[0];
+}
+
 // 2^x per lane for x <= 0 (scores minus the row max, in base-2 units): x = n + f,
 // |f| <= 1/2, 2^f by Cephes exp2f's degree-6 polynomial (about 1 ulp), times 2^n by
 // vscalefps. Below -126 (including -inf, a masked score) the result is exactly 0.
@@ -178,7 +199,10 @@ inline void pv_rows(const uint32_t* p, int64_t npairs, const uint16_t* vb, int64
 // two-step n·ln2 reduction are not needed for a base-2 argument that is never positive).
 inline __m512 exp2_nonpositive(__m512 x) {
   const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
-  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // Round to nearest by the 1.5·2^23 trick (exact for |x| < 2^22; vrndscaleps would do
+  // the same, but GCC 12's intrinsic trips -Wmaybe-uninitialized).
+  const __m512 magic = _mm512_set1_ps(12582912.0f);
+  const __m512 n = _mm512_sub_ps(_mm512_add_ps(x, magic), magic);  // -inf stays -inf
   const __m512 f = _mm512_sub_ps(x, n);  // exact
   __m512 p = _mm512_set1_ps(1.535336188319500e-4f);
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.339887440266574e-3f));
@@ -294,7 +318,7 @@ class Bf16Tile {
     if (static_cast<int64_t>(row.size()) < head_dim_v_) row.resize(head_dim_v_);
     for (int64_t r = 0; r < rows_; ++r) {
       const float* o = o_.data() + r * ldv_;
-      const float l = _mm512_reduce_add_ps(_mm512_loadu_ps(l_.data() + r * 16));
+      const float l = detail_bf16::reduce_add(loadv(l_.data() + r * 16));
       if (l == 0.0f) {
         std::fill(row.begin(), row.begin() + head_dim_v_, 0.0f);
         write(r, row.data(), kNegInf);
@@ -377,14 +401,14 @@ class Bf16Tile {
   // does (softmax_scale_log2). P is written rounded to bf16 (round to nearest even,
   // vcvtne2ps2bf16) into p as pairs; l sums the float32 P, kept per lane (16 partial sums
   // per row, added once in finish). The row max is a vector reduction
-  // (_mm512_reduce_max_ps: a fixed shuffle tree, the same on every thread): the scalar
+  // (detail_bf16::reduce_max: a fixed shuffle tree, the same on every thread): the scalar
   // lane loops of simd.h's hmax/hsum cost as much as a row's whole S = Q·Kᵀ once
   // vdpbf16ps halved it.
   void softmax_update(int64_t r, const float* s, int64_t width, uint32_t* p) {
-    __m512 vmax = _mm512_set1_ps(kNegInf);
-    for (int64_t c = 0; c < width; c += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(s + c));
+    Vec vmax = splat(kNegInf);
+    for (int64_t c = 0; c < width; c += 16) vmax = detail_bf16::vmax(vmax, loadv(s + c));
     const float m_old = m_[r];
-    const float m_chunk = _mm512_reduce_max_ps(vmax);
+    const float m_chunk = detail_bf16::reduce_max(vmax);
     const float m_new = m_chunk > m_old ? m_chunk : m_old;
     if (m_new == kNegInf) {  // nothing allowed yet: P = 0, state unchanged
       std::fill(p, p + width / 2, 0u);
