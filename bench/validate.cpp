@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/bfloat16.h"
 #include "core/check.h"
 #include "reference/attention.h"
 
@@ -74,12 +75,10 @@ std::string compare(const Tensor<T>& o, const Tensor<T>& lse, const Tensor<doubl
   return "";
 }
 
-}  // namespace
-
-Oracle make_oracle(const Problem& problem) {
-  const AttentionShape& s = problem.shape;
+// The oracle of the whole output (full) or of `rows` of every (batch, head).
+Oracle oracle_on(const Problem& problem, bool full, std::vector<int64_t> rows) {
   Oracle oracle;
-  if (s.seq_len_q * s.seq_len_k <= kFullOracleMaxPairs) {
+  if (full) {
     AttentionResult ref =
         a1_dense_masked(problem.q, problem.k, problem.v, *problem.pattern, &problem.scale);
     oracle.full = true;
@@ -87,15 +86,39 @@ Oracle make_oracle(const Problem& problem) {
     oracle.lse = std::move(ref.lse);
     return oracle;
   }
-  for (int64_t r = 0; r < kSampledRows; ++r)
-    oracle.rows.push_back(r * (s.seq_len_q - 1) / (kSampledRows - 1));
+  oracle.rows = std::move(rows);
   sampled_oracle(problem, oracle.rows, oracle.o, oracle.lse);
   return oracle;
 }
 
-std::string validate(const Kernel& kernel, const Problem& problem, const Oracle& oracle,
+// The oracle of a bf16 kernel: the same rows, on bfloat16(float32(x)) inputs.
+const Oracle& bf16_oracle(const Problem& problem, const Oracle& oracle) {
+  if (!oracle.bf16) {
+    Problem rounded = problem;
+    rounded.q = round_to_bfloat16(problem.q);
+    rounded.k = round_to_bfloat16(problem.k);
+    rounded.v = round_to_bfloat16(problem.v);
+    oracle.bf16 = std::make_shared<const Oracle>(oracle_on(rounded, oracle.full, oracle.rows));
+  }
+  return *oracle.bf16;
+}
+
+}  // namespace
+
+Oracle make_oracle(const Problem& problem) {
+  const AttentionShape& s = problem.shape;
+  const bool full = s.seq_len_q * s.seq_len_k <= kFullOracleMaxPairs;
+  std::vector<int64_t> rows;
+  for (int64_t r = 0; !full && r < kSampledRows; ++r)
+    rows.push_back(r * (s.seq_len_q - 1) / (kSampledRows - 1));
+  return oracle_on(problem, full, std::move(rows));
+}
+
+std::string validate(const Kernel& kernel, const Problem& problem, const Oracle& oracle_in,
                      const Output& out) {
   const Tolerance tol{kernel.atol, kernel.rtol};
+  const Oracle& oracle =
+      kernel.dtype == DType::bfloat16 ? bf16_oracle(problem, oracle_in) : oracle_in;
   const AttentionShape& s = problem.shape;
   auto check = [&](const auto& o, const auto& lse) {
     if (oracle.full) return compare(o, lse, oracle.o, oracle.lse, tol);

@@ -46,10 +46,10 @@ void run_impls(bool json) {
     std::cout << impls_json().dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("{:<26} {:<9} {:<8} {:<6} {:<36} {:<16} {:>8} {:>8}\n", "name",
+  std::cout << fmt::format("{:<28} {:<9} {:<8} {:<6} {:<36} {:<16} {:>8} {:>8}\n", "name",
                            "target", "dtype", "exact", "patterns", "reference", "atol", "rtol");
   for (const Kernel& k : kernels())
-    std::cout << fmt::format("{:<26} {:<9} {:<8} {:<6} {:<36} {:<16} {:>8.1e} {:>8.1e}\n",
+    std::cout << fmt::format("{:<28} {:<9} {:<8} {:<6} {:<36} {:<16} {:>8.1e} {:>8.1e}\n",
                              k.name, target_name(k.target), dtype_name(k.dtype),
                              k.exact ? "yes" : "no", k.patterns, k.reference, k.atol, k.rtol);
   std::cout << "\ncpu kernels run the " << simd

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -24,18 +25,23 @@ inline void require_served(bool served, const Pattern& pattern, const char* kern
                           std::string(kernel) + " serves " + serves);
 }
 
-// Pointers to the (batch b, head h) slices of the inputs and outputs.
+// Pointers to the (batch b, head h) slices of the inputs (element T: float, or bf16 bits)
+// and outputs.
+template <class T>
 struct HeadView {
-  const float* q;
-  const float* k;
-  const float* v;
+  const T* q;
+  const T* k;
+  const T* v;
   float* o;
   float* lse;
 };
-inline HeadView head_view(const Inputs& in, const Outputs& out, int64_t b, int64_t h) {
+// In: Inputs or InputsBf16.
+template <class In>
+inline auto head_view(const In& in, const Outputs& out, int64_t b, int64_t h) {
+  using T = std::remove_cv_t<std::remove_pointer_t<decltype(in.q)>>;
   const AttentionShape& s = in.shape;
   const int64_t bh = b * s.num_heads + h;
-  return {in.q + bh * s.seq_len_q * s.head_dim, in.k + bh * s.seq_len_k * s.head_dim,
+  return HeadView<T>{in.q + bh * s.seq_len_q * s.head_dim, in.k + bh * s.seq_len_k * s.head_dim,
           in.v + bh * s.seq_len_k * s.head_dim_v, out.o + bh * s.seq_len_q * s.head_dim_v,
           out.lse + bh * s.seq_len_q};
 }
@@ -48,7 +54,7 @@ inline const uint8_t* key_padding_row(const Pattern& pattern, int64_t b) {
 
 // One panel per (batch, head) holding every key in order: [batch * num_heads]. The
 // blocks are packed in parallel, so one long head uses every thread too.
-inline std::vector<KeyPanel> pack_all_keys(const Inputs& in) {
+inline std::vector<KeyPanel> pack_all_keys_float32(const Inputs& in) {
   const AttentionShape& s = in.shape;
   const int64_t n = s.batch * s.num_heads;
   std::vector<KeyPanel> panels(static_cast<size_t>(n));
@@ -66,14 +72,35 @@ inline std::vector<KeyPanel> pack_all_keys(const Inputs& in) {
   return panels;
 }
 
-// Runs work(item, tile) for item in [0, num_items) on the OpenMP team, one FlashTile per
-// thread. Items are independent (each owns its output rows), so the schedule only moves
-// work between threads, never changes a row's arithmetic.
-template <class Work>
-void parallel_tiles(const Inputs& in, int64_t num_items, Work&& work) {
+// The engine a kernel body runs (k01 … k06 are templates over it): the element type of
+// q, k, v, the tile, the key panel and its packers (one panel; every key of every head).
+// This one is the float32 ladder's; flash_tile_bf16.h has the bf16 ones (kernels_bf16.h).
+struct Float32Engine {
+  using Elem = float;
+  using Tile = FlashTile;
+  using Panel = KeyPanel;
+  template <class KeyAt>
+  static void pack(const float* k, const float* v, int64_t head_dim, int64_t head_dim_v,
+                   int64_t count, KeyAt key_at, Panel& p) {
+    pack_keys(k, v, head_dim, head_dim_v, count, key_at, p);
+  }
+  static std::vector<Panel> pack_all(const Inputs& in) { return pack_all_keys_float32(in); }
+};
+
+// One panel per (batch, head) holding every key in order, for any engine.
+template <class Engine, class In>
+std::vector<typename Engine::Panel> pack_all_keys(const In& in) {
+  return Engine::pack_all(in);
+}
+
+// Runs work(item, tile) for item in [0, num_items) on the OpenMP team, one Engine::Tile
+// per thread. Items are independent (each owns its output rows), so the schedule only
+// moves work between threads, never changes a row's arithmetic.
+template <class Engine, class In, class Work>
+void parallel_tiles(const In& in, int64_t num_items, Work&& work) {
 #pragma omp parallel
   {
-    FlashTile tile(in.shape.head_dim, in.shape.head_dim_v);
+    typename Engine::Tile tile(in.shape.head_dim, in.shape.head_dim_v);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < num_items; ++item) work(item, tile);
   }
@@ -81,7 +108,8 @@ void parallel_tiles(const Inputs& in, int64_t num_items, Work&& work) {
 
 // Writes one finished row (o: head_dim_v floats) unless the query is padding, in which
 // case the row is fully masked (contract §2): o = 0, lse = -inf.
-inline void write_row(const HeadView& hv, const Pattern& pattern, int64_t b, int64_t i,
+template <class HV>
+inline void write_row(const HV& hv, const Pattern& pattern, int64_t b, int64_t i,
                       int64_t head_dim_v, const float* o_row, float lse) {
   float* o = hv.o + i * head_dim_v;
   if (pattern.has_key_padding() && !pattern.query_valid(b, i)) {

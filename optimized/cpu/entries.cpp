@@ -1,8 +1,16 @@
 // Registry entries of the optimized CPU ladder (registry/cpu_kernels.def): adapt a
 // Problem (float32 copies of q/k/v, resolved scale) to the kernels' Inputs and allocate
-// the float32 outputs.
+// the float32 outputs. The bf16 entries (cpu_k0*_bf16) round the float32 copies to
+// bfloat16 first (below).
+#include <omp.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/bfloat16.h"
 #include "registry/float32_guard.h"
 #include "optimized/cpu/kernels.h"
+#include "optimized/cpu/kernels_bf16.h"
 #include "registry/registry.h"
 
 namespace sparseattn::entry {
@@ -26,6 +34,53 @@ void run_cpu(KernelFn kernel, const char* name, const Problem& problem, Output& 
   kernel(in, cpu::Outputs{out.o32.ptr(), out.lse32.ptr()});
 }
 
+using KernelBf16Fn = void (*)(const cpu::InputsBf16&, const cpu::Outputs&);
+
+// x rounded to bfloat16, round to nearest even (core/bfloat16.h), on the OpenMP team.
+// Throws InvalidArgument(name) when an element rounds to ±inf: it lies between bfloat16's
+// largest finite value (3.3895e38) and float32's, where no bf16 kernel can hold it.
+std::vector<uint16_t> to_bfloat16(const Tensor<float>& x, const char* name, const char* kernel) {
+  const int64_t n = x.numel();
+  std::vector<uint16_t> h(static_cast<size_t>(n));
+  int inf = 0;
+#pragma omp parallel for schedule(static) reduction(| : inf)
+  for (int64_t i = 0; i < n; ++i) {
+    h[i] = float_to_bfloat16(x.data[i]);
+    inf |= (h[i] & 0x7FFF) == 0x7F80;
+  }
+  for (int64_t i = 0; inf && i < n; ++i)
+    if ((h[i] & 0x7FFF) == 0x7F80 && std::isfinite(x.data[i]))
+      throw InvalidArgument(name, "a tensor with |x| = " + to_text(std::fabs(x.data[i])),
+                            "|x| = " + to_text(std::fabs(x.data[i])) +
+                                " is beyond bfloat16's range (3.3895e38): the bf16 kernel " +
+                                kernel + " cannot hold it; use its float32 variant");
+  return h;
+}
+
+// The bf16 entries: the float32 guard (scale, range; registry/float32_guard.h), then q32 (or
+// q·scale folded in float64, for a scale below float32's normal range), k32 and v32 rounded
+// to bfloat16 — INSIDE the timed run (the benchmark times run()): 3 conversions per input
+// element, a few percent of a kernel's time at n = 4096 (optimized/cpu/README.md). The
+// result is compared with the oracle on the same rounded inputs (docs/numerics.md).
+void run_cpu_bf16(KernelBf16Fn kernel, const char* name, const Problem& problem, Output& out) {
+  const AttentionShape& s = problem.shape;
+  Float32Plan plan;
+  plan_float32(problem, name, plan);
+  const std::vector<uint16_t> q = to_bfloat16(*plan.q32, "q", name);
+  const std::vector<uint16_t> k = to_bfloat16(problem.k32, "k", name);
+  const std::vector<uint16_t> v = to_bfloat16(problem.v32, "v", name);
+  out.o32 = Tensor<float>({s.batch, s.num_heads, s.seq_len_q, s.head_dim_v});
+  out.lse32 = Tensor<float>({s.batch, s.num_heads, s.seq_len_q});
+  cpu::InputsBf16 in;
+  in.q = q.data();
+  in.k = k.data();
+  in.v = v.data();
+  in.shape = s;
+  in.pattern = problem.pattern;
+  in.scale = plan.scale32;
+  kernel(in, cpu::Outputs{out.o32.ptr(), out.lse32.ptr()});
+}
+
 }  // namespace
 
 #define CPU_ENTRY(name, fn, serves)                                                     \
@@ -40,5 +95,20 @@ CPU_ENTRY(cpu_k05_bigbird_blocks, k05_bigbird_blocks, k05_serves)
 CPU_ENTRY(cpu_k06_generic_tiles, k06_generic_tiles, k06_serves)
 
 #undef CPU_ENTRY
+
+#define CPU_BF16_ENTRY(name, fn, serves)                                                     \
+  void run_##name(const Problem& problem, Output& out) {                                   \
+    run_cpu_bf16(&cpu::fn, #name, problem, out);                                           \
+  }                                                                                        \
+  bool serves_##name(const Pattern& pattern) { return cpu::serves(pattern); }
+
+CPU_BF16_ENTRY(cpu_k01_dense_flash_bf16, k01_dense_flash_bf16, k01_serves)
+CPU_BF16_ENTRY(cpu_k02_window_band_bf16, k02_window_band_bf16, k02_serves)
+CPU_BF16_ENTRY(cpu_k03_window_dilated_bf16, k03_window_dilated_bf16, k03_serves)
+CPU_BF16_ENTRY(cpu_k04_longformer_bf16, k04_longformer_bf16, k04_serves)
+CPU_BF16_ENTRY(cpu_k05_bigbird_blocks_bf16, k05_bigbird_blocks_bf16, k05_serves)
+CPU_BF16_ENTRY(cpu_k06_generic_tiles_bf16, k06_generic_tiles_bf16, k06_serves)
+
+#undef CPU_BF16_ENTRY
 
 }  // namespace sparseattn::entry

@@ -16,15 +16,21 @@
 // Measured effect (docs/benchmarks.md): at d = 2, w = 128 it runs 1.9× faster than k06
 // (which masks inside the layout's tiles) at n = 65536, 25–37% of peak; at d = 1 it is
 // k02 with one extra gather of the query rows (within noise of k02).
+// bf16 twin (k03_window_dilated_bf16, kernels_bf16.h): this body on the bf16 engines of
+// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01,
+// k02 and k05 were: 1.6–2.4× their float32 entries with AVX512-BF16).
 #include "optimized/cpu/common.h"
+#include "optimized/cpu/flash_tile_bf16.h"
 
 SPARSEATTN_ISA_BEGIN
 
 bool k03_serves(const Pattern& pattern) { return pattern.spec.kind == PatternKind::window; }
 
-void k03_window_dilated(const Inputs& in, const Outputs& out) {
+// The kernel for any engine (common.h's Float32Engine, flash_tile_bf16.h's bf16 ones).
+template <class Engine, class In>
+void k03_body(const In& in, const Outputs& out, const char* name) {
   const Pattern& pattern = *in.pattern;
-  require_served(k03_serves(pattern), pattern, "cpu_k03_window_dilated", "window");
+  require_served(k03_serves(pattern), pattern, name, "window");
   const AttentionShape& s = in.shape;
   const BandParams band = pattern.band();
   const int64_t d = band.dilation;
@@ -40,11 +46,11 @@ void k03_window_dilated(const Inputs& in, const Outputs& out) {
   };
 
   const int64_t num_bh = s.batch * s.num_heads;
-  std::vector<KeyPanel> panels(static_cast<size_t>(num_bh * d));
+  std::vector<typename Engine::Panel> panels(static_cast<size_t>(num_bh * d));
 #pragma omp parallel for schedule(static)
   for (int64_t p = 0; p < num_bh * d; ++p) {
     const int64_t bh = p / d, c = p % d;
-    pack_keys(in.k + bh * s.seq_len_k * s.head_dim, in.v + bh * s.seq_len_k * s.head_dim_v,
+    Engine::pack(in.k + bh * s.seq_len_k * s.head_dim, in.v + bh * s.seq_len_k * s.head_dim_v,
               s.head_dim, s.head_dim_v, num_keys(c), [&](int64_t u) { return c + d * u; },
               panels[p]);
   }
@@ -55,7 +61,7 @@ void k03_window_dilated(const Inputs& in, const Outputs& out) {
     item_start[c + 1] = item_start[c] + (num_queries(c) + kBr - 1) / kBr;
   const int64_t items_per_bh = item_start[d];
 
-  parallel_tiles(in, num_bh * items_per_bh, [&](int64_t item, FlashTile& t) {
+  parallel_tiles<Engine>(in, num_bh * items_per_bh, [&](int64_t item, auto& t) {
     const int64_t bh = item / items_per_bh, b = bh / s.num_heads, h = bh % s.num_heads;
     const int64_t local = item % items_per_bh;
     const int64_t c =
@@ -64,8 +70,8 @@ void k03_window_dilated(const Inputs& in, const Outputs& out) {
     const int64_t rows = std::min(kBr, num_queries(c) - m0);
     const int64_t i_first = first_query(c);
     auto query = [&](int64_t r) { return i_first + d * (m0 + r); };
-    const HeadView hv = head_view(in, out, b, h);
-    const KeyPanel& panel = panels[bh * d + c];
+    const auto hv = head_view(in, out, b, h);
+    const auto& panel = panels[bh * d + c];
     const uint8_t* key_valid = key_padding_row(pattern, b);
 
     // Row r attends class keys [first[r], last[r]]: position p = c + d·u_p, t in band.
@@ -101,6 +107,15 @@ void k03_window_dilated(const Inputs& in, const Outputs& out) {
       write_row(hv, pattern, b, query(r), s.head_dim_v, o_row, lse);
     });
   });
+}
+
+void k03_window_dilated(const Inputs& in, const Outputs& out) {
+  k03_body<Float32Engine>(in, out, "cpu_k03_window_dilated");
+}
+
+void k03_window_dilated_bf16(const InputsBf16& in, const Outputs& out) {
+  with_bf16_engine(
+      [&](auto engine) { k03_body<decltype(engine)>(in, out, "cpu_k03_window_dilated_bf16"); });
 }
 
 SPARSEATTN_ISA_END

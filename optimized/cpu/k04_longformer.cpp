@@ -22,15 +22,21 @@
 // every band score used to be tested with a modulo and two divisions (23% of peak); with
 // dilation 1 a row's band is one range, masked by two fills, and chunks inside every
 // row's band run unmasked as in k02: 55%.
+// bf16 twin (k04_longformer_bf16, kernels_bf16.h): this body on the bf16 engines of
+// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01,
+// k02 and k05 were: 1.6–2.4× their float32 entries with AVX512-BF16).
 #include "optimized/cpu/common.h"
+#include "optimized/cpu/flash_tile_bf16.h"
 
 SPARSEATTN_ISA_BEGIN
 
 bool k04_serves(const Pattern& pattern) { return pattern.spec.kind == PatternKind::longformer; }
 
-void k04_longformer(const Inputs& in, const Outputs& out) {
+// The kernel for any engine (common.h's Float32Engine, flash_tile_bf16.h's bf16 ones).
+template <class Engine, class In>
+void k04_body(const In& in, const Outputs& out, const char* name) {
   const Pattern& pattern = *in.pattern;
-  require_served(k04_serves(pattern), pattern, "cpu_k04_longformer", "longformer");
+  require_served(k04_serves(pattern), pattern, name, "longformer");
   const AttentionShape& s = in.shape;
   const BandParams band = pattern.band();
   const int64_t d = band.dilation;
@@ -57,11 +63,11 @@ void k04_longformer(const Inputs& in, const Outputs& out) {
 
   const int64_t num_bh = s.batch * s.num_heads;
   const int64_t num_g = static_cast<int64_t>(global.size());
-  const std::vector<KeyPanel> panels = pack_all_keys(in);
-  std::vector<KeyPanel> global_panels(static_cast<size_t>(num_bh));
+  const auto panels = pack_all_keys<Engine>(in);
+  std::vector<typename Engine::Panel> global_panels(static_cast<size_t>(num_bh));
 #pragma omp parallel for schedule(static)
   for (int64_t bh = 0; bh < num_bh; ++bh)
-    pack_keys(in.k + bh * s.seq_len_k * s.head_dim, in.v + bh * s.seq_len_k * s.head_dim_v,
+    Engine::pack(in.k + bh * s.seq_len_k * s.head_dim, in.v + bh * s.seq_len_k * s.head_dim_v,
               s.head_dim, s.head_dim_v, num_g, [&](int64_t u) { return global[u]; },
               global_panels[bh]);
 
@@ -69,10 +75,10 @@ void k04_longformer(const Inputs& in, const Outputs& out) {
   const int64_t global_items = (static_cast<int64_t>(global_queries.size()) + kBr - 1) / kBr;
   const int64_t items_per_bh = band_items + global_items;
 
-  parallel_tiles(in, num_bh * items_per_bh, [&](int64_t item, FlashTile& t) {
+  parallel_tiles<Engine>(in, num_bh * items_per_bh, [&](int64_t item, auto& t) {
     const int64_t bh = item / items_per_bh, b = bh / s.num_heads, h = bh % s.num_heads;
     const int64_t local = item % items_per_bh;
-    const HeadView hv = head_view(in, out, b, h);
+    const auto hv = head_view(in, out, b, h);
     const uint8_t* key_valid = key_padding_row(pattern, b);
 
     if (local >= band_items) {  // a group of global query rows: full rows
@@ -155,6 +161,15 @@ void k04_longformer(const Inputs& in, const Outputs& out) {
       if (!is_global_query(i0 + r)) write_row(hv, pattern, b, i0 + r, s.head_dim_v, o_row, lse);
     });
   });
+}
+
+void k04_longformer(const Inputs& in, const Outputs& out) {
+  k04_body<Float32Engine>(in, out, "cpu_k04_longformer");
+}
+
+void k04_longformer_bf16(const InputsBf16& in, const Outputs& out) {
+  with_bf16_engine(
+      [&](auto engine) { k04_body<decltype(engine)>(in, out, "cpu_k04_longformer_bf16"); });
 }
 
 SPARSEATTN_ISA_END

@@ -16,6 +16,10 @@
 // chunks); on the undilated window it is within noise of k02; on the dilated window it is
 // 1.9× slower than k03 (it computes every second score only to mask it) and on Longformer
 // 1.3× slower than k04 (bitmask reads per score on every partial tile).
+// bf16 twin (k06_generic_tiles_bf16, kernels_bf16.h): this body on the bf16 engines of
+// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01,
+// k02 and k05 were: 1.6–2.4× their float32 entries with AVX512-BF16).
+#include "optimized/cpu/flash_tile_bf16.h"
 #include "optimized/cpu/layout_walk.h"
 
 SPARSEATTN_ISA_BEGIN
@@ -23,7 +27,13 @@ SPARSEATTN_ISA_BEGIN
 bool k06_serves(const Pattern&) { return true; }
 
 void k06_generic_tiles(const Inputs& in, const Outputs& out) {
-  run_layout_kernel(in, out, /*coalesce=*/true);
+  run_layout_kernel<Float32Engine>(in, out, /*coalesce=*/true);
+}
+
+void k06_generic_tiles_bf16(const InputsBf16& in, const Outputs& out) {
+  with_bf16_engine([&](auto engine) {
+    run_layout_kernel<decltype(engine)>(in, out, /*coalesce=*/true);
+  });
 }
 
 SPARSEATTN_ISA_END

@@ -24,10 +24,11 @@ struct Piece {
 };
 
 // Feeds tile `t` (already begun with `rows` queries starting at row `r_in_tile` of query
-// tile `qt`) every listed key of qt. `pieces` is the caller's scratch.
-inline void walk_layout_row(const HeadLayout& layout, int64_t qt, int64_t r_in_tile,
-                            const KeyPanel& panel, const uint8_t* key_valid, bool coalesce,
-                            std::vector<Piece>& pieces, FlashTile& t) {
+// tile `qt`) every listed key of qt. `pieces` is the caller's scratch. Panel and Tile: an
+// engine's (common.h, flash_tile_bf16.h).
+template <class Panel, class Tile>
+void walk_layout_row(const HeadLayout& layout, int64_t qt, int64_t r_in_tile, const Panel& panel,
+                     const uint8_t* key_valid, bool coalesce, std::vector<Piece>& pieces, Tile& t) {
   const int64_t T = layout.tile;
   const int64_t words = layout.words_per_row();
   pieces.clear();
@@ -73,10 +74,11 @@ inline void walk_layout_row(const HeadLayout& layout, int64_t qt, int64_t r_in_t
 }
 
 // Runs a layout-walking kernel over every (batch, head, query tile, block of kBr rows).
-inline void run_layout_kernel(const Inputs& in, const Outputs& out, bool coalesce) {
+template <class Engine, class In>
+void run_layout_kernel(const In& in, const Outputs& out, bool coalesce) {
   const Pattern& pattern = *in.pattern;
   const AttentionShape& s = in.shape;
-  const std::vector<KeyPanel> panels = pack_all_keys(in);
+  const auto panels = pack_all_keys<Engine>(in);
   // Heads may have different tiles (per-head patterns mixing block sizes): item counts
   // per head, as a prefix sum. A tile taller than kBr is split into blocks of kBr rows.
   auto blocks_per_tile = [&](int64_t h) { return (pattern.head(h).tile + kBr - 1) / kBr; };
@@ -87,7 +89,7 @@ inline void run_layout_kernel(const Inputs& in, const Outputs& out, bool coalesc
 
 #pragma omp parallel
   {
-    FlashTile t(s.head_dim, s.head_dim_v);
+    typename Engine::Tile t(s.head_dim, s.head_dim_v);
     std::vector<Piece> pieces;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < s.batch * items_per_b; ++item) {
@@ -101,7 +103,7 @@ inline void run_layout_kernel(const Inputs& in, const Outputs& out, bool coalesc
       const int64_t i0 = qt * T + r_in_tile;
       const int64_t rows = std::min({kBr, T - r_in_tile, s.seq_len_q - i0});
       if (rows <= 0) continue;
-      const HeadView hv = head_view(in, out, b, h);
+      const auto hv = head_view(in, out, b, h);
       t.begin(rows, [&](int64_t r) { return hv.q + (i0 + r) * s.head_dim; }, in.scale);
       walk_layout_row(pattern.head(h), qt, r_in_tile, panels[bh], key_padding_row(pattern, b),
                       coalesce, pieces, t);

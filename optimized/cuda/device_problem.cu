@@ -1,5 +1,6 @@
 #include "optimized/cuda/device_problem.h"
 
+#include "core/bfloat16.h"
 #include "registry/float32_guard.h"
 
 #include <cuda_bf16.h>
@@ -31,9 +32,12 @@ std::vector<unsigned char> convert(const Tensor<float>& x, DType dtype) {
       break;
     }
     case DType::bfloat16: {
-      std::vector<__nv_bfloat16> h(n);
-      for (size_t i = 0; i < n; ++i) h[i] = __float2bfloat16_rn(x.data[i]);
-      bytes.resize(n * sizeof(__nv_bfloat16));
+      // core/bfloat16.h's round to nearest even: the rounding the CPU bf16 entries and
+      // round_like_device use too (bit patterns, the layout of __nv_bfloat16).
+      std::vector<uint16_t> h(n);
+      for (size_t i = 0; i < n; ++i) h[i] = float_to_bfloat16(x.data[i]);
+      static_assert(sizeof(__nv_bfloat16) == sizeof(uint16_t), "bf16 is 16 bits");
+      bytes.resize(n * sizeof(uint16_t));
       std::memcpy(bytes.data(), h.data(), bytes.size());
       break;
     }
@@ -138,7 +142,7 @@ Tensor<double> round_like_device(const Tensor<double>& x, DType dtype) {
       case DType::float64: break;
       case DType::float32: e = f; break;
       case DType::float16: e = __half2float(__float2half_rn(f)); break;
-      case DType::bfloat16: e = __bfloat162float(__float2bfloat16_rn(f)); break;
+      case DType::bfloat16: e = bfloat16_to_float(float_to_bfloat16(f)); break;
     }
   }
   return y;

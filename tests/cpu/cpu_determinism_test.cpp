@@ -1,13 +1,16 @@
 // contract §4: the CPU path gives bit-identical outputs whatever the number of OpenMP threads.
 // Each kernel runs a multi-tile case with 1, 2 and 3 threads (3 > cores: a different
-// schedule again), in every SIMD build this CPU can run (optimized/cpu/isa.h); o and lse
-// must match byte for byte within a build.
+// schedule again), in every SIMD build this CPU can run (optimized/cpu/isa.h) and, for the
+// bf16 kernels, with each engine it can run (kernels_bf16.h); o and lse must match byte
+// for byte within a build and engine.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cstring>
+#include <optional>
 
 #include "optimized/cpu/isa.h"
+#include "optimized/cpu/kernels_bf16.h"
 #include "registry/registry.h"
 #include "tests/reference/grid.h"
 #include "tests/reference/test_inputs.h"
@@ -18,8 +21,11 @@ namespace {
 using testing_grid::bigbird;
 using testing_grid::token;
 
-PatternSpec spec_for(const std::string& kernel) {
+// A bf16 kernel (`<name>_bf16`) runs its float32 twin's case.
+PatternSpec spec_for(std::string kernel) {
   using K = PatternKind;
+  if (kernel.size() > 5 && kernel.compare(kernel.size() - 5, 5, "_bf16") == 0)
+    kernel.resize(kernel.size() - 5);
   if (kernel == "cpu_k01_dense_flash") return token(K::dense, 0, 1, true, 64);
   if (kernel == "cpu_k02_window_band") return token(K::window, 50, 1, false, 64);
   if (kernel == "cpu_k03_window_dilated") return token(K::window, 20, 3, false, 64);
@@ -33,9 +39,15 @@ TEST(CpuDeterminism, BitIdenticalWithOneTwoAndThreeThreads) {
   for (const Kernel& kernel : kernels()) {
     if (kernel.target != Target::cpu) continue;
     SCOPED_TRACE(kernel.name);
-    for (const cpu::Isa isa : cpu::supported_isas()) {
+    const bool bf16 = kernel.dtype == DType::bfloat16;
+    for (const cpu::Isa isa : cpu::supported_isas())
+    for (const bool widen : {false, true}) {
+    if (widen && !bf16) continue;  // the float32 kernels have one engine
     SCOPED_TRACE(cpu::isa_name(isa));
     const cpu::ScopedIsa forced(isa);
+    std::optional<cpu::ScopedBf16Widen> forced_widen;
+    if (widen) forced_widen.emplace();
+    SCOPED_TRACE(bf16 ? cpu::bf16_engine() : "float32");
     PatternSpec spec = spec_for(kernel.name);
     spec.key_padding_mask = testing_grid::key_padding(2, 333, 5);
     const Pattern pattern = materialize(spec, {2, 2, 333, 333});

@@ -1,18 +1,25 @@
 // Checks contract §4.3 and §4.7 (every CPU kernel against the oracle at its dtype's tolerance).
 // Every optimized CPU kernel of the registry against the float64 oracle a1_dense_masked,
-// over tests/cpu/cpu_cases.h, in every SIMD build this CPU can run (optimized/cpu/isa.h), at the tolerance the kernel declares (which must be exactly
-// kTolFloat32 — nothing looser). The kernel list comes from the registry, so a kernel
-// added to registry/cpu_kernels.def is tested here without another list.
+// over tests/cpu/cpu_cases.h, in every SIMD build this CPU can run (optimized/cpu/isa.h),
+// at the tolerance the kernel declares (which must be exactly kTolFloat32, or kTolBfloat16
+// for the bf16 kernels — nothing looser). A bf16 kernel is compared with the oracle
+// evaluated on the bf16-rounded inputs (docs/numerics.md), with each engine the CPU can
+// run (kernels_bf16.h: dot where AVX512-BF16 exists, widening always). The kernel list
+// comes from the registry, so a kernel added to registry/cpu_kernels.def is tested here
+// without another list.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <set>
 #include <string>
 
+#include "core/bfloat16.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "reference/attention.h"
 #include "optimized/cpu/isa.h"
+#include "optimized/cpu/kernels_bf16.h"
 #include "registry/registry.h"
 #include "tests/cpu/cpu_cases.h"
 #include "tests/reference/test_inputs.h"
@@ -30,8 +37,9 @@ std::vector<const Kernel*> cpu_kernels() {
   return list;
 }
 
-// The kernels that must serve a pattern: k06 always, the specialized ones for their kind.
-std::set<std::string> expected_servers(const PatternSpec& s) {
+// The kernels that must serve a pattern: k06 always, the specialized ones for their kind;
+// each float32 kernel's bf16 twin likewise.
+std::set<std::string> expected_float32_servers(const PatternSpec& s) {
   std::set<std::string> names = {"cpu_k06_generic_tiles"};
   switch (s.kind) {
     case PatternKind::dense: names.insert("cpu_k01_dense_flash"); break;
@@ -46,23 +54,58 @@ std::set<std::string> expected_servers(const PatternSpec& s) {
   }
   return names;
 }
+std::set<std::string> expected_servers(const PatternSpec& s) {
+  std::set<std::string> names = expected_float32_servers(s);
+  for (const std::string& n : expected_float32_servers(s)) names.insert(n + "_bf16");
+  return names;
+}
 
-TEST(CpuRegistry, LadderIsRegisteredWithTheFloat32Tolerance) {
+bool is_bf16(const Kernel& k) { return k.dtype == DType::bfloat16; }
+
+// Six float32 kernels at kTolFloat32, and for each a bf16 twin `<name>_bf16` at
+// kTolBfloat16 that serves the same pattern kinds.
+TEST(CpuRegistry, LadderIsRegisteredWithItsDtypesTolerance) {
   const std::vector<const Kernel*> list = cpu_kernels();
-  ASSERT_EQ(list.size(), 6u);
+  ASSERT_EQ(list.size(), 12u);
+  int float32 = 0;
   for (const Kernel* k : list) {
     SCOPED_TRACE(k->name);
-    EXPECT_EQ(k->dtype, DType::float32);
     EXPECT_TRUE(k->exact);
     EXPECT_STREQ(k->reference, "a1_dense_masked");
-    EXPECT_EQ(k->atol, kTolFloat32.atol);
-    EXPECT_EQ(k->rtol, kTolFloat32.rtol);
+    if (!is_bf16(*k)) {
+      ++float32;
+      EXPECT_EQ(k->dtype, DType::float32);
+      EXPECT_EQ(k->atol, kTolFloat32.atol);
+      EXPECT_EQ(k->rtol, kTolFloat32.rtol);
+      const Kernel& twin = find_kernel(std::string(k->name) + "_bf16");
+      EXPECT_EQ(twin.dtype, DType::bfloat16);
+      EXPECT_STREQ(twin.patterns, k->patterns);
+      continue;
+    }
+    EXPECT_EQ(k->atol, kTolBfloat16.atol);
+    EXPECT_EQ(k->rtol, kTolBfloat16.rtol);
   }
+  EXPECT_EQ(float32, 6);
+}
+
+// The bf16 engines this CPU can run, as (isa, force widening) pairs: the widening engine
+// in every build, the dot engine in the avx512 build where AVX512-BF16 exists.
+struct Bf16Run {
+  cpu::Isa isa;
+  bool widen;
+};
+std::vector<Bf16Run> bf16_runs() {
+  std::vector<Bf16Run> runs;
+  for (const cpu::Isa isa : cpu::supported_isas()) {
+    runs.push_back({isa, true});
+    if (isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) runs.push_back({isa, false});
+  }
+  return runs;
 }
 
 class CpuVsOracle : public ::testing::TestWithParam<Case> {};
 
-TEST_P(CpuVsOracle, EveryServingKernelMatchesA1AtKTolFloat32) {
+TEST_P(CpuVsOracle, EveryServingKernelMatchesA1AtItsDtypesTolerance) {
   const Case& c = GetParam();
   const Pattern pattern = materialize(c.spec, c.sizes);
   const uint64_t seed = testing_inputs::seed_of(c.name);
@@ -72,6 +115,9 @@ TEST_P(CpuVsOracle, EveryServingKernelMatchesA1AtKTolFloat32) {
   Tensor<double> v = random_tensor({z.batch, z.num_heads, z.seq_len_k, c.head_dim_v}, seed + 2);
   const double* scale = std::isnan(c.scale) ? nullptr : &c.scale;
   const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, scale);
+  // The bf16 kernels' oracle: the same formula on bfloat16(float32(x)) inputs.
+  const AttentionResult oracle_bf16 = a1_dense_masked(
+      round_to_bfloat16(q), round_to_bfloat16(k), round_to_bfloat16(v), pattern, scale);
   const Problem problem = make_problem(q, k, v, pattern, scale);
 
   std::set<std::string> served;
@@ -79,14 +125,27 @@ TEST_P(CpuVsOracle, EveryServingKernelMatchesA1AtKTolFloat32) {
     SCOPED_TRACE(kernel->name);
     if (!kernel->serves(pattern)) continue;
     served.insert(kernel->name);
-    for (const cpu::Isa isa : cpu::supported_isas()) {
-      SCOPED_TRACE(cpu::isa_name(isa));
-      const cpu::ScopedIsa forced(isa);
+    const Tolerance tol{kernel->atol, kernel->rtol};
+    const Tolerance want = is_bf16(*kernel) ? kTolBfloat16 : kTolFloat32;
+    ASSERT_EQ(tol.atol, want.atol);
+    ASSERT_EQ(tol.rtol, want.rtol);
+    const AttentionResult& ref = is_bf16(*kernel) ? oracle_bf16 : oracle;
+    std::vector<Bf16Run> runs;
+    if (is_bf16(*kernel)) {
+      runs = bf16_runs();
+    } else {
+      for (const cpu::Isa isa : cpu::supported_isas()) runs.push_back({isa, false});
+    }
+    for (const Bf16Run& run : runs) {
+      SCOPED_TRACE(cpu::isa_name(run.isa));
+      const cpu::ScopedIsa forced(run.isa);
+      std::optional<cpu::ScopedBf16Widen> widen;
+      if (run.widen) widen.emplace();
+      SCOPED_TRACE(is_bf16(*kernel) ? cpu::bf16_engine() : "float32");
       Output out;
       kernel->run(problem, out);
-      const Tolerance tol{kernel->atol, kernel->rtol};
-      const CheckReport o = check_close(out.o32, oracle.o, tol);
-      const CheckReport lse = check_close(out.lse32, oracle.lse, tol);
+      const CheckReport o = check_close(out.o32, ref.o, tol);
+      const CheckReport lse = check_close(out.lse32, ref.lse, tol);
       EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
       EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
     }
@@ -107,7 +166,9 @@ TEST(CpuRefusal, UnservedPatternThrowsInvalidArgumentNamingPattern) {
       make_problem(random_tensor({1, 1, 16, 4}, 1), random_tensor({1, 1, 16, 4}, 2),
                    random_tensor({1, 1, 16, 4}, 3), pattern, nullptr);
   for (const char* name : {"cpu_k01_dense_flash", "cpu_k02_window_band",
-                           "cpu_k03_window_dilated", "cpu_k04_longformer"}) {
+                           "cpu_k03_window_dilated", "cpu_k04_longformer",
+                           "cpu_k01_dense_flash_bf16", "cpu_k02_window_band_bf16",
+                           "cpu_k03_window_dilated_bf16", "cpu_k04_longformer_bf16"}) {
     SCOPED_TRACE(name);
     const Kernel& kernel = find_kernel(name);
     EXPECT_FALSE(kernel.serves(pattern));
@@ -117,6 +178,7 @@ TEST(CpuRefusal, UnservedPatternThrowsInvalidArgumentNamingPattern) {
       ADD_FAILURE() << "no exception";
     } catch (const InvalidArgument& e) {
       EXPECT_EQ(e.argument(), "pattern");
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
     }
   }
 }

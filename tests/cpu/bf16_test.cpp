@@ -1,0 +1,192 @@
+// Checks contract §4.3 (bf16 inputs: rounding to bfloat16, and what the bf16 CPU entries feed).
+// core/bfloat16.h's round to nearest even on hand-computed bit patterns (ties both ways,
+// ±0, ±inf, NaN, denormals, overflow, float64 inputs rounded through float32), and the
+// registry's bf16 CPU entries: they round with exactly that function (a problem and its
+// pre-rounded copy give bit-identical outputs), and refuse an input bfloat16 cannot hold.
+// Oracle agreement and thread-count determinism: cpu_kernels_test.cpp and
+// cpu_determinism_test.cpp, which cover the bf16 entries with the others.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+
+#include "core/bfloat16.h"
+#include "core/error.h"
+#include "optimized/cpu/isa.h"
+#include "optimized/cpu/kernels_bf16.h"
+#include "registry/registry.h"
+#include "tests/reference/grid.h"
+#include "tests/reference/test_inputs.h"
+
+namespace sparseattn {
+namespace {
+
+float from_bits(uint32_t b) {
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
+}
+uint16_t round_bits(uint32_t b) { return float_to_bfloat16(from_bits(b)); }
+
+TEST(Bfloat16Rounding, ExactValuesKeepTheirTopHalf) {
+  EXPECT_EQ(round_bits(0x3F800000u), 0x3F80u);  // 1
+  EXPECT_EQ(round_bits(0xBFC00000u), 0xBFC0u);  // -1.5
+  EXPECT_EQ(round_bits(0x00000000u), 0x0000u);  // +0
+  EXPECT_EQ(round_bits(0x80000000u), 0x8000u);  // -0 keeps its sign
+  EXPECT_EQ(round_bits(0x7F800000u), 0x7F80u);  // +inf
+  EXPECT_EQ(round_bits(0xFF800000u), 0xFF80u);  // -inf
+  EXPECT_EQ(round_bits(0x7F7F0000u), 0x7F7Fu);  // the largest finite bfloat16
+  EXPECT_EQ(bfloat16_to_float(0x7F7Fu), static_cast<float>(kBfloat16Max));
+}
+
+TEST(Bfloat16Rounding, TiesGoToEvenAndNonTiesToNearest) {
+  // 1 + 2^-8 lies halfway between 1 (0x3F80, even) and 1 + 2^-7 (0x3F81): down.
+  EXPECT_EQ(round_bits(0x3F808000u), 0x3F80u);
+  // 1 + 3·2^-8 lies halfway between 0x3F81 (odd) and 0x3F82 (even): up.
+  EXPECT_EQ(round_bits(0x3F818000u), 0x3F82u);
+  // One float ulp either side of the tie: to the nearer neighbour.
+  EXPECT_EQ(round_bits(0x3F808001u), 0x3F81u);
+  EXPECT_EQ(round_bits(0x3F807FFFu), 0x3F80u);
+  // Negative ties likewise (the sign does not take part).
+  EXPECT_EQ(round_bits(0xBF808000u), 0xBF80u);
+  EXPECT_EQ(round_bits(0xBF818000u), 0xBF82u);
+  // A carry into the exponent: 2 - 2^-9 (0x3FFF8000, tie, 0x3FFF odd) rounds up to 2.
+  EXPECT_EQ(round_bits(0x3FFF8000u), 0x4000u);
+  // 1/3 = 0x3EAAAAAB in float32 -> 0x3EAB (0.333984375).
+  EXPECT_EQ(float_to_bfloat16(1.0f / 3.0f), 0x3EABu);
+  EXPECT_EQ(round_to_bfloat16(1.0 / 3.0), 0.333984375);
+}
+
+TEST(Bfloat16Rounding, OverflowRoundsToInfinityExactlyAsIeee) {
+  EXPECT_EQ(round_bits(0x7F7F7FFFu), 0x7F7Fu);  // below the tie: the largest finite
+  EXPECT_EQ(round_bits(0x7F7F8000u), 0x7F80u);  // the tie, 0x7F7F odd: up to +inf
+  EXPECT_EQ(float_to_bfloat16(FLT_MAX), 0x7F80u);
+  EXPECT_EQ(float_to_bfloat16(-FLT_MAX), 0xFF80u);
+}
+
+TEST(Bfloat16Rounding, DenormalsRoundLikeAnyOtherValue) {
+  // bfloat16's smallest denormal is 0x0001 = 2^-133, float32's 2^-149.
+  EXPECT_EQ(bfloat16_to_float(0x0001u), std::ldexp(1.0f, -133));
+  EXPECT_EQ(round_bits(0x00010000u), 0x0001u);  // 2^-133 exactly
+  EXPECT_EQ(round_bits(0x00000001u), 0x0000u);  // 2^-149: to zero
+  EXPECT_EQ(round_bits(0x00008000u), 0x0000u);  // 2^-134: the tie 0 / 2^-133, to even 0
+  EXPECT_EQ(round_bits(0x00018000u), 0x0002u);  // 1.5·2^-133: the tie, to even 2·2^-133
+  EXPECT_EQ(round_bits(0x80018000u), 0x8002u);
+  EXPECT_EQ(round_bits(0x007FFFFFu), 0x0080u);  // the largest float denormal: up to FLT_MIN
+}
+
+TEST(Bfloat16Rounding, NanStaysNanAndQuiet) {
+  EXPECT_EQ(round_bits(0x7FC00000u), 0x7FC0u);  // the canonical quiet NaN
+  EXPECT_EQ(round_bits(0xFFC00000u), 0xFFC0u);  // its sign is kept
+  EXPECT_EQ(round_bits(0x7F800001u), 0x7FC0u);  // a signalling NaN, payload in the low half
+  EXPECT_EQ(round_bits(0x7FFFFFFFu), 0x7FFFu);  // rounding would carry it into the sign
+  EXPECT_TRUE(std::isnan(bfloat16_to_float(round_bits(0x7F800001u))));
+}
+
+// Every bfloat16 survives the trip through float32 unchanged (NaNs come back quiet).
+TEST(Bfloat16Rounding, EveryBfloat16RoundTrips) {
+  for (uint32_t h = 0; h <= 0xFFFFu; ++h) {
+    const bool nan = (h & 0x7F80u) == 0x7F80u && (h & 0x007Fu) != 0;
+    const uint16_t want = static_cast<uint16_t>(nan ? (h | 0x0040u) : h);
+    ASSERT_EQ(float_to_bfloat16(bfloat16_to_float(static_cast<uint16_t>(h))), want) << h;
+  }
+}
+
+// A float64 is rounded to float32 first (Problem::q32), then to bfloat16: 1 + 2^-8 + 2^-30
+// becomes the float32 1 + 2^-8, a tie that goes to 1 — where rounding the double directly
+// would give 1 + 2^-7. The CUDA entries round the same way (float first).
+TEST(Bfloat16Rounding, Float64RoundsThroughFloat32) {
+  EXPECT_EQ(round_to_bfloat16(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -30)), 1.0);
+  EXPECT_EQ(round_to_bfloat16(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -20)),
+            1.0 + std::ldexp(1.0, -7));
+}
+
+// The engines this CPU can run: (isa, force widening).
+std::vector<std::pair<cpu::Isa, bool>> engines() {
+  std::vector<std::pair<cpu::Isa, bool>> e;
+  for (const cpu::Isa isa : cpu::supported_isas()) {
+    e.emplace_back(isa, true);
+    if (isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) e.emplace_back(isa, false);
+  }
+  return e;
+}
+
+// The entry rounds with float_to_bfloat16: its output on the raw inputs and on inputs
+// rounded beforehand (which the entry's rounding leaves unchanged) are bit-identical, for
+// every bf16 entry and engine. A different rounding (truncation, ties away) would differ
+// for some of the 3·2·150·17 elements.
+TEST(Bf16Entries, RoundInputsToNearestEvenThemselves) {
+  using testing_grid::token;
+  const PatternSpec spec = token(PatternKind::window, 20, 1, false, 16);
+  const Pattern pattern = materialize(spec, {1, 2, 150, 150});
+  const Tensor<double> q = testing_inputs::random_tensor({1, 2, 150, 17}, 21);
+  const Tensor<double> k = testing_inputs::random_tensor({1, 2, 150, 17}, 22);
+  const Tensor<double> v = testing_inputs::random_tensor({1, 2, 150, 17}, 23);
+  const Problem raw = make_problem(q, k, v, pattern, nullptr);
+  const Problem rounded = make_problem(round_to_bfloat16(q), round_to_bfloat16(k),
+                                       round_to_bfloat16(v), pattern, nullptr);
+  int runs = 0;
+  for (const Kernel& kernel : kernels()) {
+    if (kernel.dtype != DType::bfloat16 || kernel.target != Target::cpu) continue;
+    if (!kernel.serves(pattern)) continue;
+    SCOPED_TRACE(kernel.name);
+    for (const auto& [isa, widen] : engines()) {
+      const cpu::ScopedIsa forced(isa);
+      std::optional<cpu::ScopedBf16Widen> forced_widen;
+      if (widen) forced_widen.emplace();
+      SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + cpu::bf16_engine());
+      Output a, b;
+      kernel.run(raw, a);
+      kernel.run(rounded, b);
+      ASSERT_EQ(a.o32.data, b.o32.data);
+      ASSERT_EQ(a.lse32.data, b.lse32.data);
+      ++runs;
+    }
+  }
+  EXPECT_GE(runs, 3);  // k02, k03, k06 at least
+}
+
+// A finite float32 beyond bfloat16's largest finite value would become inf: refused,
+// naming the tensor, before anything is computed (contract §5: never a silent NaN).
+TEST(Bf16Entries, RefuseAnInputBeyondBfloat16Range) {
+  using testing_grid::token;
+  const Pattern pattern = materialize(token(PatternKind::dense, 0, 1, false, 64), {1, 1, 8, 8});
+  Tensor<double> v = testing_inputs::random_tensor({1, 1, 8, 4}, 3);
+  v.data[5] = 3.4e38;  // float32 holds it (< 3.40282e38); bfloat16 rounds it to inf
+  const Problem problem = make_problem(testing_inputs::random_tensor({1, 1, 8, 4}, 1),
+                                       testing_inputs::random_tensor({1, 1, 8, 4}, 2), v,
+                                       pattern, nullptr);
+  for (const char* name : {"cpu_k01_dense_flash_bf16", "cpu_k06_generic_tiles_bf16"}) {
+    SCOPED_TRACE(name);
+    Output out;
+    try {
+      find_kernel(name).run(problem, out);
+      ADD_FAILURE() << "no exception";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.argument(), "v");
+      EXPECT_NE(std::string(e.what()).find("bfloat16"), std::string::npos) << e.what();
+    }
+  }
+  // The float32 kernel holds the same value.
+  Output out;
+  find_kernel("cpu_k01_dense_flash").run(problem, out);
+  EXPECT_TRUE(std::isfinite(out.o32.data[1]));
+}
+
+// The engine choice: the avx2 build always widens (no bf16 instruction there); the avx512
+// build uses vdpbf16ps exactly when the CPU has AVX512-BF16 and no test forces widening.
+TEST(Bf16Entries, EngineFollowsTheBuildAndTheCpu) {
+  for (const cpu::Isa isa : cpu::supported_isas()) {
+    const cpu::ScopedIsa forced(isa);
+    const bool dot = isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16();
+    EXPECT_STREQ(cpu::bf16_engine(), dot ? "dot" : "widen") << cpu::isa_name(isa);
+    const cpu::ScopedBf16Widen widen;
+    EXPECT_STREQ(cpu::bf16_engine(), "widen") << cpu::isa_name(isa);
+  }
+}
+
+}  // namespace
+}  // namespace sparseattn
