@@ -99,24 +99,22 @@ std::string bound_note(const BenchPoint& p, const Ctx& c, double threshold) {
   // exp: its 20 operations per vector of scores against the whole per-score work.
   s += fmt::format("; exp: {} ops per {} scores, {} of the vector work", kExpOps, c.lanes,
                    pct(static_cast<double>(kExpOps) / (2.0 * d + kSoftmaxOpsAll)));
-  // Memory: the chunk copy (2d floats per computed key per 64-row tile) and the panel
-  // packing (K transposed and V once per head: 2·n·d floats read and written).
+  // Memory: the micro-kernels read K and V in place from the panels (optimized/cpu/panel.h;
+  // a chunk that starts off a panel block copies its K, which no target point's chunks
+  // do), so what moves is the packing: K transposed once per head (n·d floats read and
+  // written), V read from the inputs.
   const double keys_per_row =
       p.flops > 0 && p.seq_len > 0 ? p.flops / (4.0 * d * static_cast<double>(p.seq_len)) : 0.0;
-  const double copy_b = 1.0 / (static_cast<double>(kTileRows) / 2.0 * share);  // 8d B / (64·4d·share)
-  const double pack_b = keys_per_row > 0 ? 4.0 / keys_per_row : 0.0;           // 16nd B / (4·nnz·d)
-  s += fmt::format("; memory: {:.3f} B/FLOP chunk copies + {:.4f} B/FLOP panel packing = {:.1f} "
-                   "GB/s at the measured {:.0f} GFLOP/s",
-                   copy_b, pack_b, (copy_b + pack_b) * p.cpu_gflops, p.cpu_gflops);
+  const double pack_b = keys_per_row > 0 ? 2.0 / keys_per_row : 0.0;  // 8nd B / (4·nnz·d)
+  s += fmt::format("; memory: {:.4f} B/FLOP panel packing (K transposed once per head; V and "
+                   "the chunks read in place) = {:.2f} GB/s at the measured {:.0f} GFLOP/s",
+                   pack_b, pack_b * p.cpu_gflops, p.cpu_gflops);
   if (p.family == kBigBird.label)
-    s += " (the random key blocks are scattered: each chunk copy is a cold read, latency-bound)";
-  // k04 masks every band score, not only the band's edge chunks (k02 does): read from
-  // optimized/cpu/k04_longformer.cpp, not measured here.
+    s += " (the random key blocks are scattered over the panel: their first reads miss the cache)";
+  // k04's band mask, read from optimized/cpu/k04_longformer.cpp, not measured here.
   if (p.family == kLongformer.label)
-    s += fmt::format("; mask: k04 tests every band score with a scalar in_band (a modulo and two "
-                     "divisions by the dilation), against {:.0f} cycles of FMAs per score at d {} "
-                     "on {} lanes",
-                     2.0 * d / (2.0 * c.lanes), d, c.lanes);
+    s += "; mask: k04 masks a band row by two fills per edge chunk (dilation 1; a dilated band "
+         "tests every score), and a separate masked chunk of global keys per tile";
   // The verdict: which bound the target meets.
   if (!std::isnan(threshold)) {
     if (threshold > b_hi)
