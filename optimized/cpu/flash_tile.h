@@ -145,28 +145,6 @@ inline void pv_rows(const float* p, int64_t nc, const float* vb, int64_t row_str
   }
 }
 
-template <int R>
-struct Rows {
-  static constexpr int value = R;
-};
-
-template <int R, class F>
-inline void tail_group(int64_t left, int64_t r0, F& f) {
-  if constexpr (R > 0) {
-    if (left == R) return f(Rows<R>{}, r0);
-    tail_group<R - 1>(left, r0, f);
-  }
-}
-
-// Calls f(Rows<G>, r0) over `rows` rows in groups of G, then one group of the 1 .. G-1
-// rows left: the micro-kernels take their row count as a template argument.
-template <int G, class F>
-inline void for_row_groups(int64_t rows, F& f) {
-  int64_t r0 = 0;
-  for (; r0 + G <= rows; r0 += G) f(Rows<G>{}, r0);
-  tail_group<G - 1>(rows - r0, r0, f);
-}
-
 }  // namespace detail
 
 class FlashTile {
@@ -254,9 +232,25 @@ class FlashTile {
   }
 
  private:
+  template <int R>
+  struct Rows {
+    static constexpr int value = R;
+  };
+
+  // Calls f(Rows<kRowGroup>, r0) over the tile in groups of kRowGroup rows, then one
+  // group of the 1 .. kRowGroup-1 rows left.
   template <class F>
   void for_row_groups(F&& f) {
-    detail::for_row_groups<kRowGroup>(rows_, f);
+    int64_t r0 = 0;
+    for (; r0 + kRowGroup <= rows_; r0 += kRowGroup) f(Rows<kRowGroup>{}, r0);
+    tail_group<kRowGroup - 1>(rows_ - r0, r0, f);
+  }
+  template <int R, class F>
+  static void tail_group(int64_t left, int64_t r0, F& f) {
+    if constexpr (R > 0) {
+      if (left == R) return f(Rows<R>{}, r0);
+      tail_group<R - 1>(left, r0, f);
+    }
   }
 
   // Copies the keys of a chunk that does not start on a panel block into kStep-wide

@@ -351,13 +351,28 @@ class Bf16Tile {
   static constexpr float kLn2 = 0.693147180559945309f;
   static constexpr float kLog2e = 1.44269504088896341f;
 
+  template <int R>
+  struct Rows {
+    static constexpr int value = R;
+  };
+
   // Row groups: kRowGroup rows each, then one group of the rows left.
   static int64_t group_start(int64_t r) { return r / detail_bf16::kRowGroup * detail_bf16::kRowGroup; }
   int64_t group_size(int64_t r0) const { return std::min<int64_t>(detail_bf16::kRowGroup, rows_ - r0); }
 
   template <class F>
   void for_row_groups(F&& f) {
-    detail::for_row_groups<detail_bf16::kRowGroup>(rows_, f);
+    int64_t r0 = 0;
+    for (; r0 + detail_bf16::kRowGroup <= rows_; r0 += detail_bf16::kRowGroup)
+      f(Rows<detail_bf16::kRowGroup>{}, r0);
+    tail_group<detail_bf16::kRowGroup - 1>(rows_ - r0, r0, f);
+  }
+  template <int R, class F>
+  static void tail_group(int64_t left, int64_t r0, F& f) {
+    if constexpr (R > 0) {
+      if (left == R) return f(Rows<R>{}, r0);
+      tail_group<R - 1>(left, r0, f);
+    }
   }
 
   // The chunk's keys [u0, u0 + width) as kStep-key blocks in kb_, for a chunk that does
