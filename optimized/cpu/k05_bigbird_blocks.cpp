@@ -20,6 +20,8 @@
 // the scattered random blocks make each chunk copy a cold read).
 // Since the engine reads K and V in place (flash_tile.h, panel.h) a block is no longer
 // copied per query tile: 1 thread, avx512, n = 16384, per CPU-second: 49% → 68–70%.
+// Tried and dropped: prefetching the next listed block's keys and values while a chunk
+// computes (4 runs each: 64–66% against 65–69% without).
 // bf16 twin (k05_bigbird_blocks_bf16, kernels_bf16.h): the same walk on the bf16 engines,
 // kTolBfloat16 on bf16-rounded inputs. Measured (bench_cpu, b 64, r 3, head_dim 64,
 // 1 thread, shared machine, AVX512-BF16): 1.87× the float32 entry at n = 4096, 1.88× at
