@@ -35,7 +35,9 @@ Problem make_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
                      const Pattern& pattern, const double* scale);
 
 // A kernel writes its result in its own dtype: float64 kernels into o/lse,
-// float32 and half-input kernels into o32/lse32 (float32 accumulation).
+// float32 and half-input kernels into o32/lse32 (float32 accumulation). Every element is
+// written; the CPU entries keep o32/lse32 when they already have the output's shape, so a
+// caller running one problem repeatedly (the benchmarks) reuses its buffers.
 struct Output {
   Tensor<double> o, lse;
   Tensor<float> o32, lse32;
