@@ -14,12 +14,7 @@ std::atomic<int> g_override{-1};
 
 const char* kAllowed = "avx2 or avx512";
 
-}  // namespace
-
-std::vector<Isa> supported_isas();
-
-namespace {
-
+// "avx2, avx512": what the refusals say this CPU supports (supported_isas is declared in isa.h).
 std::string supported_list() {
   std::string s;
   for (Isa isa : supported_isas()) s += std::string(s.empty() ? "" : ", ") + isa_name(isa);

@@ -46,7 +46,7 @@ void set_isa_override(std::optional<Isa> isa);
 bool cpu_has_avx512_bf16();
 
 // One line for `sparseattn impls` and benchmark contexts, e.g.
-// "avx512 (supported: avx2, avx512; avx512_bf16: yes)".
+// "avx512 (supported: avx2 avx512; avx512_bf16: yes)".
 std::string isa_summary();
 
 // The FMA peak probe of the active build (fma_probe.cpp): `iterations` rounds of 12
