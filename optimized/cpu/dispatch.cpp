@@ -33,6 +33,8 @@ float fma_probe(int64_t iterations) {
   if (active_isa() == Isa::avx512) return avx512::fma_probe(iterations);
   return avx2::fma_probe(iterations);
 }
-int fma_probe_lanes() { return active_isa() == Isa::avx512 ? 16 : 8; }
+int fma_probe_lanes() {
+  return active_isa() == Isa::avx512 ? avx512::fma_probe_lanes() : avx2::fma_probe_lanes();
+}
 
 }  // namespace sparseattn::cpu

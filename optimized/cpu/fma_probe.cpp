@@ -36,4 +36,6 @@ float fma_probe(int64_t iterations) {
   return total;
 }
 
+int fma_probe_lanes() { return kLanes; }
+
 SPARSEATTN_ISA_END

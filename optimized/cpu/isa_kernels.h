@@ -31,11 +31,13 @@ void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out,
                                 int64_t lane_budget_bytes);
 bool kb02_serves(const Pattern& pattern);
 float fma_probe(int64_t iterations);
+int fma_probe_lanes();
 }  // namespace sparseattn::cpu::avx2
 
 namespace sparseattn::cpu::avx512 {
 SPARSEATTN_CPU_FORWARD_KERNELS(SPARSEATTN_DECLARE_FORWARD)
 float fma_probe(int64_t iterations);
+int fma_probe_lanes();
 }  // namespace sparseattn::cpu::avx512
 
 #undef SPARSEATTN_DECLARE_FORWARD
