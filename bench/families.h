@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "reference/pattern/spec.h"
+#include "pattern/spec.h"
 
 namespace sparseattn::bench {
 

@@ -8,13 +8,15 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/inputs.h"
-#include "cli/pattern_flags.h"
+#include "api/inputs.h"
+#include "api/pattern_flags.h"
 #include "core/error.h"
 #include "core/npy.h"
 #include "realdata/locality.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 
 namespace {
 

@@ -6,7 +6,7 @@
 //                     [--dout DO.npy [--dq DQ.npy] [--dk DK.npy] [--dv DV.npy]]
 //                     [pattern flags] [compatibility flags]
 //
-// Compatibility flags (contract §3.12, cli/compat_flags.h): --compat hf-bigbird (--impl
+// Compatibility flags (contract §3.12, api/compat_flags.h): --compat hf-bigbird (--impl
 // a1_dense_masked or cpu_k07_hf_listing), --global-mask, --q-global/--k-global/--v-global
 // (any kernel serving longformer, run per batch element), --attention-window. Forward only.
 // Shapes (contract §1): q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv]; o [B,H,Lq,Dv] and lse
@@ -25,16 +25,18 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/compat_flags.h"
-#include "cli/conventions.h"
-#include "cli/inputs.h"
-#include "cli/results.h"
+#include "api/compat_flags.h"
+#include "api/conventions.h"
+#include "api/inputs.h"
+#include "api/results.h"
 #include "core/error.h"
 #include "core/npy.h"
 #include "registry/backward.h"
 #include "registry/registry.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 
 namespace {
 

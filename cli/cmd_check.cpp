@@ -29,18 +29,20 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
-#include "cli/check_report.h"
+#include "api/check_report.h"
 #include "cli/commands.h"
-#include "cli/compat_flags.h"
-#include "cli/conventions.h"
-#include "cli/inputs.h"
-#include "cli/results.h"
+#include "api/compat_flags.h"
+#include "api/conventions.h"
+#include "api/inputs.h"
+#include "api/results.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "core/npy.h"
 #include "reference/attention.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 
 namespace {
 

@@ -11,7 +11,7 @@
 // What is compared with what (printed again in the table header, because a speedup is
 // only as honest as its baseline):
 //   * Inputs: q, k, v [1, H, N, D], seeded normals (SplitMix64 counter PRNG from
-//     reference/pattern/prng.h + Box-Muller) rounded to multiples of 1/32 in [-4, 4).
+//     pattern/prng.h + Box-Muller) rounded to multiples of 1/32 in [-4, 4).
 //     Such values are exact in float16, bfloat16 and float32, so the float32 and the
 //     half-input kernels all see exactly the oracle's inputs and one oracle serves all.
 //   * The oracle a1_dense_masked (float64) costs O(N^2) per head whatever the pattern, so
@@ -36,16 +36,18 @@
 #include <optional>
 
 #include "cli/commands.h"
-#include "cli/inputs.h"
+#include "api/inputs.h"
 #include "cli/demo_patterns.h"
-#include "cli/pattern_file.h"
+#include "api/pattern_file.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "core/npy.h"
-#include "reference/pattern/prng.h"
+#include "pattern/prng.h"
 #include "registry/registry.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 
 namespace {
 

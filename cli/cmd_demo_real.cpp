@@ -14,6 +14,8 @@
 
 namespace sparseattn::cli {
 
+using namespace api;  // the shared services below every front end (api/)
+
 namespace {
 
 std::vector<int64_t> parse_layers(const std::string& text) {

@@ -5,11 +5,13 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/inputs.h"
+#include "api/inputs.h"
 #include "core/npy.h"
 #include "realdata/position_extension.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 
 void register_extend_positions(CLI::App& app) {
   struct Flags {

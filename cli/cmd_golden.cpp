@@ -21,15 +21,17 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/pattern_flags.h"
-#include "cli/results.h"
+#include "api/pattern_flags.h"
+#include "api/results.h"
 #include "core/error.h"
 #include "core/npy.h"
 #include "reference/attention.h"
 #include "reference/backward/backward.h"
-#include "reference/pattern/prng.h"
+#include "pattern/prng.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 
 namespace {
 

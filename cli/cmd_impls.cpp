@@ -19,10 +19,12 @@
 #include "cli/commands.h"
 #include "optimized/cpu/isa.h"
 #include "registry/backward.h"
-#include "cli/results.h"
+#include "api/results.h"
 #include "registry/registry.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 
 namespace {
 

@@ -16,12 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/inputs.h"
-#include "cli/results.h"
-#include "cli/seq_range.h"
+#include "api/inputs.h"
+#include "api/results.h"
+#include "api/seq_range.h"
 #include "core/error.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 
 namespace {
 

@@ -16,14 +16,16 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "cli/compat_flags.h"
-#include "cli/conventions.h"
-#include "cli/inputs.h"
-#include "cli/results.h"
+#include "api/compat_flags.h"
+#include "api/conventions.h"
+#include "api/inputs.h"
+#include "api/results.h"
 #include "core/error.h"
 #include "core/npy.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 
 namespace {
 

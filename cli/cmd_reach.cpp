@@ -10,7 +10,7 @@
 //               {"pattern": "window", "window": 2},
 //               {"heads": [{"pattern": "window", "window": 2, "dilation": 3},
 //                          {"pattern": "window", "window": 1}]}]}
-// (or --pattern-file with the same {"layers": [...]} object; cli/pattern_file.h). Keys are
+// (or --pattern-file with the same {"layers": [...]} object; api/pattern_file.h). Keys are
 // the pattern flags' names without "--" ("num_random_blocks" or "num-random-blocks");
 // "heads" (or a plain list inside "layers") gives one pattern per head (the layer's edges
 // are their union); .npy paths are relative to the JSON file's folder. With fewer entries than --layers the last one repeats; past the stack the last
@@ -29,10 +29,10 @@
 
 #include "cli/commands.h"
 #include "cli/figures.h"
-#include "cli/inputs.h"
-#include "cli/results.h"
-#include "cli/pattern_file.h"
-#include "cli/seq_range.h"
+#include "api/inputs.h"
+#include "api/results.h"
+#include "api/pattern_file.h"
+#include "api/seq_range.h"
 #include "core/error.h"
 #include "graph/measures.h"
 #include "graph/reach.h"
@@ -40,6 +40,8 @@
 #include "graph/spectral.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 
 namespace {
 

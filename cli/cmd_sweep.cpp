@@ -18,14 +18,16 @@
 
 #include "bench/peak_probe.h"
 #include "cli/commands.h"
-#include "cli/inputs.h"
-#include "cli/pattern_file.h"
-#include "cli/seq_range.h"
+#include "api/inputs.h"
+#include "api/pattern_file.h"
+#include "api/seq_range.h"
 #include "cli/sweep.h"
 #include "core/error.h"
 #include "core/npy.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 
 namespace {
 

@@ -4,9 +4,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/pattern_flags.h"
+#include "api/pattern_flags.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 
 void register_attend(CLI::App& app);
 void register_mask(CLI::App& app);

@@ -5,6 +5,8 @@
 
 namespace sparseattn::cli {
 
+using namespace api;  // the shared services below every front end (api/)
+
 int& exit_code_ref() {
   static int code = 0;
   return code;

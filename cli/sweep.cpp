@@ -26,6 +26,7 @@
 
 namespace sparseattn::cli {
 
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

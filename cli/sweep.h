@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 #include "registry/registry.h"
 
 namespace sparseattn::cli {

@@ -1,7 +1,7 @@
 """Exercise 2 — the (dilated, possibly causal) sliding-window mask, one-sided width.
 
 Read first: docs/contract.md §3.1 (bottom-right alignment), §3.3 (window);
-reference/pattern/band.h (band_steps: the same arithmetic); docs/notation.md (the peers'
+pattern/band.h (band_steps: the same arithmetic); docs/notation.md (the peers'
 conventions: HF Longformer's attention_window is 2·w).
 Grade: make exercises
 """

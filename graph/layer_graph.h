@@ -1,5 +1,5 @@
 // The graph view of a pattern (contract §6): a stack of attention layers as a directed graph
-// on tokens, taken from the canonical layout every kernel computes (reference/pattern).
+// on tokens, taken from the canonical layout every kernel computes (pattern).
 //
 // Edge j -> i in layer ℓ when query i of some head of layer ℓ may attend key j
 // (information flows from key to query), plus the self edge i -> i of the residual path.
@@ -18,8 +18,8 @@
 #include <memory>
 #include <vector>
 
-#include "reference/pattern/layout.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/layout.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn::graph {
 

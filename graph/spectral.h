@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn::graph {
 

@@ -4,7 +4,7 @@
 # The Longformer family (Beltagy et al. 2020, §3.1): each query attends a window of
 # neighbours, optionally dilated, plus a few global tokens. Each mask is drawn right after it
 # is defined, from `Pattern.mask` — the same canonical layout every kernel reads
-# (`reference/pattern/materialize.cpp`; contract §3.3, §3.4; docs/patterns.md).
+# (`pattern/materialize.cpp`; contract §3.3, §3.4; docs/patterns.md).
 # Then the peers' window conventions side by side (docs/notation.md), the most common source
 # of a "my implementation differs" report.
 

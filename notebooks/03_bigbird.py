@@ -7,7 +7,7 @@
 # 1. the **global** blocks 0 and nb−1 (and those two query blocks attend everything),
 # 2. its **sliding** neighbours q−1, q, q+1,
 # 3. `num_random_blocks` **random** blocks, drawn from those not already allowed
-#    (`reference/pattern/prng.h`, contract §3.10).
+#    (`pattern/prng.h`, contract §3.10).
 #
 # We draw the block table, gather the keys one query block reads (what
 # `reference/a4_bigbird_blocks.cpp` and `optimized/cpu/k05_bigbird_blocks.cpp` do), check

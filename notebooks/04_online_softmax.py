@@ -94,7 +94,7 @@ assert np.abs(acc2 / l2 - o_ref[0]).max() > 1e-3
 # ## The tiled reference a5 against the oracle
 #
 # `a5_flash_tiled` runs the same recurrence over square tiles of the pattern's layout
-# (`reference/pattern/layout.h`): tiles the layout does not list are skipped, full tiles are
+# (`pattern/layout.h`): tiles the layout does not list are skipped, full tiles are
 # computed without a mask, partial ones masked element by element. Which tiles a window
 # pattern lists, at a tile of 16:
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "reference/pattern/band.h"
+#include "pattern/band.h"
 
 namespace sparseattn::realdata {
 

@@ -13,7 +13,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "reference/attention.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 #include "registry/registry.h"
 
 namespace sparseattn::realdata {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "realdata/dataset.h"
-#include "reference/pattern/spec.h"
+#include "pattern/spec.h"
 
 namespace sparseattn::realdata {
 

@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "core/npy.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn::realdata {
 

@@ -1,7 +1,7 @@
 // a3 — the band. Changed since a2: no key list at all. For a sliding (possibly dilated,
 // possibly causal) window the allowed keys of query i are an arithmetic progression,
 //   j = p + dilation·t,  t_lo <= t <= t_hi,   p = i + seq_len_k - seq_len_q,
-// so the row computes its keys from band_steps() (reference/pattern/band.h, the same
+// so the row computes its keys from band_steps() (pattern/band.h, the same
 // arithmetic the pattern builder and the CUDA window kernels use) instead of reading them.
 //
 // Why: this is how window kernels are written (Longformer's sliding-chunks and dilated

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "reference/attention.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 #include "reference/validate.h"
 
 namespace sparseattn {

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "core/tensor.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn {
 

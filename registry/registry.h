@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn {
 

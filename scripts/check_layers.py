@@ -4,24 +4,26 @@
 Usage:  scripts/check_layers.py [--root DIR]    check #include "..." lines and CMake links
         scripts/check_layers.py --self-test     check this checker on in-memory examples
 
-The layers, lowest first (a file belongs to the longest folder prefix listed):
+A folder is a layer. The layers, lowest first:
 
   0  core/                      tensors, .npy, errors, tolerances, the checker
-  1  reference/pattern/         PatternSpec -> materialize() -> Pattern (the one pattern source)
-  2  registry/registry.h, registry/backward.h, registry/float32_guard.h, registry/*.def
-                                the registry's interface: the Kernel/Problem/Output types and
-                                the X-macro lists each kernel layer implements (entries.cpp)
+  1  pattern/                   PatternSpec -> materialize() -> Pattern (the one pattern source)
+  2  registry/                  the registry's interface: the Kernel/Problem/Output types and
+                                the X-macro lists (*.def) each kernel layer implements
   3  reference/                 the reference ladder (float64) and the approximations
   4  optimized/cpu/, optimized/cuda/, graph/
                                 kernels and the graph view, side by side: none includes another
-  5  registry/                  the registry itself (registry.cpp: every kernel in one list)
-  6  realdata/                  the real-data job, built on the registry
-  7  cli/, bench/, tools/, tests/
-                                programs: they may use every library and each other's headers
+  5  api/                       what every front end calls: the kernel table built from the
+                                lists, input checks, check and its report, conventions, pattern
+                                files, results, the measurement harness
+  6  realdata/                  the real-data job, built on api/
+  7  cli/, python/, bench/, tools/
+                                the front ends and programs, side by side: none includes another
+  8  tests/                     may include every layer
 
-A file may include (and a CMake target may link) its own module or a strictly lower layer.
-Two different modules of one layer below 7 may not include each other. Nothing outside
-these folders is checked. Exit status: 0 clean; 1 with one "file:line: what" per finding.
+A file may include (and a CMake target may link) its own folder or a strictly lower layer;
+two folders of one layer never include each other. Nothing outside these folders is
+checked. Exit status: 0 clean; 1 with one "file:line: what" per finding.
 Python 3 standard library only.
 """
 from __future__ import annotations
@@ -33,50 +35,46 @@ import re
 import subprocess
 import sys
 
-# (pattern, rank[, module]): folders end with "/", single files may use fnmatch wildcards;
-# entries naming the same module (the registry's interface headers) may include each other.
+# (folder, rank): a file belongs to the longest folder listed that holds it.
 LAYERS = [
     ("core/", 0),
-    ("reference/pattern/", 1),
-    ("registry/registry.h", 2, "registry interface"),
-    ("registry/backward.h", 2, "registry interface"),
-    ("registry/float32_guard.h", 2, "registry interface"),
-    ("registry/*.def", 2, "registry interface"),
+    ("pattern/", 1),
+    ("registry/", 2),
     ("reference/", 3),
     ("optimized/cpu/", 4),
     ("optimized/cuda/", 4),
     ("graph/", 4),
-    ("registry/", 5),
+    ("api/", 5),
     ("realdata/", 6),
     ("cli/", 7),
+    ("python/", 7),
     ("bench/", 7),
     ("tools/", 7),
-    ("tests/", 7),
+    ("tests/", 8),
 ]
-TOP = 7
+TOP = 8
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh", ".def", ".inc")
 
 
 def module_of(path: str) -> tuple[str, int] | None:
-    """(module, rank) of a repository path, or None when no layer holds it."""
+    """(folder, rank) of a repository path, or None when no layer holds it."""
     best = None
-    for pattern, rank, *module in LAYERS:
-        if pattern.endswith("/"):
-            hit = path.startswith(pattern)
-        else:
-            hit = fnmatch.fnmatchcase(path, pattern)
-        if hit and (best is None or len(pattern) > best[2]):
-            best = (module[0] if module else pattern, rank, len(pattern))
-    return None if best is None else (best[0], best[1])
+    for folder, rank in LAYERS:
+        if path.startswith(folder) and (best is None or len(folder) > len(best[0])):
+            best = (folder, rank)
+    return best
 
 
 def allowed(src: tuple[str, int], dst: tuple[str, int]) -> bool:
-    if src[0] == dst[0]:
-        return True
-    if dst[1] < src[1]:
-        return True
-    return src[1] == dst[1] == TOP
+    """Own folder, a strictly lower layer, or anything from tests/."""
+    return src[0] == dst[0] or dst[1] < src[1]
+
+
+def why(src: tuple[str, int], dst: tuple[str, int]) -> str:
+    if src[1] == dst[1]:
+        return "two folders of one layer may not depend on each other"
+    return "a lower layer may not depend on a higher one"
 
 
 def check_includes(files: dict[str, str]) -> list[str]:
@@ -99,7 +97,7 @@ def check_includes(files: dict[str, str]) -> list[str]:
                 continue
             problems.append(
                 f"{path}:{lineno}: includes {target} (layer {dst[1]}, {dst[0]}) from layer "
-                f"{src[1]} ({src[0]}): a lower layer may not depend on a higher one")
+                f"{src[1]} ({src[0]}): {why(src, dst)}")
     return problems
 
 
@@ -140,8 +138,7 @@ def check_cmake(files: dict[str, str]) -> list[str]:
                     if not allowed(src, dst):
                         problems.append(
                             f"{path}:{lineno}: {args[0]} (layer {src[1]}, {src[0]}) links {dep} "
-                            f"(layer {dst[1]}, {dst[0]}, defined in {where[dep]}): a lower layer "
-                            "may not depend on a higher one")
+                            f"(layer {dst[1]}, {dst[0]}, defined in {where[dep]}): {why(src, dst)}")
     return problems
 
 
@@ -161,31 +158,44 @@ def load(root: str) -> dict[str, str]:
 
 def self_test() -> int:
     base = {
-        "core/tensor.h": "", "reference/pattern/pattern.h": '#include "core/tensor.h"\n',
-        "registry/registry.h": '#include "reference/pattern/pattern.h"\n',
+        "core/tensor.h": "", "pattern/pattern.h": '#include "core/tensor.h"\n',
+        "registry/registry.h": '#include "pattern/pattern.h"\n',
         "registry/cpu_kernels.def": "", "realdata/dataset.h": "", "graph/reach.h": "",
-        "optimized/cpu/flash_tile.h": "", "cli/pattern_flags.h": "", "tests/reference/grid.h": "",
+        "reference/validate.h": "", "api/check_report.h": "", "cli/commands.h": "",
+        "bench/validate.h": "",
+        "optimized/cpu/flash_tile.h": "", "python/src/arrays.h": "", "tests/reference/grid.h": "",
         "core/CMakeLists.txt": "add_library(sparseattn_core tensor.cpp)\n",
         "reference/CMakeLists.txt": "add_library(sparseattn_reference a.cpp)\n",
         "realdata/CMakeLists.txt": "add_library(sparseattn_realdata d.cpp)\n",
+        "bench/CMakeLists.txt": "add_library(sparseattn_benchkit v.cpp)\n",
     }
     bad = [
         ("reference/approx/measure.cpp", '#include "realdata/dataset.h"'),
-        ("core/check.cpp", '#include "reference/pattern/pattern.h"'),
-        ("reference/pattern/layout.cpp", '#include "registry/registry.h"'),
+        ("core/check.cpp", '#include "pattern/pattern.h"'),
+        ("pattern/layout.cpp", '#include "registry/registry.h"'),
+        ("registry/registry.h", '#include "reference/validate.h"'),  # the interface stays low
         ("optimized/cpu/k01.cpp", '#include "graph/reach.h"'),
         ("graph/layer_graph.cpp", '  #  include "optimized/cpu/flash_tile.h"'),
-        ("realdata/job.cpp", '#include "cli/pattern_flags.h"'),
+        ("realdata/job.cpp", '#include "cli/commands.h"'),
+        ("api/check_report.cpp", '#include "cli/commands.h"'),
+        ("python/src/module.cpp", '#include "cli/commands.h"'),  # front ends are siblings
+        ("cli/cmd_sweep.cpp", '#include "bench/validate.h"'),
+        ("bench/bench_cpu.cpp", '#include "tests/reference/grid.h"'),
         ("reference/CMakeLists.txt",
          "add_library(sparseattn_reference a.cpp)\n"
          "target_link_libraries(sparseattn_reference PUBLIC sparseattn_core\n  sparseattn_realdata)"),
+        ("cli/CMakeLists.txt",
+         "add_executable(sparseattn main.cpp)\n"
+         "target_link_libraries(sparseattn PRIVATE sparseattn_benchkit)"),
     ]
     good = [
         ("reference/entries.cpp", '#include "registry/registry.h"'),
         ("optimized/cuda/entries.cu", '#include "registry/cpu_kernels.def"'),
         ("optimized/cpu/k01.cpp", '#include "flash_tile.h"'),  # same folder, relative
+        ("api/registry.cpp", '#include "reference/validate.h"'),
+        ("python/src/module.cpp", '#include "api/check_report.h"'),
         ("tools/approx.cpp", '#include "realdata/dataset.h"'),
-        ("bench/bench_cpu.cpp", '#include "tests/reference/grid.h"'),  # programs share
+        ("tests/cli/grid_test.cpp", '#include "cli/commands.h"\n#include "bench/validate.h"'),
         ("realdata/job.cpp", '#include <CLI/CLI.hpp>\n#include "graph/reach.h"'),
         ("reference/CMakeLists.txt",
          "add_library(sparseattn_reference a.cpp)\n# sparseattn_realdata is higher\n"

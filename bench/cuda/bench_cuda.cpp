@@ -46,7 +46,7 @@
 #include "optimized/cuda/launchers.h"
 #include "optimized/cuda/packed_pattern.h"
 #include "reference/attention.h"
-#include "reference/pattern/prng.h"
+#include "pattern/prng.h"
 #include "registry/registry.h"
 
 namespace sparseattn {

@@ -18,15 +18,15 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "cli/pattern_flags.h"
+#include "api/pattern_flags.h"
 #include "core/error.h"
 #include "core/npy.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 int main(int argc, char** argv) {
   using namespace sparseattn;
   CLI::App app{"cuda_block_mask: a pattern's tile table as [heads, q_tiles, k_tiles] uint8"};
-  cli::PatternFlags flags;
+  api::PatternFlags flags;
   int64_t seq_len = 0, num_heads = 1, tile = 64;
   std::string out;
   bool element = false;
@@ -35,10 +35,10 @@ int main(int argc, char** argv) {
   app.add_option("--tile", tile, "tile side for token-level patterns (>= 1)");
   app.add_option("--out", out, "output .npy path")->required();
   app.add_flag("--element", element, "write the element mask [heads, seq_len, seq_len] instead (seq_len <= 8192)");
-  cli::add_pattern_flags(&app, flags);
+  api::add_pattern_flags(&app, flags);
   try {
     app.parse(argc, argv);
-    PatternSpec spec = cli::to_spec(flags);
+    PatternSpec spec = api::to_spec(flags);
     spec.tile = tile;
     if (element)
       require(seq_len >= 1 && seq_len <= 8192, "--seq-len", seq_len, "--element writes seq_len^2 bytes per head: 1 .. 8192");

@@ -20,7 +20,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn::cpu {
 

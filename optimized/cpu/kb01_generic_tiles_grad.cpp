@@ -35,7 +35,7 @@
 #include "optimized/cpu/grad_kernels.h"
 #include "optimized/cpu/grad_block.h"
 #include "optimized/cpu/simd.h"
-#include "reference/pattern/column_layout.h"
+#include "pattern/column_layout.h"
 
 SPARSEATTN_ISA_BEGIN
 

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "optimized/cpu/grad_block.h"
-#include "reference/pattern/column_layout.h"
+#include "pattern/column_layout.h"
 
 SPARSEATTN_ISA_BEGIN
 

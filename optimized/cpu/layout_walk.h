@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "optimized/cpu/common.h"
-#include "reference/pattern/layout.h"
+#include "pattern/layout.h"
 
 SPARSEATTN_ISA_BEGIN
 

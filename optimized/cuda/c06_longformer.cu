@@ -8,7 +8,7 @@
 //
 // What changed since c05, and why: a global token attends every key and every query
 // attends it (contract §3). c06 does not restate that rule: the canonical layout
-// (reference/pattern/layout.h, uploaded once by device_pattern) already lists, for each
+// (pattern/layout.h, uploaded once by device_pattern) already lists, for each
 // query tile, the band's tiles plus every tile holding a global key — and every key tile
 // for a tile holding a global query — each once (set semantics, contract §2), the band's
 // diagonal edge as partial tiles with their bitmask. So c06 walks the packed layout

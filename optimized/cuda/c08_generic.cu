@@ -6,7 +6,7 @@
 // head_dim, head_dim_v in [1, 256].
 //
 // What changed since c07, and why: c07 trusted that every listed tile is full. The
-// canonical HeadLayout (reference/pattern/layout.h) also has partial tiles — a window's
+// canonical HeadLayout (pattern/layout.h) also has partial tiles — a window's
 // diagonal edge, token-level random keys, an explicit mask — each with a bitmask of
 // `tile` rows. c08 reads the bit of each (query, key) pair of a partial tile and skips
 // the lookup for full ones; the tile table says which. It is the kernel of last resort:

@@ -30,7 +30,7 @@
 
 #include "core/error.h"
 #include "optimized/cuda/device_runtime.h"
-#include "reference/pattern/column_layout.h"
+#include "pattern/column_layout.h"
 #include "registry/backward.h"
 
 namespace sparseattn {

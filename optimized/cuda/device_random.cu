@@ -10,7 +10,7 @@
 #include <cmath>
 
 #include "optimized/cuda/tiling.h"
-#include "reference/pattern/prng.h"
+#include "pattern/prng.h"
 
 namespace sparseattn {
 namespace cuda {

@@ -1,11 +1,11 @@
-// HeadView: one head's HeadLayout (reference/pattern/layout.h) as raw arrays, the form
+// HeadView: one head's HeadLayout (pattern/layout.h) as raw arrays, the form
 // the CUDA kernels read. The same struct points at host memory (tests) or at device
 // memory (kernels); the lookups below are SPARSEATTN_HD so both sides share one rule.
 #pragma once
 
 #include <cstdint>
 
-#include "reference/pattern/hd.h"
+#include "pattern/hd.h"
 
 namespace sparseattn {
 namespace cuda {

@@ -10,7 +10,7 @@
 
 #include "optimized/cuda/head_view.h"
 #include "optimized/cuda/tiling.h"
-#include "reference/pattern/band.h"
+#include "pattern/band.h"
 
 namespace sparseattn {
 namespace cuda {

@@ -11,8 +11,8 @@
 
 #include "optimized/cuda/head_view.h"
 #include "optimized/cuda/tiling.h"
-#include "reference/pattern/band.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/band.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn {
 namespace cuda {

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "reference/pattern/band.h"
-#include "reference/pattern/hd.h"
+#include "pattern/band.h"
+#include "pattern/hd.h"
 
 namespace sparseattn {
 namespace cuda {

@@ -427,7 +427,7 @@ class CheckReport:
     probable_cause: Optional[str] = None
     probes: Optional[Dict[str, Any]] = None
     conventions: str = ""
-    # On a failing o: the peer convention that would explain it (cli/convention_hint.h).
+    # On a failing o: the peer convention that would explain it (api/convention_hint.h).
     hint: Optional[str] = None
 
     def __bool__(self) -> bool:

@@ -2,7 +2,7 @@
 
 A :class:`Pattern` is a description independent of sizes, like the CLI's pattern flags;
 each method materializes it for the sizes it is given with the library's ``materialize()``
-(reference/pattern/pattern.h), the one canonical layout every kernel, the oracle and the
+(pattern/pattern.h), the one canonical layout every kernel, the oracle and the
 graph module read.
 """
 from __future__ import annotations
@@ -169,7 +169,7 @@ class Pattern:
                dilation: int = 1, causal: bool = False, seed: int = 0) -> "Pattern":
         """Longformer plus ``num_random`` random keys per query, drawn without replacement
         from the keys not already allowed, by the counter-based PRNG keyed with (seed,
-        head, row) (contract §3; reference/pattern/prng.h). Fewer when fewer remain.
+        head, row) (contract §3; pattern/prng.h). Fewer when fewer remain.
 
         Parameters
         ----------

@@ -1,6 +1,6 @@
 // sparseattn._sparseattn — the C++ half of the Python package: thin functions over the
 // project's libraries (reference/, optimized/, registry/, graph/, realdata/, and the
-// CLI's shared code in cli/results.h and cli/pattern_flags.h), so Python and the CLI run
+// CLI's shared code in api/results.h and api/pattern_flags.h), so Python and the CLI run
 // the same code. The public API, its docstrings and its argument checks live in
 // python/sparseattn/*.py; everything here is private (underscore module).
 //
@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/inputs.h"
-#include "cli/pattern_flags.h"
-#include "cli/results.h"
+#include "api/inputs.h"
+#include "api/pattern_flags.h"
+#include "api/results.h"
 #include "core/error.h"
 #include "graph/layer_graph.h"
 #include "optimized/cpu/isa.h"
@@ -33,7 +33,7 @@
 #include "realdata/position_extension.h"
 #include "reference/approx/nystrom.h"
 #include "reference/approx/performer_favor.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 #include "registry/backward.h"
 #include "registry/registry.h"
 
@@ -116,7 +116,7 @@ py::object to_python(const nlohmann::json& j) {
 
 // ---- patterns -----------------------------------------------------------------------------
 
-// The pattern's parameters as the CLI reads them (cli::to_spec: the same range checks and
+// The pattern's parameters as the CLI reads them (api::to_spec: the same range checks and
 // messages); arrays come from NumPy instead of .npy files.
 PatternSpec make_spec(const std::string& kind, bool causal, int64_t window, int64_t dilation,
                       const std::vector<int64_t>& global_tokens, int64_t num_random,
@@ -149,7 +149,7 @@ PatternSpec make_spec(const std::string& kind, bool causal, int64_t window, int6
     if (mask) s.mask = mask_tensor(*mask, "mask");
     return s;
   }
-  cli::PatternFlags f;
+  api::PatternFlags f;
   f.pattern = kind;
   f.causal = causal;
   f.window = window;
@@ -163,7 +163,7 @@ PatternSpec make_spec(const std::string& kind, bool causal, int64_t window, int6
   f.num_random_blocks = num_random_blocks;
   f.num_global_tokens = num_global_tokens;
   f.seed = seed;
-  PatternSpec s = cli::to_spec(f);
+  PatternSpec s = api::to_spec(f);
   if (random_table) s.random_table = int_tensor(*random_table, "random_table");
   return s;
 }
@@ -199,7 +199,7 @@ py::array mask(const PatternSpec& spec, int64_t num_heads, int64_t seq_len_q, in
   Tensor<uint8_t> m;
   {
     py::gil_scoped_release nogil;
-    m = cli::allowed_mask(materialize(s, z));
+    m = api::allowed_mask(materialize(s, z));
   }
   return to_numpy(std::move(m));
 }
@@ -210,7 +210,7 @@ py::object info(const PatternSpec& spec, int64_t num_heads, int64_t seq_len_q, i
   nlohmann::json j;
   {
     py::gil_scoped_release nogil;
-    j = cli::info_json(materialize(spec, sizes_of(1, num_heads, seq_len_q, seq_len_k)), head_dim);
+    j = api::info_json(materialize(spec, sizes_of(1, num_heads, seq_len_q, seq_len_k)), head_dim);
   }
   return to_python(j);
 }
@@ -241,7 +241,7 @@ py::dict block_mask(const PatternSpec& spec, int64_t num_heads, int64_t seq_len_
       const Pattern own = materialize(spec, z);
       PatternSpec s;
       s.kind = PatternKind::explicit_mask;
-      s.mask = cli::allowed_mask(own);
+      s.mask = api::allowed_mask(own);
       s.mask->shape = {z.num_heads, z.seq_len_q, z.seq_len_k};
       s.tile = block_size;
       p = materialize(s, z);
@@ -292,9 +292,9 @@ Inputs read_inputs(const ArrayView& q, const ArrayView& k, const ArrayView* v) {
     in.v.shape = as_rank4(in.v.shape, "v");
     in.shape = attention_shape(in.q.shape, in.k.shape, in.v.shape);
   }
-  cli::require_finite(in.q, "q");
-  cli::require_finite(in.k, "k");
-  if (v != nullptr) cli::require_finite(in.v, "v");
+  api::require_finite(in.q, "q");
+  api::require_finite(in.k, "k");
+  if (v != nullptr) api::require_finite(in.v, "v");
   return in;
 }
 
@@ -310,7 +310,7 @@ int64_t count_nan(const Tensor<T>& x) {
 // Returns (o [B,H,Lq,Dv], lse [B,H,Lq], rows whose lse is NaN: an approximation's
 // undefined estimate, dq, dk, dv). o is never NaN: a kernel that produced one is refused,
 // as the CLI does. Given dout [B,H,Lq,Dv] (contract §7), the backward entry the CLI's
-// `attend --impl <impl> --dout` runs (cli::backward_for) consumes this forward pass's o and
+// `attend --impl <impl> --dout` runs (api::backward_for) consumes this forward pass's o and
 // lse and dq [B,H,Lq,D], dk [B,H,Lk,D], dv [B,H,Lk,Dv] come back in its dtype; otherwise
 // they are None. dout is checked (shape, finiteness) before any O(n^2) work.
 py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
@@ -329,11 +329,11 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
     Inputs in = read_inputs(qv, kv, &vv);
     const AttentionShape& a = in.shape;
     const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
-    const Kernel& kernel = cli::serving_kernel(impl, pattern);
+    const Kernel& kernel = api::serving_kernel(impl, pattern);
     Tensor<double> dout;
     if (dv) {
-      grad = &cli::backward_for(impl);
-      dout = cli::checked_dout(to_tensor(*dv), a, "dout");
+      grad = &api::backward_for(impl);
+      dout = api::checked_dout(to_tensor(*dv), a, "dout");
     }
     const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
                                          pattern, scale_ptr(scale));
@@ -341,7 +341,7 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
     const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
     require(o_nan == 0, "impl", kernel.name,
             "produced " + std::to_string(o_nan) + " NaN values in o");
-    if (grad != nullptr) gout = cli::run_backward(*grad, problem, out, std::move(dout), impl);
+    if (grad != nullptr) gout = api::run_backward(*grad, problem, out, std::move(dout), impl);
   }
   const int64_t lse_nan = count_nan(out.lse) + count_nan(out.lse32);
   const bool f64 = out.o.numel() > 0 || out.o32.numel() == 0;
@@ -376,7 +376,7 @@ py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::ar
     Inputs in = read_inputs(qv, kv, &vv);
     const AttentionShape& a = in.shape;
     const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
-    const Kernel& kernel = cli::serving_kernel(impl, pattern);
+    const Kernel& kernel = api::serving_kernel(impl, pattern);
     const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
                                          pattern, scale_ptr(scale));
     for (int64_t i = 0; i < warmup + repeats; ++i) {
@@ -409,9 +409,9 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
                  const std::map<std::string, std::string>& conventions,
                  std::optional<py::array> dout_arr, std::vector<std::optional<py::array>> grad_arrs,
                  std::vector<std::string> grad_dtypes) {
-  // Convention flags (cli/conventions.h) by their CLI names without "--"; the layout is
+  // Convention flags (api/conventions.h) by their CLI names without "--"; the layout is
   // handled in Python (a transpose), so bhsd arrives here.
-  cli::ConventionFlags cf;
+  api::ConventionFlags cf;
   for (const auto& [key, value] : conventions) {
     if (key == "lse_base") cf.lse_base = value;
     else if (key == "padded_queries") cf.padded_queries = value;
@@ -421,13 +421,13 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
     else throw InvalidArgument("conventions", key, "must be lse_base, padded_queries, "
                                "key_padding_polarity, causal_align or masked_score");
   }
-  const cli::Conventions conv = cli::parse_conventions(cf);
+  const api::Conventions conv = api::parse_conventions(cf);
   require(!conv.masked_score || !dout_arr, "masked_score", cf.masked_score,
           "must be -inf with dout (the gradient oracle removes masked keys)");
   auto tol_of = [&](const std::string& dtype) {
-    Tolerance t = cli::tolerance_for(dtype == "float16"   ? cli::CandidateDtype::float16
-                                     : dtype == "float32" ? cli::CandidateDtype::float32
-                                                          : cli::CandidateDtype::float64);
+    Tolerance t = api::tolerance_for(dtype == "float16"   ? api::CandidateDtype::float16
+                                     : dtype == "float32" ? api::CandidateDtype::float32
+                                                          : api::CandidateDtype::float64);
     if (atol) t.atol = *atol;
     if (rtol) t.rtol = *rtol;
     return t;
@@ -449,34 +449,34 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
     py::gil_scoped_release nogil;
     const Inputs in = read_inputs(qv, kv, &vv);
     const AttentionShape& a = in.shape;
-    const Pattern pattern = cli::apply_pattern_conventions(
+    const Pattern pattern = api::apply_pattern_conventions(
         materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k)), conv);
     // Candidates' shapes are checked before the oracle's O(n^2) work.
     Tensor<double> o = to_tensor(ov);
-    cli::require_candidate_shape(o.shape, {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
+    api::require_candidate_shape(o.shape, {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
     Tensor<double> lse;
     if (lv) {
       lse = to_tensor(*lv);
-      cli::require_candidate_shape(lse.shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
+      api::require_candidate_shape(lse.shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
     }
     Tensor<double> dout, grads[3];
-    cli::GradientCandidate cands[3];
+    api::GradientCandidate cands[3];
     if (dov) {
-      dout = cli::checked_dout(to_tensor(*dov), a, "dout");
+      dout = api::checked_dout(to_tensor(*dov), a, "dout");
       const Shape want[3] = {{a.batch, a.num_heads, a.seq_len_q, a.head_dim},
                              {a.batch, a.num_heads, a.seq_len_k, a.head_dim},
                              {a.batch, a.num_heads, a.seq_len_k, a.head_dim_v}};
       for (int t = 0; t < 3; ++t) {
         if (!gv[t]) continue;
         grads[t] = to_tensor(*gv[t]);
-        cli::require_candidate_shape(grads[t].shape, want[t], grad_names[t]);
+        api::require_candidate_shape(grads[t].shape, want[t], grad_names[t]);
         cands[t] = {&grads[t], tol_of(grad_dtypes[t])};
       }
     }
-    j = cli::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
+    j = api::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
                                   lv ? &lse : nullptr, lse_tol, conv, &s);
     if (dov)
-      cli::check_gradients_against_oracle(j, in.q, in.k, in.v, pattern, scale_ptr(scale), dout,
+      api::check_gradients_against_oracle(j, in.q, in.k, in.v, pattern, scale_ptr(scale), dout,
                                           cands[0], cands[1], cands[2]);
   }
   return to_python(j);
@@ -535,7 +535,7 @@ py::object reach(const std::vector<std::pair<PatternSpec, int64_t>>& layers, int
                  const std::string& level) {
   require(!layers.empty(), "pattern", "[]", "must be a Pattern or a non-empty list of them");
   require(num_layers >= 1, "layers", num_layers, "must be an integer >= 1");
-  cli::ReachRequest request;
+  api::ReachRequest request;
   request.token = token;
   request.path = path;
   if (level == "token") request.level = graph::LevelChoice::token;
@@ -551,7 +551,7 @@ py::object reach(const std::vector<std::pair<PatternSpec, int64_t>>& layers, int
           materialize(spec, sizes_of(1, heads, seq_len, seq_len))));
     for (int64_t l = 0; l < num_layers; ++l)
       stack.layers.push_back(built[std::min<size_t>(static_cast<size_t>(l), built.size() - 1)]);
-    j = cli::reach_json(cli::compute_reach(stack, request), request);
+    j = api::reach_json(api::compute_reach(stack, request), request);
   }
   return to_python(j);
 }
@@ -580,7 +580,7 @@ py::array positions_extended(const py::array& table_arr, int64_t length, double 
   {
     py::gil_scoped_release nogil;
     const Tensor<double> table = to_tensor(tv);
-    cli::require_finite(table, "table");
+    api::require_finite(table, "table");
     out = realdata::extend_positions(table, length, alpha);
   }
   return to_numpy(std::move(out));
@@ -617,8 +617,8 @@ PYBIND11_MODULE(_sparseattn, m) {
   m.def("reach", &reach);
   m.def("analyze", &analyze);
   m.def("extend_positions", &positions_extended);
-  m.def("impls", [] { return to_python(cli::impls_json()); });
+  m.def("impls", [] { return to_python(api::impls_json()); });
   m.def("cpu_isa", [] { return cpu::isa_summary(); });
-  m.def("grad_impls", [] { return to_python(cli::grad_impls_json()); });
+  m.def("grad_impls", [] { return to_python(api::grad_impls_json()); });
   m.def("python_names", &python_names);
 }

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "reference/ladder_common.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn {
 namespace approx {

@@ -1,4 +1,4 @@
-// Standard normal numbers from the project's counter-based PRNG (reference/pattern/prng.h)
+// Standard normal numbers from the project's counter-based PRNG (pattern/prng.h)
 // by Box–Muller (Box & Muller 1958) — no standard-library distribution, whose algorithm
 // differs between libraries (draws must reproduce). Performer's random features and the Gaussian
 // inputs of the approximation measurements both draw here.
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "reference/pattern/prng.h"
+#include "pattern/prng.h"
 
 namespace sparseattn {
 

@@ -10,7 +10,7 @@
 
 #include "core/tensor.h"
 #include "reference/attention.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn {
 

@@ -13,7 +13,7 @@
 #include "reference/approx/approx_common.h"
 #include "reference/approx/gaussian.h"
 #include "reference/ladder_common.h"
-#include "reference/pattern/prng.h"
+#include "pattern/prng.h"
 
 namespace sparseattn {
 

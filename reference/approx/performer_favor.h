@@ -12,13 +12,13 @@
 
 #include "core/tensor.h"
 #include "reference/attention.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn {
 
 struct FavorOptions {
   int64_t num_features = 256;  // m, the number of random features (>= 1)
-  uint64_t seed = 0;           // keys the PRNG streams (reference/pattern/prng.h)
+  uint64_t seed = 0;           // keys the PRNG streams (pattern/prng.h)
   bool orthogonal = true;      // ORF (paper §2.4); false: i.i.d. Gaussian rows (§2.3)
 };
 

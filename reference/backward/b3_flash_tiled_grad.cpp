@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "reference/backward/grad_common.h"
-#include "reference/pattern/column_layout.h"
+#include "pattern/column_layout.h"
 
 namespace sparseattn {
 

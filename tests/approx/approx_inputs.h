@@ -9,8 +9,8 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "reference/approx/gaussian.h"
-#include "reference/pattern/pattern.h"
-#include "reference/pattern/prng.h"
+#include "pattern/pattern.h"
+#include "pattern/prng.h"
 
 namespace sparseattn::testing_approx {
 

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "core/tensor.h"
-#include "reference/pattern/prng.h"
+#include "pattern/prng.h"
 
 namespace sparseattn::testing_cli {
 

@@ -7,7 +7,7 @@
 
 #include "cli_harness.h"
 #include "core/npy.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn::testing_cli {
 namespace {

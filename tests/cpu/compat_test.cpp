@@ -18,7 +18,7 @@
 #include "optimized/cpu/compat_kernels.h"
 #include "reference/attention.h"
 #include "reference/compat.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn {
 namespace {

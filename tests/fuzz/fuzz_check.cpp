@@ -9,7 +9,7 @@
 // passes and the shapes agree (leading 1s aside); a NaN or an Inf where the reference is
 // finite never passes; budget_used <= 1 exactly when it passes; report_json() is valid JSON.
 //
-// The `check` subcommand itself (its report, probes and conventions, cli/results.cpp) is
+// The `check` subcommand itself (its report, probes and conventions, api/results.cpp) is
 // not linked here: it needs the whole CPU library set built with clang, which would double
 // the fuzz build; its bad inputs are covered by tests/cli instead.
 #include <fuzzer/FuzzedDataProvider.h>

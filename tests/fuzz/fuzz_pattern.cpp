@@ -3,7 +3,7 @@
 // 2^63, negatives), on small sequences (seq_len <= 40, num_heads <= 3).
 //
 // Two paths, chosen by the first byte:
-//   - flags: a PatternFlags exactly as the CLI parses it, through cli::build_pattern()
+//   - flags: a PatternFlags exactly as the CLI parses it, through api::build_pattern()
 //     (to_spec() then materialize(), with the error renaming the CLI does);
 //   - spec: a PatternSpec built directly, adding what only files or the library can give
 //     (random_table, segment_ids, an explicit mask, key_padding_mask, per-head specs,
@@ -23,9 +23,9 @@
 #include <cstdlib>
 #include <limits>
 
-#include "cli/pattern_flags.h"
+#include "api/pattern_flags.h"
 #include "fuzz_common.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 #include "tests/reference/allowed_spec.h"
 
 namespace {
@@ -153,7 +153,7 @@ bool print_inputs() {
   return on;
 }
 
-void print_command(const cli::PatternFlags& f, const PatternSizes& z) {
+void print_command(const api::PatternFlags& f, const PatternSizes& z) {
   std::string c = "sparseattn mask --seq-len " + std::to_string(z.seq_len_q) + " --seq-len-k " +
                   std::to_string(z.seq_len_k) + " --num-heads " + std::to_string(z.num_heads) +
                   " --pattern '" + f.pattern + "' --window " + std::to_string(f.window) +
@@ -289,7 +289,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   PatternSpec spec;
   try {
     if (via_flags) {
-      cli::PatternFlags f;
+      api::PatternFlags f;
       f.pattern = kind_name;
       // Which flags are set: mostly those the kind reads (others are refused by name).
       f.window = d.ConsumeBool() ? any_int(d) : f.window;
@@ -304,7 +304,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (kind_name == "hierarchical" || kind_name == "explicit") return 0;  // need files
       // Unset the flags this kind does not read unless asked to keep one stray flag.
       if (d.ConsumeIntegralInRange<int>(0, 15) != 0) {
-        const cli::PatternFlags def;
+        const api::PatternFlags def;
         const bool band = kind_name == "window" || kind_name == "longformer" || kind_name == "random";
         const bool block = kind_name == "bigbird" || kind_name == "bigbird-etc";
         if (!band) f.window = def.window, f.dilation = def.dilation;
@@ -316,8 +316,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (kind_name != "random" && !block) f.seed = def.seed;
       }
       if (print_inputs()) print_command(f, z);
-      spec = cli::to_spec(f);
-      const Pattern p = cli::build_pattern(f, z);
+      spec = api::to_spec(f);
+      const Pattern p = api::build_pattern(f, z);
       FUZZ_REQUIRE(small, "build_pattern() accepted invalid sizes");
       check_pattern(p, spec, z);
       return 0;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "graph/layer_graph.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn::graph::testing {
 

@@ -1,4 +1,4 @@
-// allowed_spec(): contract §3's table written out again, independently of reference/pattern/,
+// allowed_spec(): contract §3's table written out again, independently of pattern/,
 // one predicate per row of the table, straight from the text. Tests compare every
 // materialized mask with it, pair by pair. It is deliberately slow and literal: no tiles,
 // no band arithmetic shared with the library (band.h is not included), no PRNG — random
@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn::testing_spec {
 

@@ -1,5 +1,5 @@
 // Checks contract §3.3 (window): the band arithmetic band.h shares with every kernel, by hand.
-// reference/pattern/band.h on its own (the window arithmetic the pattern builder, a3, the
+// pattern/band.h on its own (the window arithmetic the pattern builder, a3, the
 // CPU window kernels and the CUDA kernels share), against values worked out by hand from
 // contract §3: query i sits at key position p = i + seq_len_k - seq_len_q (bottom-right)
 // and may attend j = p + d·t, |t| <= w (t <= 0 if causal), 0 <= j < seq_len_k.
@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "reference/pattern/band.h"
+#include "pattern/band.h"
 
 namespace sparseattn {
 namespace {

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 #include "tests/reference/allowed_spec.h"
 
 namespace sparseattn {

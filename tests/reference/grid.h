@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 #include "tests/reference/test_inputs.h"
 
 namespace sparseattn::testing_grid {

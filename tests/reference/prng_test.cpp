@@ -1,5 +1,5 @@
 // Checks contract §3.10 (random draws: the counter-based PRNG).
-// The counter-based PRNG (reference/pattern/prng.h) against values computed outside this
+// The counter-based PRNG (pattern/prng.h) against values computed outside this
 // code base: SplitMix64's published first output for seed 0, and a Python restatement of
 // docs/patterns.md's algorithm. A change of mixing constants, key derivation, counter
 // use or rejection rule fails here, before it silently changes every random pattern.
@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "reference/pattern/prng.h"
+#include "pattern/prng.h"
 
 namespace sparseattn {
 namespace {

@@ -1,5 +1,5 @@
 // Checks contract §3.13 (one pattern source) and §5.2 (errors name the field) for pattern files.
-// `--pattern-file P.json` (cli/pattern_file.h) must give exactly the PatternSpec, and so the
+// `--pattern-file P.json` (api/pattern_file.h) must give exactly the PatternSpec, and so the
 // mask, that the same flags give: every flag combination is written out by flags_to_json,
 // read back by spec_from_pattern_file and compared, spec by spec and mask by mask. A per-head
 // list gives each head its own pattern; a bad file gets one line naming the file and field.
@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "cli/pattern_file.h"
-#include "cli/pattern_flags.h"
+#include "api/pattern_file.h"
+#include "api/pattern_flags.h"
 #include "core/error.h"
 #include "core/npy.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
-namespace sparseattn::cli {
+namespace sparseattn::api {
 namespace {
 
 class PatternFile : public ::testing::Test {
@@ -234,4 +234,4 @@ TEST_F(PatternFile, NpyPathsAreRelativeToTheFile) {
 }
 
 }  // namespace
-}  // namespace sparseattn::cli
+}  // namespace sparseattn::api

@@ -11,12 +11,14 @@
 #include <stdexcept>
 #include <thread>
 
-#include "cli/seq_range.h"
+#include "api/seq_range.h"
 #include "cli/sweep.h"
 #include "core/error.h"
 #include "registry/registry.h"
 
 namespace sparseattn::cli {
+
+using namespace api;  // the shared services below every front end (api/)
 namespace {
 
 using V = std::vector<int64_t>;

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "reference/attention.h"
-#include "reference/pattern/pattern.h"
+#include "pattern/pattern.h"
 
 using namespace sparseattn;
 

@@ -1,0 +1,276 @@
+// Pattern files (api/pattern_file.h): JSON -> the pattern flags -> to_spec(), so a file
+// and the flags reach the one pattern source through the same checks.
+#include "api/pattern_file.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/npy.h"
+
+namespace sparseattn::api {
+
+namespace {
+
+// "where.key" below a list element ("...[1].window"), "where: key" below the file itself.
+std::string field(const std::string& where, const std::string& key) {
+  return where + (!where.empty() && where.back() == ']' ? "." : ": ") + key;
+}
+
+// An error of to_spec() names a flag ("--window", "--segment-ids shape"); in a file the
+// user wrote a field, so name that ("p.json: [1].window"). Other errors pass unchanged.
+[[noreturn]] void rethrow_as_field(const InvalidArgument& e, const std::string& where) {
+  const std::string& arg = e.argument();
+  const std::string what = e.what();
+  const std::string head = "invalid " + arg + " = ";
+  const size_t colon = what.find(": ", head.size());
+  if (arg.rfind("--", 0) != 0 || what.compare(0, head.size(), head) != 0 ||
+      colon == std::string::npos)
+    throw e;
+  const size_t end = std::min(arg.find_first_of(" [", 2), arg.size());
+  std::string key = arg.substr(2, end - 2);
+  for (char& c : key)
+    if (c == '-') c = '_';
+  throw InvalidArgument(field(where, key) + arg.substr(end),
+                        what.substr(head.size(), colon - head.size()), what.substr(colon + 2));
+}
+
+int64_t get_int(const nlohmann::json& v, const std::string& name) {
+  require(v.is_number_integer(), name, v.dump(), "must be a JSON integer (e.g. 64, not 64.0 or \"64\")");
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    require(u <= static_cast<uint64_t>(INT64_MAX), name, v.dump(), "must be an integer below 2^63");
+    return static_cast<int64_t>(u);
+  }
+  return v.get<int64_t>();
+}
+
+std::string get_path(const nlohmann::json& v, const std::string& name, const std::string& base_dir) {
+  require(v.is_string() && !v.get<std::string>().empty(), name, v.dump(),
+          "must be a non-empty string naming a .npy file (relative to the JSON file's folder)");
+  const std::filesystem::path p = v.get<std::string>();
+  return p.is_absolute() || base_dir.empty() ? p.string()
+                                             : (std::filesystem::path(base_dir) / p).string();
+}
+
+PatternSpec spec_of(const nlohmann::json& object, const std::string& where,
+                    const std::string& base_dir) {
+  const PatternFlags f = flags_from_json(object, where, base_dir);
+  try {
+    return to_spec(f);
+  } catch (const InvalidArgument& e) {
+    rethrow_as_field(e, where);
+  }
+}
+
+}  // namespace
+
+std::string folder_of(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+nlohmann::json read_json_file(const std::string& flag, const std::string& path) {
+  std::ifstream in(path);
+  require(in.good(), flag, path, "must be a readable JSON file");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    // nlohmann's message says where ("syntax error while parsing ... at line 3, column 7").
+    std::string why = e.what();
+    const size_t bracket = why.find("] ");
+    if (why.rfind("[json.exception", 0) == 0 && bracket != std::string::npos)
+      why = why.substr(bracket + 2);
+    throw InvalidArgument(flag, path, "must be valid JSON: " + why);
+  }
+}
+
+PatternFlags flags_from_json(const nlohmann::json& o, const std::string& where,
+                             const std::string& base_dir) {
+  require(o.is_object(), where, o.dump(),
+          "must be an object of pattern flags, e.g. {\"pattern\": \"window\", \"window\": 64}");
+  PatternFlags f;
+  for (const auto& [raw_key, value] : o.items()) {
+    std::string key = raw_key;
+    for (char& c : key)
+      if (c == '-') c = '_';
+    const std::string name = field(where, raw_key);
+    if (key == "pattern") {
+      require(value.is_string(), name, value.dump(), "must be a string naming the kind, e.g. \"window\"");
+      f.pattern = value.get<std::string>();
+      require(f.pattern != "per-head" && f.pattern != "per_head", name, value.dump(),
+              "a per-head pattern is written as a list of patterns, one per head");
+    } else if (key == "window") {
+      f.window = get_int(value, name);
+    } else if (key == "dilation") {
+      f.dilation = get_int(value, name);
+    } else if (key == "causal") {
+      require(value.is_boolean(), name, value.dump(), "must be true or false");
+      f.causal = value.get<bool>();
+    } else if (key == "global") {
+      if (value.is_array()) {
+        for (size_t g = 0; g < value.size(); ++g) {
+          const int64_t pos = get_int(value[g], name + "[" + std::to_string(g) + "]");
+          require(pos >= 0, name + "[" + std::to_string(g) + "]", pos,
+                  "must be a token position, an integer >= 0");
+          f.global += (f.global.empty() ? "" : ",") + std::to_string(pos);
+        }
+        require(!value.empty(), name, value.dump(), "must list at least one token position");
+      } else {
+        require(value.is_string(), name, value.dump(),
+                "must be a list of token positions, e.g. [0, 511]");
+        f.global = value.get<std::string>();
+      }
+    } else if (key == "num_random") {
+      f.num_random = get_int(value, name);
+    } else if (key == "block_size") {
+      f.block_size = get_int(value, name);
+    } else if (key == "num_random_blocks") {
+      f.num_random_blocks = get_int(value, name);
+    } else if (key == "num_global_tokens") {
+      f.num_global_tokens = get_int(value, name);
+    } else if (key == "seed") {
+      require(value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0),
+              name, value.dump(), "must be a JSON integer in [0, 2^64)");
+      f.seed = value.get<uint64_t>();
+    } else if (key == "random_table") {
+      f.random_table = get_path(value, name, base_dir);
+    } else if (key == "segment_ids") {
+      f.segment_ids = get_path(value, name, base_dir);
+    } else if (key == "mask") {
+      f.mask = get_path(value, name, base_dir);
+    } else if (key == "key_padding_mask") {
+      f.key_padding_mask = get_path(value, name, base_dir);
+    } else {
+      throw InvalidArgument(name, value.dump(),
+                            "unknown key; keys are the pattern flags' names without \"--\" "
+                            "(pattern, window, dilation, causal, global, num_random, block_size, "
+                            "num_random_blocks, num_global_tokens, random_table, segment_ids, "
+                            "mask, key_padding_mask, seed)");
+    }
+  }
+  return f;
+}
+
+FilePattern pattern_from_json(const nlohmann::json& entry, const std::string& where,
+                              const std::string& base_dir) {
+  FilePattern out;
+  if (entry.is_object() && entry.contains("layers"))
+    throw InvalidArgument(field(where, "layers"), "[...]",
+                          "per-layer files are read by `sparseattn reach` only; give one "
+                          "pattern or a list of per-head patterns");
+  const nlohmann::json* heads = nullptr;
+  std::string heads_where = where;
+  std::string padding;
+  if (entry.is_array()) {
+    heads = &entry;
+  } else if (entry.is_object() && entry.contains("heads")) {
+    heads = &entry.at("heads");
+    heads_where = field(where, "heads");
+    for (const auto& [key, value] : entry.items()) {
+      if (key == "heads") continue;
+      require(key == "key_padding_mask" || key == "key-padding-mask", field(where, key),
+              value.dump(), "beside \"heads\" only \"key_padding_mask\" may appear");
+      padding = get_path(value, field(where, key), base_dir);
+    }
+    require(heads->is_array(), heads_where, heads->dump(), "must be a list of per-head patterns");
+  }
+  if (heads == nullptr) {
+    out.spec = spec_of(entry, where, base_dir);
+    return out;
+  }
+  require(!heads->empty(), heads_where, "[]", "must list one pattern per head (at least one)");
+  out.spec.kind = PatternKind::per_head;
+  for (size_t h = 0; h < heads->size(); ++h) {
+    // "p.json: [1]" for a plain list, "p.json: heads[1]", "... layers[0][1]" in a layer.
+    const bool plain = heads == &entry && !where.empty() && where.back() != ']';
+    const std::string at = (plain ? where + ": " : heads_where) + "[" + std::to_string(h) + "]";
+    const nlohmann::json& e = (*heads)[h];
+    require(e.is_object(), at, e.dump(), "must be an object of pattern flags (one head's pattern)");
+    require(!e.contains("key_padding_mask") && !e.contains("key-padding-mask"),
+            field(at, "key_padding_mask"), "...",
+            "applies to the whole pattern, not one head: give it beside \"heads\" or as a flag");
+    out.spec.per_head.push_back(spec_of(e, at, base_dir));
+  }
+  if (!padding.empty()) out.spec.key_padding_mask = read_npy_mask(padding, field(where, "key_padding_mask"));
+  out.num_heads = static_cast<int64_t>(heads->size());
+  return out;
+}
+
+PatternSpec spec_from_pattern_file(const PatternFlags& flags) {
+  const std::string where = "--pattern-file " + flags.pattern_file;
+  // The file replaces the pattern flags: a flag given beside it would be ignored silently.
+  PatternFlags others = flags;
+  others.pattern_file.clear();
+  others.key_padding_mask.clear();
+  const nlohmann::json extra = flags_to_json(others);
+  if (!extra.empty()) {
+    std::string flag = extra.begin().key();
+    for (char& c : flag)
+      if (c == '_') c = '-';
+    throw InvalidArgument("--" + flag, extra.begin().value().dump(),
+                          "--pattern-file replaces the pattern flags; write it in " +
+                              flags.pattern_file + " instead");
+  }
+  const nlohmann::json doc = read_json_file("--pattern-file", flags.pattern_file);
+  PatternSpec spec = pattern_from_json(doc, where, folder_of(flags.pattern_file)).spec;
+  if (!flags.key_padding_mask.empty()) {
+    require(!spec.key_padding_mask, "--key-padding-mask", flags.key_padding_mask,
+            "the pattern file already names a key_padding_mask; give one of them");
+    spec.key_padding_mask = read_npy_mask(flags.key_padding_mask, "--key-padding-mask");
+  }
+  return spec;
+}
+
+int64_t pattern_file_heads(const PatternFlags& flags) {
+  if (flags.pattern_file.empty()) return 0;
+  const nlohmann::json doc = read_json_file("--pattern-file", flags.pattern_file);
+  if (doc.is_array()) return static_cast<int64_t>(doc.size());
+  if (doc.is_object() && doc.contains("heads") && doc.at("heads").is_array())
+    return static_cast<int64_t>(doc.at("heads").size());
+  return 0;
+}
+
+nlohmann::json read_layer_entries(const std::string& flag, const std::string& path) {
+  const nlohmann::json doc = read_json_file(flag, path);
+  if (!(doc.is_object() && doc.contains("layers"))) return nlohmann::json::array();
+  const nlohmann::json& layers = doc.at("layers");
+  require(layers.is_array() && !layers.empty() && doc.size() == 1, flag + " " + path + ": layers",
+          layers.dump(), "must be the only key, a non-empty list of per-layer patterns");
+  return layers;
+}
+
+nlohmann::json flags_to_json(const PatternFlags& f) {
+  const PatternFlags d;
+  nlohmann::json j = nlohmann::json::object();
+  if (f.pattern != d.pattern) j["pattern"] = f.pattern;
+  if (f.window != d.window) j["window"] = f.window;
+  if (f.dilation != d.dilation) j["dilation"] = f.dilation;
+  if (f.causal != d.causal) j["causal"] = f.causal;
+  if (!f.global.empty()) {
+    // "I,J" -> [I, J] when it parses; otherwise the text, for to_spec() to report.
+    nlohmann::json list = nlohmann::json::array();
+    bool ok = true;
+    size_t start = 0;
+    while (ok && start <= f.global.size()) {
+      const size_t end = std::min(f.global.find(',', start), f.global.size());
+      const std::string item = f.global.substr(start, end - start);
+      ok = !item.empty() && item.size() < 19 && item.find_first_not_of("0123456789") == std::string::npos;
+      if (ok) list.push_back(std::stoll(item));
+      start = end + 1;
+    }
+    j["global"] = ok ? list : nlohmann::json(f.global);
+  }
+  if (f.num_random != d.num_random) j["num_random"] = f.num_random;
+  if (f.block_size != d.block_size) j["block_size"] = f.block_size;
+  if (f.num_random_blocks != d.num_random_blocks) j["num_random_blocks"] = f.num_random_blocks;
+  if (f.num_global_tokens != d.num_global_tokens) j["num_global_tokens"] = f.num_global_tokens;
+  if (!f.random_table.empty()) j["random_table"] = f.random_table;
+  if (!f.segment_ids.empty()) j["segment_ids"] = f.segment_ids;
+  if (!f.mask.empty()) j["mask"] = f.mask;
+  if (!f.key_padding_mask.empty()) j["key_padding_mask"] = f.key_padding_mask;
+  if (f.seed != d.seed) j["seed"] = f.seed;
+  return j;
+}
+
+}  // namespace sparseattn::api

@@ -1,0 +1,287 @@
+// The shared pattern flags (api/pattern_flags.h). Each flag's help gives its unit and
+// range in the field's words; to_spec() checks ranges that do not depend on the sizes
+// (materialize() checks the rest, e.g. --global against seq_len), and refuses a flag
+// that the chosen --pattern would silently ignore.
+#include "api/pattern_flags.h"
+
+#include "api/pattern_file.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <set>
+#include <utility>
+
+#include "core/error.h"
+#include "core/npy.h"
+
+namespace sparseattn::api {
+
+namespace {
+
+// Which kinds read which flag. A flag set away from its default for a kind that does not
+// read it is an error: `--pattern bigbird --window 256` must not quietly run something
+// other than what the user wrote.
+struct FlagUse {
+  const char* flag;
+  std::set<PatternKind> kinds;
+};
+
+const std::set<PatternKind> kBandKinds = {PatternKind::window, PatternKind::longformer,
+                                          PatternKind::random};
+const std::set<PatternKind> kBlockKinds = {PatternKind::bigbird, PatternKind::bigbird_etc};
+
+std::string kind_list(const std::set<PatternKind>& kinds) {
+  std::string s;
+  for (PatternKind k : kinds) s += (s.empty() ? "" : ", ") + std::string(pattern_kind_name(k));
+  return s;
+}
+
+void require_used(bool is_set, const char* flag, const std::string& value, PatternKind kind,
+                  const std::set<PatternKind>& readers) {
+  if (is_set && readers.count(kind) == 0)
+    throw InvalidArgument(flag, value,
+                          std::string("not used by --pattern ") + pattern_kind_name(kind) +
+                              "; it applies to --pattern " + kind_list(readers));
+}
+
+// "3,17,4095" -> {3, 17, 4095}. Positions are checked against seq_len by materialize().
+std::vector<int64_t> parse_positions(const std::string& text) {
+  std::vector<int64_t> out;
+  if (text.empty()) return out;
+  const std::string allowed = "comma-separated token positions, integers >= 0 (e.g. 0,1,4095)";
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    char* stop = nullptr;
+    errno = 0;
+    const long long v = item.empty() ? -1 : std::strtoll(item.c_str(), &stop, 10);
+    if (item.empty() || *stop != '\0' || errno == ERANGE || v < 0)
+      throw InvalidArgument("--global", text, allowed);
+    out.push_back(v);
+    start = end + 1;
+  }
+  return out;
+}
+
+// CLI11 alone reads integers with strtoll(text, 0): "010" is octal eight, "08" fails,
+// "0x10" is sixteen; it also wraps "-1" into 2^64-1 for an unsigned flag and clamps an
+// overflowing integer to the type's maximum. This validator sees the text first: it
+// accepts only decimal digits (and a leading '-' for signed flags), checks the range, and
+// rewrites the text without its leading zeros, so the conversion that follows can only
+// read decimal (contract §5: integers are decimal, "010" is ten).
+std::string decimal_integer(std::string& text, bool is_signed) {
+  const std::string range = is_signed ? "[-2^63, 2^63)" : "[0, 2^64)";
+  const std::string allowed = text + " must be an integer in " + range +
+                              ", written in decimal (a leading 0 is still decimal: 010 is ten)";
+  const bool negative = is_signed && !text.empty() && text[0] == '-';
+  const size_t digits = negative ? 1 : 0;
+  if (text.size() == digits || text.find_first_not_of("0123456789", digits) != std::string::npos)
+    return allowed;
+  const size_t first = std::min(text.find_first_not_of('0', digits), text.size() - 1);
+  std::string canonical = (negative ? "-" : "") + text.substr(first);
+  if (canonical == "-0") canonical = "0";
+  errno = 0;
+  if (is_signed) std::strtoll(canonical.c_str(), nullptr, 10);
+  else std::strtoull(canonical.c_str(), nullptr, 10);
+  if (errno == ERANGE) return allowed;
+  text = canonical;
+  return "";
+}
+
+void make_decimal(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    const std::string type = opt->get_type_name();
+    const bool is_unsigned = type.rfind("UINT", 0) == 0;
+    const bool is_signed = type.rfind("INT", 0) == 0;
+    if (!is_signed && !is_unsigned) continue;
+    // transform(), not check(): CLI11 hands check() validators a copy of the text, and
+    // the rewrite must reach the conversion. transform() also runs first.
+    opt->transform(CLI::Validator(
+        [is_signed](std::string& text) { return decimal_integer(text, is_signed); }, ""));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) make_decimal(*sub);
+}
+
+}  // namespace
+
+void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
+  cmd->add_option("--pattern-file", f.pattern_file,
+                  "P.json: the pattern as JSON, keys = these flags' names without \"--\" "
+                  "({\"pattern\": \"window\", \"window\": 64}); a list = one pattern per head "
+                  "(api/pattern_file.h, docs/benchmarks.md); replaces the other pattern flags");
+  cmd->add_option("--pattern", f.pattern,
+                  "which keys each query may attend (contract §3): dense | window | longformer | "
+                  "random | bigbird | bigbird-etc | hierarchical | explicit")
+      ->capture_default_str();
+  cmd->add_option("--window", f.window,
+                  "W: one-sided window half-width in window steps (tokens when --dilation 1), "
+                  "integer >= 0; W = 2 allows 5 keys (i-2 .. i+2). HF Longformer's "
+                  "attention_window = 2W. [window, longformer, random]")
+      ->capture_default_str();
+  cmd->add_option("--dilation", f.dilation,
+                  "D: tokens between neighbouring window keys, integer >= 1; keys i + D*t, "
+                  "|t| <= W [window, longformer, random]")
+      ->capture_default_str();
+  cmd->add_flag("--causal", f.causal,
+                "keys only at or before the query's position (t <= 0) "
+                "[dense, window, longformer, random]");
+  cmd->add_option("--global", f.global,
+                  "I,J,...: global token positions, integers in [0, seq_len) (decimal); each "
+                  "attends every key and is attended by every query, except that with --causal "
+                  "global rows and columns obey causality too: no query sees a key after its "
+                  "position (contract §3) [longformer, random]");
+  cmd->add_option("--num-random", f.num_random,
+                  "R: random keys per query, integer >= 0, drawn without replacement from "
+                  "the keys not already allowed [random]")
+      ->capture_default_str();
+  cmd->add_option("--block-size", f.block_size,
+                  "B: tokens per block, integer >= 1; the last block may be partial "
+                  "[bigbird, bigbird-etc]")
+      ->capture_default_str();
+  cmd->add_option("--num-random-blocks", f.num_random_blocks,
+                  "R: random key blocks per query block, integer >= 0; fewer when fewer remain "
+                  "(reported by `info`) [bigbird, bigbird-etc]")
+      ->capture_default_str();
+  cmd->add_option("--num-global-tokens", f.num_global_tokens,
+                  "G: extra global tokens placed first, integer in [0, seq_len] [bigbird-etc]")
+      ->capture_default_str();
+  cmd->add_option("--random-table", f.random_table,
+                  "T.npy: explicit random key blocks, int [num_heads or 1, nb-2, R], entries in "
+                  "[0, nb), nb = ceil(seq_len / B); HF's rand_attn layout; replaces --seed "
+                  "[bigbird]");
+  cmd->add_option("--segment-ids", f.segment_ids,
+                  "S.npy: one segment id per token, int [seq_len], non-decreasing "
+                  "[hierarchical]");
+  cmd->add_option("--mask", f.mask,
+                  "M.npy: allowed mask, bool or uint8 [seq_len_q, seq_len_k] or "
+                  "[num_heads, seq_len_q, seq_len_k]; 1 = may attend [explicit]");
+  cmd->add_option("--key-padding-mask", f.key_padding_mask,
+                  "P.npy: bool or uint8 [batch, seq_len_k]; 1 = real token. Padded keys are "
+                  "never attended, padded query rows give o = 0, lse = -inf [any pattern]");
+  cmd->add_option("--seed", f.seed,
+                  "S: seed of the counter-based PRNG, integer in [0, 2^64); draws are keyed by "
+                  "(seed, head, row) [random, bigbird, bigbird-etc]")
+      ->capture_default_str();
+  // Every integer flag here is decimal: decimal_integer_flags() (called once for the
+  // whole app by register_commands()) attaches the decimal validator.
+}
+
+void decimal_integer_flags(CLI::App& app) { make_decimal(app); }
+
+PatternSpec to_spec(const PatternFlags& f) {
+  if (!f.pattern_file.empty()) return spec_from_pattern_file(f);
+  PatternSpec s;
+  try {
+    s.kind = parse_pattern_kind(f.pattern);
+  } catch (const InvalidArgument&) {
+    throw InvalidArgument("--pattern", f.pattern,
+                          "must be one of dense|window|longformer|random|bigbird|bigbird-etc|"
+                          "hierarchical|explicit");
+  }
+  if (s.kind == PatternKind::per_head)
+    throw InvalidArgument("--pattern", f.pattern,
+                          "per-head patterns are built with the library (PatternSpec::per_head), "
+                          "not from flags; use --pattern explicit with a [num_heads, n, n] mask");
+
+  require(f.window >= 0, "--window", f.window, "must be an integer >= 0 (one-sided, in steps)");
+  require(f.dilation >= 1, "--dilation", f.dilation, "must be an integer >= 1");
+  require(f.num_random >= 0, "--num-random", f.num_random, "must be an integer >= 0");
+  require(f.block_size >= 1, "--block-size", f.block_size, "must be an integer >= 1 (tokens)");
+  require(f.num_random_blocks >= 0, "--num-random-blocks", f.num_random_blocks,
+          "must be an integer >= 0");
+  require(f.num_global_tokens >= 0, "--num-global-tokens", f.num_global_tokens,
+          "must be an integer >= 0");
+
+  const PatternFlags defaults;
+  const PatternKind k = s.kind;
+  std::set<PatternKind> causal_kinds = kBandKinds;
+  causal_kinds.insert(PatternKind::dense);
+  require_used(f.causal != defaults.causal, "--causal", "true", k, causal_kinds);
+  require_used(f.window != defaults.window, "--window", std::to_string(f.window), k, kBandKinds);
+  require_used(f.dilation != defaults.dilation, "--dilation", std::to_string(f.dilation), k,
+               kBandKinds);
+  require_used(!f.global.empty(), "--global", f.global, k,
+               {PatternKind::longformer, PatternKind::random});
+  require_used(f.num_random != defaults.num_random, "--num-random", std::to_string(f.num_random),
+               k, {PatternKind::random});
+  require_used(f.block_size != defaults.block_size, "--block-size", std::to_string(f.block_size),
+               k, kBlockKinds);
+  require_used(f.num_random_blocks != defaults.num_random_blocks, "--num-random-blocks",
+               std::to_string(f.num_random_blocks), k, kBlockKinds);
+  require_used(f.num_global_tokens != defaults.num_global_tokens, "--num-global-tokens",
+               std::to_string(f.num_global_tokens), k, {PatternKind::bigbird_etc});
+  require_used(!f.random_table.empty(), "--random-table", f.random_table, k,
+               {PatternKind::bigbird, PatternKind::bigbird_etc});
+  require_used(!f.segment_ids.empty(), "--segment-ids", f.segment_ids, k,
+               {PatternKind::hierarchical});
+  require_used(!f.mask.empty(), "--mask", f.mask, k, {PatternKind::explicit_mask});
+  require_used(f.seed != defaults.seed, "--seed", std::to_string(f.seed), k,
+               {PatternKind::random, PatternKind::bigbird, PatternKind::bigbird_etc});
+  require(!(k == PatternKind::hierarchical && f.segment_ids.empty()), "--segment-ids", "none",
+          "--pattern hierarchical needs --segment-ids S.npy");
+  require(!(k == PatternKind::explicit_mask && f.mask.empty()), "--mask", "none",
+          "--pattern explicit needs --mask M.npy");
+
+  s.causal = f.causal;
+  s.window = f.window;
+  s.dilation = f.dilation;
+  s.global = parse_positions(f.global);
+  s.num_random = f.num_random;
+  s.block_size = f.block_size;
+  s.num_random_blocks = f.num_random_blocks;
+  s.num_global_tokens = f.num_global_tokens;
+  s.seed = f.seed;
+  if (!f.random_table.empty()) s.random_table = read_npy_int(f.random_table, "--random-table");
+  if (!f.segment_ids.empty()) {
+    const Tensor<int64_t> ids = read_npy_int(f.segment_ids, "--segment-ids");
+    require(ids.rank() == 1, "--segment-ids shape", shape_text(ids.shape),
+            "must be [seq_len] (one id per token)");
+    s.segment_ids = ids.data;
+  }
+  if (!f.mask.empty()) s.mask = read_npy_mask(f.mask, "--mask");
+  if (!f.key_padding_mask.empty())
+    s.key_padding_mask = read_npy_mask(f.key_padding_mask, "--key-padding-mask");
+  return s;
+}
+
+Pattern build_pattern(const PatternFlags& flags, const PatternSizes& sizes) {
+  const PatternSpec spec = to_spec(flags);
+  try {
+    return materialize(spec, sizes);
+  } catch (const InvalidArgument& e) {
+    // materialize() names PatternSpec fields; map the ones that came from a flag. Its
+    // message reads "invalid <field><rest> = <value>: <allowed>".
+    static const std::pair<const char*, const char*> kFieldToFlag[] = {
+        {"window", "--window"},
+        {"dilation", "--dilation"},
+        {"block_size", "--block-size"},
+        {"num_random_blocks", "--num-random-blocks"},
+        {"num_random", "--num-random"},
+        {"num_global_tokens", "--num-global-tokens"},
+        {"global", "--global"},
+        {"random_table", "--random-table"},
+        {"segment_ids", "--segment-ids"},
+        {"mask", "--mask"},
+        {"key_padding_mask", "--key-padding-mask"},
+    };
+    const std::string& arg = e.argument();
+    for (const auto& [field, flag] : kFieldToFlag) {
+      const std::string f = field;
+      const bool match = arg == f || (arg.size() > f.size() && arg.compare(0, f.size(), f) == 0 &&
+                                      (arg[f.size()] == ' ' || arg[f.size()] == '['));
+      if (!match) continue;
+      const std::string what = e.what();
+      const std::string head = "invalid " + arg + " = ";
+      const size_t colon = what.find(": ", head.size());
+      if (what.compare(0, head.size(), head) != 0 || colon == std::string::npos) throw;
+      throw InvalidArgument(flag + arg.substr(f.size()),
+                            what.substr(head.size(), colon - head.size()),
+                            what.substr(colon + 2));
+    }
+    throw;
+  }
+}
+
+}  // namespace sparseattn::api

@@ -1,0 +1,54 @@
+// The pattern flags every subcommand shares: the field's names, one
+// definition, so `attend`, `mask`, `check`, `info`, `reach` and `analyze` read a pattern
+// the same way.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "pattern/pattern.h"
+#include "pattern/spec.h"
+
+namespace sparseattn::api {
+
+// Raw flag values as parsed; files are loaded by to_spec().
+struct PatternFlags {
+  std::string pattern = "dense";
+  int64_t window = 0;
+  int64_t dilation = 1;
+  bool causal = false;
+  std::string global;            // "I,J,..." token positions
+  int64_t num_random = 0;
+  int64_t block_size = 64;
+  int64_t num_random_blocks = 0;
+  int64_t num_global_tokens = 0;
+  std::string random_table;      // .npy path
+  std::string segment_ids;       // .npy path
+  std::string mask;              // .npy path
+  std::string key_padding_mask;  // .npy path
+  uint64_t seed = 0;
+  std::string pattern_file;      // .json path (api/pattern_file.h); replaces the flags above
+};
+
+// Adds --pattern, --window, --dilation, --causal, --global, --num-random, --block-size,
+// --num-random-blocks, --num-global-tokens, --random-table, --segment-ids, --mask,
+// --key-padding-mask, --seed, --pattern-file to `cmd`, each documented with its unit and range.
+void add_pattern_flags(CLI::App* cmd, PatternFlags& flags);
+
+// Makes every integer option of `app` and of all its subcommands (type INT or UINT, the
+// pattern flags, --seq-len, --num-heads, --seed, --token, ...) decimal and strict: "010"
+// is ten, "08" eight; "0x10", "1e3", "-1" for an unsigned flag and values beyond the
+// type's range are refused with "<text> must be an integer in <range>, written in
+// decimal". Call once, after every option is added (register_commands() does).
+void decimal_integer_flags(CLI::App& app);
+
+// Builds the PatternSpec, loading the .npy files named by the flags. Throws
+// InvalidArgument naming the flag (e.g. "--global") for malformed values.
+PatternSpec to_spec(const PatternFlags& flags);
+
+// to_spec() then materialize(), with materialize()'s errors about a flag's value renamed
+// to that flag (e.g. "global" -> "--global", "random_table entry" -> "--random-table
+// entry"), so the user reads the name they typed.
+Pattern build_pattern(const PatternFlags& flags, const PatternSizes& sizes);
+
+}  // namespace sparseattn::api

@@ -1,0 +1,550 @@
+// materialize(): PatternSpec -> canonical HeadLayouts (contract §3, row by row).
+//
+// Every kind is written as "the keys of query i" (or, for BigBird, "the key blocks of
+// query block qb"), fed to LayoutBuilder, which stores the set once per key (set
+// semantics, contract §2). Decisions the contract leaves open are marked DECISION and listed in
+// docs/patterns.md.
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+#include "pattern/pattern.h"
+#include "pattern/prng.h"
+
+namespace sparseattn {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Validation (contract §5): every parameter, before anything is built.
+
+void validate_common(const PatternSpec& s, const PatternSizes& z) {
+  require(s.window >= 0, "window", s.window, "must be an integer >= 0 (one-sided, tokens)");
+  require(s.dilation >= 1, "dilation", s.dilation, "must be an integer >= 1");
+  require(s.tile >= 1, "tile", s.tile, "must be an integer >= 1");
+  require(s.block_size >= 1, "block_size", s.block_size, "must be an integer >= 1");
+  require(s.num_random >= 0, "num_random", s.num_random, "must be an integer >= 0");
+  require(s.num_random_blocks >= 0, "num_random_blocks", s.num_random_blocks,
+          "must be an integer >= 0");
+  require(s.num_global_tokens >= 0, "num_global_tokens", s.num_global_tokens,
+          "must be an integer >= 0");
+  for (int64_t g : s.global)
+    require(g >= 0 && g < z.seq_len_k, "global", g,
+            "positions must be in [0, seq_len_k) = [0, " + std::to_string(z.seq_len_k) + ")");
+}
+
+void require_self_attention(const PatternSpec& s, const PatternSizes& z) {
+  require(z.seq_len_k == z.seq_len_q, "seq_len_k", z.seq_len_k,
+          std::string("must equal seq_len_q (") + std::to_string(z.seq_len_q) + ") for pattern " +
+              pattern_kind_name(s.kind));
+}
+
+// ---------------------------------------------------------------------------------------
+// Sequential sampling without replacement, shared by token-level random keys and BigBird
+// random blocks. Candidates are the integers of [0, universe) not in `excluded` (sorted,
+// unique, all inside the universe). Draw t picks the u_t-th remaining candidate,
+// u_t = uniform_below(remaining - t); picks join `excluded`. Returns the picks in draw
+// order, -1 for draws that could not be made (fewer candidates than `count`).
+std::vector<int64_t> draw_without_replacement(uint64_t key, int64_t universe, int64_t count,
+                                              std::vector<int64_t>& excluded) {
+  std::vector<int64_t> picks;
+  uint64_t counter = 0;
+  int64_t remaining = universe - static_cast<int64_t>(excluded.size());
+  for (int64_t t = 0; t < count; ++t) {
+    if (remaining <= 0) {
+      picks.push_back(-1);
+      continue;
+    }
+    int64_t pick = static_cast<int64_t>(
+        prng_uniform_below(key, &counter, static_cast<uint64_t>(remaining)));
+    // The u-th integer not in `excluded`: step over every excluded value at or below it.
+    auto it = excluded.begin();
+    for (; it != excluded.end() && *it <= pick; ++it) ++pick;
+    excluded.insert(it, pick);
+    picks.push_back(pick);
+    --remaining;
+  }
+  return picks;
+}
+
+// ---------------------------------------------------------------------------------------
+// Token-level kinds: dense, window, longformer, random.
+
+struct TokenRows {
+  const PatternSpec& spec;
+  const PatternSizes& sizes;
+  BandParams band;
+  std::vector<int64_t> global;  // sorted, unique
+  std::vector<uint8_t> is_global_position;
+};
+
+// Keys of the window/global part of query i, sorted and unique, restricted to [0, limit)
+// (only computed when `list_keys`; a contiguous band is cheaper to add as a range).
+// `full_row` is set instead when i is a global query (it attends every key below limit).
+void window_global_keys(const TokenRows& t, int64_t i, int64_t limit, bool list_keys,
+                        std::vector<int64_t>& keys, bool& full_row) {
+  keys.clear();
+  const BandSteps steps = band_steps(t.band, i);
+  full_row = steps.position >= 0 && steps.position < t.sizes.seq_len_k &&
+             t.is_global_position[steps.position];
+  if (full_row || !list_keys) return;
+  for (int64_t s = steps.t_lo; s <= steps.t_hi; ++s)
+    keys.push_back(steps.position + t.band.dilation * s);
+  // DECISION: `causal` is a hard constraint: global keys after the query's position are
+  // not attended either (Longformer's causal variants do the same).
+  for (int64_t g : t.global)
+    if (g < limit) keys.push_back(g);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+}
+
+HeadLayout build_token_head(const TokenRows& t, int64_t head, Tensor<int64_t>* draws,
+                            int64_t* shortfall) {
+  const PatternSpec& s = t.spec;
+  const PatternSizes& z = t.sizes;
+  LayoutBuilder b(z.seq_len_q, z.seq_len_k, s.tile);
+  std::vector<int64_t> keys;
+  const int64_t offset = z.seq_len_k - z.seq_len_q;
+  for (int64_t i = 0; i < z.seq_len_q; ++i) {
+    if (i % s.tile == 0) b.begin_query_tile(i / s.tile);
+    const int64_t position = i + offset;
+    // Keys this query may ever see: all, or those at or before its position if causal.
+    const int64_t limit = s.causal ? std::min(position + 1, z.seq_len_k) : z.seq_len_k;
+    if (limit <= 0) {  // causal query before the first key: fully masked
+      // Nothing to draw from: its draws stay -1 and count as shortfall, like every -1.
+      if (s.kind == PatternKind::random) *shortfall += s.num_random;
+      continue;
+    }
+    if (s.kind == PatternKind::dense) {
+      b.add_key_range(i, 0, limit);
+      continue;
+    }
+    bool full_row = false;
+    const bool list_keys = s.kind == PatternKind::random || s.dilation != 1;
+    window_global_keys(t, i, limit, list_keys, keys, full_row);
+    if (full_row) {
+      b.add_key_range(i, 0, limit);
+      if (s.kind == PatternKind::random) {  // nothing is left to draw from
+        keys.resize(static_cast<size_t>(limit));
+        std::iota(keys.begin(), keys.end(), int64_t{0});
+      }
+    } else if (s.dilation == 1) {
+      // The band is one contiguous run: add it as a range (word-wide bit writes).
+      const BandSteps steps = band_steps(t.band, i);
+      if (steps.count() > 0)
+        b.add_key_range(i, steps.position + steps.t_lo, steps.position + steps.t_hi + 1);
+      for (int64_t g : t.global)
+        if (g < limit) b.add_key(i, g);
+    } else {
+      for (int64_t j : keys) b.add_key(i, j);
+    }
+    if (s.kind == PatternKind::random && s.num_random > 0) {
+      // DECISION: random keys come from the keys this query may see (causal respected),
+      // excluding those the window/global part already allows.
+      const uint64_t key = prng_stream_key(s.seed, static_cast<uint64_t>(head),
+                                           static_cast<uint64_t>(i));
+      const std::vector<int64_t> picks = draw_without_replacement(key, limit, s.num_random, keys);
+      for (int64_t r = 0; r < s.num_random; ++r) {
+        draws->data[(head * z.seq_len_q + i) * s.num_random + r] = picks[r];
+        if (picks[r] < 0) {
+          ++*shortfall;
+        } else {
+          b.add_key(i, picks[r]);
+        }
+      }
+    }
+  }
+  return b.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// Hierarchical (two-level, HIBERT-style, Zhang et al. 2019): same segment, plus every
+// segment's last token (its representative) is attended by every token.
+
+HeadLayout build_hierarchical_head(const PatternSpec& s, const PatternSizes& z) {
+  const int64_t n = z.seq_len_q;
+  const std::vector<int64_t>& seg = s.segment_ids;
+  std::vector<int64_t> starts;  // start of each segment; representative = next start - 1
+  for (int64_t i = 0; i < n; ++i)
+    if (i == 0 || seg[i] != seg[i - 1]) starts.push_back(i);
+  starts.push_back(n);
+  LayoutBuilder b(n, n, s.tile);
+  int64_t segment = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i % s.tile == 0) b.begin_query_tile(i / s.tile);
+    while (starts[segment + 1] <= i) ++segment;
+    b.add_key_range(i, starts[segment], starts[segment + 1]);
+    for (size_t r = 1; r < starts.size(); ++r) b.add_key(i, starts[r] - 1);
+  }
+  return b.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// Explicit mask: [n_q, n_k] or [H, n_q, n_k]; head h reads slice h (or the only slice).
+
+HeadLayout build_explicit_head(const PatternSpec& s, const PatternSizes& z, int64_t head) {
+  const Tensor<uint8_t>& m = *s.mask;
+  const int64_t slice = m.rank() == 3 && m.dim(0) > 1 ? head : 0;
+  const uint8_t* base = m.ptr() + slice * z.seq_len_q * z.seq_len_k;
+  LayoutBuilder b(z.seq_len_q, z.seq_len_k, s.tile);
+  for (int64_t i = 0; i < z.seq_len_q; ++i) {
+    if (i % s.tile == 0) b.begin_query_tile(i / s.tile);
+    const uint8_t* row = base + i * z.seq_len_k;
+    for (int64_t j = 0; j < z.seq_len_k;) {  // add runs of ones as ranges
+      if (!row[j]) {
+        ++j;
+        continue;
+      }
+      int64_t end = j;
+      while (end < z.seq_len_k && row[end]) ++end;
+      b.add_key_range(i, j, end);
+      j = end;
+    }
+  }
+  return b.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// BigBird (Zaheer et al. 2020, §2 and App. D). ITC: blocks 0 and nb-1 are global; every
+// query block attends its neighbours, blocks 0 and nb-1, and r random blocks.
+// ETC: g global tokens first; the remaining n - g tokens form blocks starting at g.
+
+struct BlockRandom {
+  int64_t rows;   // query blocks that draw: nb - 2 (ITC) or nb (ETC)
+  int64_t first;  // query block of row 0: 1 (ITC) or 0 (ETC)
+  int64_t r;      // random blocks per query block
+};
+
+// The r random key blocks of query block qb: drawn, or read from the explicit table.
+std::vector<int64_t> random_blocks(const PatternSpec& s, const BlockRandom& br, int64_t head,
+                                   int64_t qb, int64_t nb, std::vector<int64_t> excluded) {
+  if (s.random_table) {
+    const Tensor<int64_t>& t = *s.random_table;
+    const int64_t h = t.dim(0) == 1 ? 0 : head;
+    const int64_t* row = t.ptr() + (h * br.rows + (qb - br.first)) * br.r;
+    return std::vector<int64_t>(row, row + br.r);
+  }
+  std::sort(excluded.begin(), excluded.end());
+  excluded.erase(std::unique(excluded.begin(), excluded.end()), excluded.end());
+  const uint64_t key =
+      prng_stream_key(s.seed, static_cast<uint64_t>(head), static_cast<uint64_t>(qb));
+  return draw_without_replacement(key, nb, br.r, excluded);
+}
+
+void validate_random_table(const PatternSpec& s, const PatternSizes& z, const BlockRandom& br,
+                           int64_t nb) {
+  if (!s.random_table) return;
+  const Tensor<int64_t>& t = *s.random_table;
+  const std::string want = "[num_heads (" + std::to_string(z.num_heads) + ") or 1, " +
+                           std::to_string(br.rows) + ", num_random_blocks]";
+  require(t.rank() == 3, "random_table shape", shape_text(t.shape), "must be " + want);
+  require((t.dim(0) == z.num_heads || t.dim(0) == 1) && t.dim(1) == br.rows, "random_table shape",
+          shape_text(t.shape), "must be " + want);
+  require(s.num_random_blocks == 0 || s.num_random_blocks == t.dim(2), "num_random_blocks",
+          s.num_random_blocks,
+          "must be 0 or equal the random table's last dimension (" + std::to_string(t.dim(2)) + ")");
+  // -1 is "no draw", as the exported table writes where fewer than r blocks remained
+  // (contract §3.10): read back, it draws nothing and counts as shortfall again.
+  for (int64_t x : t.data)
+    require(x >= -1 && x < nb, "random_table entry", x,
+            "key-block indices must be in [0, nb) = [0, " + std::to_string(nb) +
+                "), or -1 for no draw");
+}
+
+HeadLayout build_bigbird_itc_head(const PatternSpec& s, const PatternSizes& z, int64_t head,
+                                  const BlockRandom& br, Tensor<int64_t>& draws,
+                                  int64_t& shortfall) {
+  const int64_t n = z.seq_len_q, bs = s.block_size, nb = (n + bs - 1) / bs;
+  LayoutBuilder b(n, n, bs);
+  for (int64_t qb = 0; qb < nb; ++qb) {
+    b.begin_query_tile(qb);
+    if (qb == 0 || qb == nb - 1) {  // global query blocks attend every key block
+      for (int64_t kb = 0; kb < nb; ++kb) b.add_full_tile(kb);
+      continue;
+    }
+    std::vector<int64_t> listed = {0, nb - 1, qb - 1, qb, qb + 1};
+    for (int64_t kb : listed) b.add_full_tile(kb);
+    const std::vector<int64_t> rnd = random_blocks(s, br, head, qb, nb, listed);
+    for (int64_t t = 0; t < br.r; ++t) {
+      draws.data[(head * br.rows + (qb - br.first)) * br.r + t] = rnd[t];
+      if (rnd[t] < 0) {
+        ++shortfall;
+      } else {
+        b.add_full_tile(rnd[t]);
+      }
+    }
+  }
+  return b.finish();
+}
+
+HeadLayout build_bigbird_etc_head(const PatternSpec& s, const PatternSizes& z, int64_t head,
+                                  const BlockRandom& br, Tensor<int64_t>& draws,
+                                  int64_t& shortfall) {
+  const int64_t n = z.seq_len_q, g = s.num_global_tokens, bs = s.block_size;
+  const int64_t nb = br.rows;  // blocks of the n - g non-global tokens
+  // Token range of non-global block kb: [g + kb*bs, min(g + (kb+1)*bs, n)).
+  auto block_begin = [&](int64_t kb) { return g + kb * bs; };
+  auto block_end = [&](int64_t kb) { return std::min(g + (kb + 1) * bs, n); };
+  std::vector<std::vector<int64_t>> key_blocks(static_cast<size_t>(nb));
+  for (int64_t qb = 0; qb < nb; ++qb) {
+    std::vector<int64_t> listed;
+    for (int64_t kb = qb - 1; kb <= qb + 1; ++kb)
+      if (kb >= 0 && kb < nb) listed.push_back(kb);
+    const std::vector<int64_t> rnd = random_blocks(s, br, head, qb, nb, listed);
+    for (int64_t t = 0; t < br.r; ++t) {
+      draws.data[(head * br.rows + qb) * br.r + t] = rnd[t];
+      if (rnd[t] < 0) {
+        ++shortfall;
+      } else {
+        listed.push_back(rnd[t]);
+      }
+    }
+    key_blocks[qb] = std::move(listed);
+  }
+  // DECISION: canonical tiles have side block_size, aligned at token 0, so when g is not
+  // a multiple of block_size BigBird's blocks straddle tiles and some tiles are partial.
+  LayoutBuilder b(n, n, bs);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i % bs == 0) b.begin_query_tile(i / bs);
+    if (i < g) {  // global tokens attend all
+      b.add_key_range(i, 0, n);
+      continue;
+    }
+    b.add_key_range(i, 0, g);  // every token attends the global tokens
+    for (int64_t kb : key_blocks[(i - g) / bs]) b.add_key_range(i, block_begin(kb), block_end(kb));
+  }
+  return b.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+
+bool head_dependent(const PatternSpec& s) {
+  switch (s.kind) {
+    case PatternKind::random: return s.num_random > 0;
+    case PatternKind::bigbird:
+    case PatternKind::bigbird_etc:
+      return s.random_table ? s.random_table->dim(0) > 1 : s.num_random_blocks > 0;
+    case PatternKind::explicit_mask: return s.mask && s.mask->rank() == 3 && s.mask->dim(0) > 1;
+    case PatternKind::per_head: return true;
+    default: return false;
+  }
+}
+
+// Validates `s` (not per_head) for `z` (contract §5).
+void validate_kind(const PatternSpec& s, const PatternSizes& z) {
+  validate_common(s, z);
+  switch (s.kind) {
+    case PatternKind::dense:
+      // A dense layout lists every tile: refuse sizes whose tile table (col + bits_at,
+      // 12 bytes a tile) cannot fit, rather than run out of memory half-way.
+      checked_numel({(z.seq_len_q + s.tile - 1) / s.tile, (z.seq_len_k + s.tile - 1) / s.tile}, 12,
+                    "seq_len (dense pattern: tiles of the layout)");
+      break;
+    case PatternKind::window:
+    case PatternKind::longformer:
+    case PatternKind::random:
+      break;
+    case PatternKind::bigbird: {
+      require_self_attention(s, z);
+      const int64_t nb = (z.seq_len_q + s.block_size - 1) / s.block_size;
+      validate_random_table(s, z, BlockRandom{std::max<int64_t>(nb - 2, 0), 1, 0}, nb);
+      break;
+    }
+    case PatternKind::bigbird_etc: {
+      require_self_attention(s, z);
+      require(s.num_global_tokens <= z.seq_len_q, "num_global_tokens", s.num_global_tokens,
+              "must be <= seq_len (" + std::to_string(z.seq_len_q) + ")");
+      const int64_t nb = (z.seq_len_q - s.num_global_tokens + s.block_size - 1) / s.block_size;
+      validate_random_table(s, z, BlockRandom{nb, 0, 0}, nb);
+      break;
+    }
+    case PatternKind::hierarchical: {
+      require_self_attention(s, z);
+      require(static_cast<int64_t>(s.segment_ids.size()) == z.seq_len_q, "segment_ids length",
+              s.segment_ids.size(), "must equal seq_len (" + std::to_string(z.seq_len_q) + ")");
+      for (size_t i = 1; i < s.segment_ids.size(); ++i)
+        require(s.segment_ids[i] >= s.segment_ids[i - 1], "segment_ids[" + std::to_string(i) + "]",
+                s.segment_ids[i],
+                "must be >= segment_ids[" + std::to_string(i - 1) + "] = " +
+                    std::to_string(s.segment_ids[i - 1]) + " (non-decreasing)");
+      break;
+    }
+    case PatternKind::explicit_mask: {
+      require(s.mask.has_value(), "mask", "none", "pattern explicit needs a mask");
+      const Tensor<uint8_t>& m = *s.mask;
+      const std::string want = "[" + std::to_string(z.seq_len_q) + ", " +
+                               std::to_string(z.seq_len_k) + "] or [num_heads (" +
+                               std::to_string(z.num_heads) + ") or 1, " +
+                               std::to_string(z.seq_len_q) + ", " + std::to_string(z.seq_len_k) + "]";
+      const bool rank2 = m.rank() == 2 && m.dim(0) == z.seq_len_q && m.dim(1) == z.seq_len_k;
+      const bool rank3 = m.rank() == 3 && (m.dim(0) == 1 || m.dim(0) == z.num_heads) &&
+                         m.dim(1) == z.seq_len_q && m.dim(2) == z.seq_len_k;
+      require(rank2 || rank3, "mask shape", shape_text(m.shape), "must be " + want);
+      break;
+    }
+    case PatternKind::per_head:
+      throw InvalidArgument("per_head", "nested", "a per-head spec's heads cannot be per-head");
+  }
+}
+
+// Builds head `head` of a non-per-head spec.
+HeadLayout build_head(const PatternSpec& s, const PatternSizes& z, int64_t head, Pattern& p) {
+  switch (s.kind) {
+    case PatternKind::dense:
+    case PatternKind::window:
+    case PatternKind::longformer:
+    case PatternKind::random: {
+      TokenRows t{s, z, BandParams{z.seq_len_q, z.seq_len_k, s.window, s.dilation, s.causal}, {}, {}};
+      if (s.kind == PatternKind::longformer || s.kind == PatternKind::random) {
+        t.global = s.global;
+        std::sort(t.global.begin(), t.global.end());
+        t.global.erase(std::unique(t.global.begin(), t.global.end()), t.global.end());
+      }
+      t.is_global_position.assign(static_cast<size_t>(z.seq_len_k), 0);
+      for (int64_t g : t.global) t.is_global_position[g] = 1;
+      return build_token_head(t, head, &p.random_draws, &p.random_shortfall);
+    }
+    case PatternKind::bigbird: {
+      const int64_t nb = (z.seq_len_q + s.block_size - 1) / s.block_size;
+      BlockRandom br{std::max<int64_t>(nb - 2, 0), 1,
+                     s.random_table ? s.random_table->dim(2) : s.num_random_blocks};
+      return build_bigbird_itc_head(s, z, head, br, p.random_draws, p.random_shortfall);
+    }
+    case PatternKind::bigbird_etc: {
+      const int64_t nb = (z.seq_len_q - s.num_global_tokens + s.block_size - 1) / s.block_size;
+      BlockRandom br{nb, 0, s.random_table ? s.random_table->dim(2) : s.num_random_blocks};
+      return build_bigbird_etc_head(s, z, head, br, p.random_draws, p.random_shortfall);
+    }
+    case PatternKind::hierarchical: return build_hierarchical_head(s, z);
+    case PatternKind::explicit_mask: return build_explicit_head(s, z, head);
+    case PatternKind::per_head: break;
+  }
+  throw InvalidArgument("pattern", pattern_kind_name(s.kind), "cannot be built per head here");
+}
+
+// Shape of random_draws for a (non-per-head) spec, or {} when it draws nothing.
+Shape draws_shape(const PatternSpec& s, const PatternSizes& z) {
+  if (s.kind == PatternKind::random) return {z.num_heads, z.seq_len_q, s.num_random};
+  if (s.kind == PatternKind::bigbird || s.kind == PatternKind::bigbird_etc) {
+    const int64_t g = s.kind == PatternKind::bigbird_etc ? s.num_global_tokens : 0;
+    const int64_t nb = (z.seq_len_q - g + s.block_size - 1) / s.block_size;
+    const int64_t rows = s.kind == PatternKind::bigbird ? std::max<int64_t>(nb - 2, 0) : nb;
+    const int64_t r = s.random_table ? s.random_table->dim(2) : s.num_random_blocks;
+    return {z.num_heads, rows, r};
+  }
+  return {};
+}
+
+// Appends "<prefix><field> <given> -> <canonical>" for every field canonicalize() changed.
+void note_clamped(const PatternSpec& given, const PatternSpec& canonical, const std::string& prefix,
+                  std::vector<std::string>& out) {
+  auto note = [&](const char* field, int64_t a, int64_t b) {
+    if (a != b) out.push_back(prefix + field + " " + std::to_string(a) + " -> " + std::to_string(b));
+  };
+  note("window", given.window, canonical.window);
+  note("dilation", given.dilation, canonical.dilation);
+  note("num_random", given.num_random, canonical.num_random);
+  note("block_size", given.block_size, canonical.block_size);
+  note("num_random_blocks", given.num_random_blocks, canonical.num_random_blocks);
+  note("tile", given.tile, canonical.tile);
+}
+
+}  // namespace
+
+Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
+  require(sizes.batch >= 1, "batch", sizes.batch, "must be >= 1");
+  require(sizes.num_heads >= 1, "num_heads", sizes.num_heads, "must be >= 1");
+  require(sizes.seq_len_q >= 1, "seq_len", sizes.seq_len_q, "must be >= 1");
+  require(sizes.seq_len_k >= 1, "seq_len_k", sizes.seq_len_k, "must be >= 1");
+
+  Pattern p;
+  p.spec = spec;
+  p.sizes = sizes;
+  if (spec.key_padding_mask) {
+    Tensor<uint8_t>& kpm = *p.spec.key_padding_mask;
+    if (kpm.rank() == 1) kpm.shape.insert(kpm.shape.begin(), 1);  // [seq_len] = one batch
+    require(kpm.rank() == 2 && kpm.dim(0) == sizes.batch && kpm.dim(1) == sizes.seq_len_k,
+            "key_padding_mask shape", shape_text(spec.key_padding_mask->shape),
+            "must be [batch (" + std::to_string(sizes.batch) + "), seq_len_k (" +
+                std::to_string(sizes.seq_len_k) + ")]");
+  }
+
+  // contract §3 "Parameters beyond the sequence": refuse what is out of range by the
+  // given name and value, then clamp to the equivalent canonical value before anything
+  // (layout, draw table, kernel) sees a parameter.
+  validate_common(spec, sizes);
+  for (const PatternSpec& h : spec.per_head) validate_common(h, sizes);
+  canonicalize_in_place(p.spec, sizes);
+  note_clamped(spec, p.spec, "", p.clamped);
+  for (size_t h = 0; h < spec.per_head.size() && h < p.spec.per_head.size(); ++h)
+    note_clamped(spec.per_head[h], p.spec.per_head[h], "head " + std::to_string(h) + ": ",
+                 p.clamped);
+
+  p.heads.resize(static_cast<size_t>(sizes.num_heads));
+  if (spec.kind == PatternKind::per_head) {
+    require(static_cast<int64_t>(spec.per_head.size()) == sizes.num_heads, "per_head size",
+            spec.per_head.size(), "must equal num_heads (" + std::to_string(sizes.num_heads) + ")");
+    // DECISION: each head's spec is built as head h of its own pattern (the PRNG is
+    // keyed with h); random_draws stays empty for per-head patterns.
+    for (int64_t h = 0; h < sizes.num_heads; ++h) {
+      const PatternSpec& s = p.spec.per_head[h];
+      validate_kind(s, sizes);
+      Pattern scratch;
+      scratch.random_draws = Tensor<int64_t>(draws_shape(s, sizes), -1);
+      p.heads[h] = std::make_shared<const HeadLayout>(build_head(s, sizes, h, scratch));
+      p.random_shortfall += scratch.random_shortfall;
+    }
+    return p;
+  }
+
+  const PatternSpec& cs = p.spec;  // canonical from here on
+  validate_kind(cs, sizes);
+  const Shape ds = draws_shape(cs, sizes);
+  if (!ds.empty()) {
+    checked_numel(ds, sizeof(int64_t),
+                  cs.kind == PatternKind::random
+                      ? "num_random (table of draws [num_heads, seq_len_q, num_random])"
+                      : "num_random_blocks (table of draws [num_heads, rows, num_random_blocks])");
+    p.random_draws = Tensor<int64_t>(ds, -1);
+  }
+
+  if (!head_dependent(cs)) {
+    auto shared = std::make_shared<const HeadLayout>(build_head(cs, sizes, 0, p));
+    for (auto& h : p.heads) h = shared;
+    // Draws made once (e.g. a [1, rows, r] random table) hold for every head.
+    if (p.random_draws.numel() > 0) {
+      const int64_t per_head = p.random_draws.numel() / sizes.num_heads;
+      for (int64_t h = 1; h < sizes.num_heads; ++h)
+        std::copy_n(p.random_draws.data.begin(), per_head, p.random_draws.data.begin() + h * per_head);
+      p.random_shortfall *= sizes.num_heads;
+    }
+  } else {
+    for (int64_t h = 0; h < sizes.num_heads; ++h)
+      p.heads[h] = std::make_shared<const HeadLayout>(build_head(cs, sizes, h, p));
+  }
+  return p;
+}
+
+bool Pattern::key_valid(int64_t b, int64_t j) const {
+  if (!spec.key_padding_mask) return true;
+  return spec.key_padding_mask->data[b * sizes.seq_len_k + j] != 0;
+}
+
+bool Pattern::query_valid(int64_t b, int64_t i) const {
+  const int64_t position = i + sizes.seq_len_k - sizes.seq_len_q;
+  if (position < 0 || position >= sizes.seq_len_k) return true;
+  return key_valid(b, position);
+}
+
+bool Pattern::allowed(int64_t b, int64_t h, int64_t i, int64_t j) const {
+  return query_valid(b, i) && key_valid(b, j) && head(h).allowed(i, j);
+}
+
+BandParams Pattern::band() const {
+  const PatternKind k = spec.kind;
+  require(k == PatternKind::window || k == PatternKind::longformer || k == PatternKind::random,
+          "pattern", pattern_kind_name(k), "has no band (window, longformer and random do)");
+  return BandParams{sizes.seq_len_q, sizes.seq_len_k, spec.window, spec.dilation, spec.causal};
+}
+
+}  // namespace sparseattn

@@ -1,0 +1,97 @@
+// Pattern: a PatternSpec materialized for concrete sizes — the object every kernel, the
+// oracle, the CLI and the graph module take. Built once by materialize(); read-only after.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "pattern/band.h"
+#include "pattern/layout.h"
+#include "pattern/spec.h"
+
+namespace sparseattn {
+
+struct PatternSizes {
+  int64_t batch = 1;      // only used to check key_padding_mask [batch, seq_len_k]
+  int64_t num_heads = 1;
+  int64_t seq_len_q = 0;
+  int64_t seq_len_k = 0;  // == seq_len_q for self-attention
+};
+
+struct Pattern {
+  // The canonical spec (canonicalize()): every parameter within what the sequence needs,
+  // so nothing reading it can meet an out-of-range value. Equivalent to the spec given.
+  PatternSpec spec;
+  // The parameters canonicalize() changed, e.g. "window 9223372036854775807 -> 15";
+  // empty when none. `info` prints it.
+  std::vector<std::string> clamped;
+  PatternSizes sizes;
+
+  // [num_heads]; heads with identical patterns share one layout.
+  std::vector<std::shared_ptr<const HeadLayout>> heads;
+
+  // Random draws actually made, for reporting and for the graph/GPU modules (they read
+  // it, never redraw). bigbird: [num_heads, rows, num_random_blocks] key-block indices,
+  // rows = nb - 2 (ITC, query blocks 1..nb-2) or nb (ETC); -1 marks a draw that could
+  // not be made because fewer blocks remained (contract §3: take all that remain).
+  // random: [num_heads, seq_len_q, num_random] key indices, -1 likewise. Empty otherwise.
+  Tensor<int64_t> random_draws;
+  int64_t random_shortfall = 0;  // number of -1 entries in random_draws
+
+  const HeadLayout& head(int64_t h) const { return *heads.at(static_cast<size_t>(h)); }
+  bool has_key_padding() const { return spec.key_padding_mask.has_value(); }
+
+  // contract §2 key padding: key j of batch b is real; query i of batch b is real (it sits
+  // at key position i + seq_len_k - seq_len_q; a position outside [0, seq_len_k) has no
+  // padding entry and counts as real).
+  bool key_valid(int64_t b, int64_t j) const;
+  bool query_valid(int64_t b, int64_t i) const;
+
+  // The whole predicate: layout of head h, and both ends real.
+  bool allowed(int64_t b, int64_t h, int64_t i, int64_t j) const;
+
+  // Band parameters of window-like kinds (window, longformer, random); the band part of
+  // their pattern. Throws InvalidArgument for kinds without a band.
+  BandParams band() const;
+};
+
+// Materializes `spec` for `sizes`. Validates every parameter against contract §5 and throws
+// InvalidArgument naming it (window < 0, dilation < 1, block_size < 1, global positions
+// out of range, random table shape or entries out of range, mask shape, segment ids not
+// non-decreasing or of the wrong length, key padding shape, num_heads/seq_len < 1, block
+// patterns with seq_len_q != seq_len_k).
+// Cost: O(nnz) time for token-level kinds (plus O(seq_len_q * seq_len_k) for explicit
+// masks); O(tiles) for block kinds.
+Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes);
+
+// contract §3 "Parameters beyond the sequence": the spec with every parameter clamped to
+// the equivalent value for `sizes` (dilation and window against N = max(seq_len_q,
+// seq_len_k), block_size against the sequence, num_random against seq_len_k,
+// num_random_blocks against the number of blocks, tile against max(N, 64); per-head specs
+// each). The allowed set and every random draw are those of `spec`; docs/patterns.md
+// derives each equivalence. Values that validation refuses (window < 0, ...) are left
+// as they are. materialize() calls it, so Pattern::spec is always canonical.
+PatternSpec canonicalize(const PatternSpec& spec, const PatternSizes& sizes);
+void canonicalize_in_place(PatternSpec& spec, const PatternSizes& sizes);
+
+// Counts over all heads, key padding ignored (it depends on the batch).
+struct PatternStats {
+  int64_t nnz = 0;                // allowed (head, query, key) triples
+  int64_t dense_pairs = 0;        // num_heads * seq_len_q * seq_len_k
+  double density = 0.0;           // nnz / dense_pairs
+  int64_t row_min = 0, row_max = 0;  // keys per query row, over heads and rows
+  double row_mean = 0.0;
+  int64_t empty_rows = 0;         // rows with no allowed key (o = 0, lse = -inf)
+  int64_t num_tiles = 0, full_tiles = 0;
+};
+PatternStats pattern_stats(const Pattern& pattern);
+
+// FLOPs of attention restricted to the pattern, per batch element: 2 for q·k and 2 for
+// p·v per allowed pair and head-dimension element — 4 · nnz · head_dim when
+// head_dim_v == head_dim (the FlashAttention paper's convention, §3 / App. B).
+double attention_flops(const PatternStats& stats, int64_t head_dim, int64_t head_dim_v);
+
+}  // namespace sparseattn

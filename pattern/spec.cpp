@@ -1,0 +1,94 @@
+#include "pattern/spec.h"
+
+#include <sstream>
+
+#include "core/error.h"
+
+namespace sparseattn {
+
+namespace {
+
+struct KindName {
+  PatternKind kind;
+  const char* name;
+};
+
+constexpr KindName kKindNames[] = {
+    {PatternKind::dense, "dense"},
+    {PatternKind::window, "window"},
+    {PatternKind::longformer, "longformer"},
+    {PatternKind::random, "random"},
+    {PatternKind::bigbird, "bigbird"},
+    {PatternKind::bigbird_etc, "bigbird-etc"},
+    {PatternKind::hierarchical, "hierarchical"},
+    {PatternKind::explicit_mask, "explicit"},
+    {PatternKind::per_head, "per-head"},
+};
+
+std::string join(const std::vector<int64_t>& xs) {
+  std::ostringstream s;
+  for (size_t i = 0; i < xs.size(); ++i) s << (i ? "," : "") << xs[i];
+  return s.str();
+}
+
+}  // namespace
+
+const char* pattern_kind_name(PatternKind kind) {
+  for (const KindName& k : kKindNames)
+    if (k.kind == kind) return k.name;
+  return "?";
+}
+
+PatternKind parse_pattern_kind(const std::string& name) {
+  std::string known;
+  for (const KindName& k : kKindNames) {
+    if (name == k.name) return k.kind;
+    known += (known.empty() ? "" : "|") + std::string(k.name);
+  }
+  throw InvalidArgument("pattern", name, "must be one of " + known);
+}
+
+std::string describe(const PatternSpec& s) {
+  std::ostringstream d;
+  d << pattern_kind_name(s.kind) << '(';
+  switch (s.kind) {
+    case PatternKind::dense:
+      d << "causal=" << s.causal;
+      break;
+    case PatternKind::window:
+    case PatternKind::longformer:
+    case PatternKind::random:
+      d << "window=" << s.window << ", dilation=" << s.dilation << ", causal=" << s.causal;
+      if (s.kind != PatternKind::window) d << ", global=[" << join(s.global) << ']';
+      if (s.kind == PatternKind::random) d << ", num_random=" << s.num_random << ", seed=" << s.seed;
+      break;
+    case PatternKind::bigbird:
+    case PatternKind::bigbird_etc:
+      d << "block_size=" << s.block_size << ", num_random_blocks=" << s.num_random_blocks;
+      if (s.kind == PatternKind::bigbird_etc) d << ", num_global_tokens=" << s.num_global_tokens;
+      if (s.random_table) {
+        d << ", random_table=" << shape_text(s.random_table->shape);
+      } else {
+        d << ", seed=" << s.seed;
+      }
+      break;
+    case PatternKind::hierarchical: {
+      int64_t segments = s.segment_ids.empty() ? 0 : 1;
+      for (size_t i = 1; i < s.segment_ids.size(); ++i)
+        segments += s.segment_ids[i] != s.segment_ids[i - 1];
+      d << "segments=" << segments;
+      break;
+    }
+    case PatternKind::explicit_mask:
+      d << "mask=" << (s.mask ? shape_text(s.mask->shape) : "none");
+      break;
+    case PatternKind::per_head:
+      for (size_t h = 0; h < s.per_head.size(); ++h) d << (h ? "; " : "") << describe(s.per_head[h]);
+      break;
+  }
+  if (s.key_padding_mask) d << ", key_padding_mask=" << shape_text(s.key_padding_mask->shape);
+  d << ')';
+  return d.str();
+}
+
+}  // namespace sparseattn
