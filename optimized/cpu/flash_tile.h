@@ -32,8 +32,8 @@
 // do not shrink with head_dim. A tile height chosen per head_dim is the next step.
 // Measured: docs/benchmarks.md, "Measured: the target points" (2026-11-30, Zen 5, avx512
 // build, 2 threads), row "dense head_dim 64, n 2048 / 4096 / 16384" (k01, this engine
-// alone): 77% of the FMA peak per CPU-second at n = 4096. The tuning record, each change
-// with its figure and the trials that lost: optimized/cpu/TUNING.md.
+// alone): 77% of the FMA peak per CPU-second at n = 4096. The tuning log, each change with
+// its figure and the trials that lost: optimized/cpu/TUNING.md.
 #pragma once
 
 #include <algorithm>

@@ -35,7 +35,7 @@
 // Measured: docs/benchmarks.md, "Measured: the target points" (2026-11-30, Zen 5 with
 // AVX512-BF16, dot engine, 2 threads), row "bf16 dense, head_dim 32 / 64 / 128, n 4096":
 // 1.71× the throughput of the float32 kernel at head_dim 64 (threshold 1.6×: met). The
-// engine's tuning record and the bf16 twins' figures: optimized/cpu/TUNING.md.
+// engine's tuning log and the bf16 twins' figures: optimized/cpu/TUNING.md.
 #pragma once
 
 #include <immintrin.h>

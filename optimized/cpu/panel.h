@@ -19,8 +19,8 @@
 // scalar tail. Cost: one O(num_keys · head_dim) pass per panel (the K transpose; and V when
 // packed), against O(nnz · head_dim) attention work; it writes only what it needs (no
 // zero-filled arrays beyond the padding: why, in optimized/cpu/TUNING.md).
-// Measured: not timed on its own; its packing is inside every kernel's figure
-// (docs/benchmarks.md, "What bounds a kernel: the note", the memory part).
+// Measured: not timed on its own (docs/benchmarks.md, "What bounds a kernel: the note",
+// its memory part, gives what the packing moves); it is inside every kernel's figure.
 #pragma once
 
 #include <algorithm>
