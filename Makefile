@@ -67,14 +67,18 @@ exercises: python
 	  exercises/grader $(if $(SOLUTIONS),--solutions $(SOLUTIONS))
 
 # Every reference resolves inside the repository (scripts/check_refs.py: no outside
-# document, no issue number, no contract section or path that does not exist) and no
-# lower layer includes or links a higher one (scripts/check_layers.py). Python 3 only,
-# nothing built; each checker first proves on its own examples that it can fail.
+# document, no issue number, no contract section or path that does not exist), no
+# lower layer includes or links a higher one (scripts/check_layers.py), and every kernel
+# header holds one '// Measured:' line naming its docs page and no tuning log
+# (scripts/check_headers.py). Python 3 only, nothing built; each checker first proves on
+# its own examples that it can fail.
 lint:
 	python3 scripts/check_refs.py --self-test
 	python3 scripts/check_refs.py
 	python3 scripts/check_layers.py --self-test
 	python3 scripts/check_layers.py
+	python3 scripts/check_headers.py --self-test
+	python3 scripts/check_headers.py
 
 # `make sanitize` (docs/robustness.md): the CPU build (CUDA off) in its own tree with
 # AddressSanitizer + UndefinedBehaviorSanitizer (-DSPARSEATTN_SANITIZE=ON), then the whole

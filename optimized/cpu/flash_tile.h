@@ -22,34 +22,18 @@
 //   avx512 (32 zmm): R = 8, kStep 32 — 16 accumulators + 3 = 19 of 32 registers.
 // Both give ≥ 12 independent FMA chains (two FMA pipes × 4–5 cycles latency) and 2R FMAs
 // per 2 vector loads + R broadcasts, so the loop is FMA-bound.
-//
-// Tuning record — fraction of the FMA peak per CPU-second of the build's own vectors (the
-// peak probe, bench/peak_probe.h), k01, 1 thread, head_dim 64, n = 2048 unless noted, on
-// an AMD Zen 5 (AVX-512, AVX512-BF16), one run each on a shared machine (±2 points):
-//   start: 8-lane code only                       avx2 69.7%
-//   the same source as a 512-bit build            avx512 57.7% (1.66× faster than avx2)
-//     where the time went (avx512): QKᵀ and P·V each ≈ the peak, the softmax 24%, the
-//     per-chunk K/V copy 15% of the time.
-//   q interleaved per row group (one pointer for the R broadcasts)       58.6%
-//   hmax by a shuffle tree (was a chain of dependent scalar compares)    60.8%
-//   online softmax in three passes: α for all rows by vector instead of a
-//     scalar exp and a branch per row, O rescaled inside P·V, l kept per
-//     lane (summed once in finish)                                       65.5% (avx2 73.8%)
-//   V read in place (column-blocked panel, no per-chunk copy)            66.7%
-//   K read in place when a chunk starts on a panel block                 70.3%
-//   exp by vrndscaleps/vscalefps (avx512 only, 5 fewer instructions)     72.5%
-//   panels: K transposed block by block, V read from the inputs        n = 4096: 78.7%
-//     (packing had been 4.3 ms of k02's 20 ms at n = 16384)
-//   n = 4096, head_dim 32 / 64 / 128: 65% / 79% / 79–80% (avx2 64: 78%).
-// Tried and dropped (avx512): R = 12 (−1 point), kBr = 96 (no change), kBr = 32 (head_dim
-// 128 rose to 84%, but head_dim 64 fell 2 points and BigBird, whose 64-token blocks then
-// span two query tiles, 2 points: a tile height chosen per head_dim is the next step), four vectors per
-// step (head_dim 32 fell to 47%: ldv padded to 64), kBc = 128 (BigBird 68% → 58%),
-// `#pragma GCC unroll 4` on the micro-kernel loops (−2 points), the micro-kernels written
-// as loops over a vector count (−7 points: GCC no longer kept them in registers).
-// What bounds it now: the softmax (≈ 20 vector instructions per 16 scores, 10 of them on
-// the FMA pipes, against 2·head_dim FMAs of QKᵀ and P·V) and the per-row, per-chunk
-// reductions (row maximum, the update of m, l), which do not shrink with head_dim.
+// The online softmax runs in three passes per chunk (the row maxima; α = exp(m - m_new) for
+// all rows by vector; exp per row), O is rescaled inside P·V and l is kept per lane (summed
+// once in finish). K is read in place when a chunk starts on a panel block, V where the
+// panel says (panel.h); on avx512 exp uses vrndscaleps/vscalefps (simd.h).
+// What bounds it: the softmax's vector operations per score (counted per build in
+// docs/benchmarks.md, "What bounds a kernel: the note") against the 2·head_dim FMAs of QKᵀ
+// and P·V, and the per-row, per-chunk reductions (row maximum, the update of m, l), which
+// do not shrink with head_dim. A tile height chosen per head_dim is the next step.
+// Measured: docs/benchmarks.md, "Measured: the target points" (2026-11-30, Zen 5, avx512
+// build, 2 threads), row "dense head_dim 64, n 2048 / 4096 / 16384" (k01, this engine
+// alone): 77% of the FMA peak per CPU-second at n = 4096. The tuning log, each change with
+// its figure and the trials that lost: optimized/cpu/TUNING.md.
 #pragma once
 
 #include <algorithm>

@@ -20,23 +20,22 @@
 // (Dao et al. 2022, Alg. 1), with the softmax in base 2: scale·log2(e) is applied to the
 // float32 scores as they leave the micro-kernel (folding the scale into the bf16 q would
 // round q·scale to 8 bits a second time), P = 2^(s - m) by exp2_nonpositive(), and
-// finish() writes lse = m·ln 2 + ln l.
+// finish() writes lse = m·ln 2 + ln l. Row maxima and sums are vector reductions, P is
+// converted to bf16 inside the exp loop, K and V are read in place from block-packed panels
+// (chunks on a block, V on an even key), q is interleaved per row group and l kept per lane.
 // An odd head_dim or an odd key count is padded with a zero partner: 0·x adds nothing.
 // vdpbf16ps and vcvtne2ps2bf16 treat bf16 denormals (|x| < 1.2e-38) as zero and flush
 // denormal results to zero: a difference below 1e-38 per product, far inside kTolBfloat16.
 //
-// Measured (k01 dense, n 4096, head_dim 64, 1 thread, Zen 5): with FlashTile's softmax
-// (vexp, scalar row max/sum) this engine ran 1.47× the float32 kernel; the base-2 softmax
-// with vector reductions and P converted inside the exp loop made it 1.82×; with the
-// entry's guard fix (registry/float32_guard.h) about 2.0×; K and V read in place from
-// block-packed panels (no per-chunk copy for chunks on a block), q interleaved per row
-// group and l kept per lane: 2.3× (12.6 ms; cpu_frac_peak 1.36 in float32-equivalent
-// FLOPs against the float32 FMA peak, i.e. 68% of the vdpbf16ps peak, twice the FMA's).
 // Micro-kernels (avx512): R = 8 query rows × kStep = 32 keys (S) or 32 value columns
 // (P V): 16 accumulators + 2 K/V vectors + 1 broadcast = 19 of 32 zmm, 16 vdpbf16ps per
 // 2 vector loads + 8 broadcasts; each vdpbf16ps does 32 multiply-adds, twice an FMA's 16.
 // Determinism: as FlashTile, a row's arithmetic depends only on the chunks fed and their
 // order, so outputs are bit-identical for any thread count.
+// Measured: docs/benchmarks.md, "Measured: the target points" (2026-11-30, Zen 5 with
+// AVX512-BF16, dot engine, 2 threads), row "bf16 dense, head_dim 32 / 64 / 128, n 4096":
+// 1.71× the throughput of the float32 kernel at head_dim 64 (threshold 1.6×: met). The
+// engine's tuning log and the bf16 twins' figures: optimized/cpu/TUNING.md.
 #pragma once
 
 #include <immintrin.h>

@@ -6,6 +6,8 @@
 //   accumulate_rows   y += Σ_t w_t x_t in a fixed order: dV += Pᵀ dO, dK += dSᵀ Q, dQ += dS K.
 // Every loop is an axpy over columns (no reduction across lanes), so vectorization changes
 // no rounding, and a result depends only on its inputs, never on the thread.
+// Measured: not timed on its own; it is inside kb01's and kb02's figures (docs/backward.md,
+// "Backward / forward time").
 #pragma once
 
 #include <algorithm>

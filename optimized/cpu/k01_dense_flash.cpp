@@ -4,23 +4,22 @@
 // (atol 2e-5, rtol 2e-4, core/numerics.h) on every element of o and lse; serves pattern
 // kind `dense`, causal or not, any seq_len_q/seq_len_k (bottom-right aligned causal mask),
 // key padding. Bit-identical for any OpenMP thread count.
+// bf16 twin (k01_dense_flash_bf16, entry cpu_k01_dense_flash_bf16, kernels_bf16.h): this body
+// on the bf16 engines of flash_tile_bf16.h, kTolBfloat16 against the oracle on bf16-rounded
+// inputs.
 //
 // What changed since the reference (a5_flash_tiled, the float64 bridge): float32; the
 // scores of a 64×64 tile are computed by register-blocked micro-kernels over a transposed
-// key panel (flash_tile.h); exp is an 8-lane polynomial; OpenMP over
+// key panel (flash_tile.h); exp is a vector polynomial (simd.h); OpenMP over
 // (batch, head, query tile). The n×n matrix never exists: memory is O(n · head_dim).
 // Why: dense is the baseline every sparse kernel is measured against, and the engine it
-// introduces is the one the whole ladder reuses.
-// Measured effect (docs/benchmarks.md, one run, 2 threads, AVX2, shared machine): 20×
-// faster than the oracle a1 at n = 4096; 43% of the measured FMA peak at n = 4096 and
-// 59% at n = 2048, head_dim 64. TARGET MISSED (60% at n = 4096) by about a quarter: the
-// exp/max/sum work per score (~15 vector ops per 8 scores against 2·head_dim/8 = 16 FMAs
-// at head_dim 64) and the per-chunk copy are not FMAs.
-// bf16 twin (k01_dense_flash_bf16, entry cpu_k01_dense_flash_bf16, kernels_bf16.h): this body
-// on the bf16 engines of flash_tile_bf16.h, kTolBfloat16 against the oracle on bf16-rounded
-// inputs. Measured (bench_cpu, head_dim 64, 1 thread, shared machine, Zen 5 with
-// AVX512-BF16): n = 4096 29.1 → 12.6 ms, 2.31× the float32 entry; n = 16384 2.41×
-// (conversion to bf16 included: ~1% of the time at n = 4096).
+// introduces is the one the whole ladder reuses. What keeps it under the FMA peak: the
+// online softmax's exp, max and sum per score and the per-row, per-chunk reductions are not
+// FMAs (counted in docs/benchmarks.md, "What bounds a kernel: the note").
+// Measured: docs/benchmarks.md, "Measured: the target points" (2026-11-30, Zen 5, avx512
+// build, 2 threads), row "dense head_dim 64, n 2048 / 4096 / 16384": 77% of the FMA peak
+// per CPU-second at n = 4096 (threshold 85%: not met). Earlier figures, the bf16 twin's and
+// the tuning history: optimized/cpu/TUNING.md.
 #include "optimized/cpu/common.h"
 #include "optimized/cpu/flash_tile_bf16.h"
 

@@ -3,25 +3,23 @@
 // Contract: matches a1_dense_masked within kTolFloat32 (atol 2e-5, rtol 2e-4,
 // core/numerics.h); serves pattern kind `window` with dilation 1 (causal or not, any
 // seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
+// bf16 twin (k02_window_band_bf16, kernels_bf16.h): this body on the bf16 engines of
+// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs.
 //
 // What changed since k01: a query tile no longer visits every key chunk, only those in
 // band_key_span(i0, i1) — at most (64 + 2w) keys for one-sided window w — and each row is
-// clipped exactly to its band_steps() range; chunks strictly inside every row's range run
-// unmasked. No per-row key list exists: the band is arithmetic (band.h), the one
-// definition the pattern builder, the references and the CUDA kernels share.
-// Why: a window row has 2w + 1 keys, so the work drops from O(n²) to O(n · w).
-// Measured effect (docs/benchmarks.md): 33× faster than k01 at n = 16384 (FLOP ratio
-// 32×); 40% of peak at n = 16384 (target 45%: missed by 5 points); time slope 1.10 up to
-// n = 65536. The tile computes (64 + 2w) × 64 scores for
-// (2w + 1) × 64 allowed ones: at w = 256 that is 576/513 = 1.12× the counted FLOPs, and
-// edge chunks pay the per-element mask.
-// Tuned since (1 thread, n = 16384, per CPU-second): packing without zero fills and with
-// V read in place, and the edge mask as two fills per row instead of a test per score:
-// avx512 41% → 57–59%, avx2 65%. The 576/513 extra scores cap it at 89% of the dense
-// kernel's efficiency.
-// bf16 twin (k02_window_band_bf16, kernels_bf16.h): this body on the bf16 engines of
-// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs. Measured (w 256, head_dim 64,
-// 1 thread, AVX512-BF16): 1.66× the float32 entry at n = 4096, 1.63× at n = 16384.
+// clipped exactly to its band_steps() range, masked by two fills per row; chunks strictly
+// inside every row's range run unmasked. No per-row key list exists: the band is arithmetic
+// (band.h), the one definition the pattern builder, the references and the CUDA kernels
+// share.
+// Why: a window row has 2w + 1 keys, so the work drops from O(n²) to O(n · w). The price:
+// the tile computes (64 + 2w) × 64 scores for (2w + 1) × 64 allowed ones (at w = 256,
+// 576/513 of the counted FLOPs), which caps it below the dense kernel's efficiency, and its
+// edge chunks pay the mask.
+// Measured: docs/benchmarks.md, "Measured: the target points" (2026-11-30, Zen 5, avx512
+// build, 2 threads), row "window w256, n 16384": 54% of the FMA peak per CPU-second
+// (threshold 65%: not met). Earlier figures, the bf16 twin's and the tuning history:
+// optimized/cpu/TUNING.md.
 #include "optimized/cpu/common.h"
 #include "optimized/cpu/flash_tile_bf16.h"
 

@@ -4,6 +4,8 @@
 // Contract: matches a1_dense_masked within kTolFloat32 (atol 2e-5, rtol 2e-4,
 // core/numerics.h); serves pattern kind `window`, any dilation d >= 1 (causal or not, any
 // seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
+// bf16 twin (k03_window_dilated_bf16, kernels_bf16.h): this body on the bf16 engines of
+// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs.
 //
 // What changed since k02: with dilation d, query i (at key position p) attends
 // j = p + d·t — only keys with j ≡ p (mod d). k02's contiguous span would compute d times
@@ -12,13 +14,13 @@
 // (those with p ≡ c); inside a class, query m attends class keys [m + t_lo, m + t_hi] —
 // an undilated band again, run exactly as in k02. t_lo/t_hi come from band_steps(), so
 // the clipping at both ends is the shared band.h arithmetic.
-// Why: the dilated window is as cheap as the undilated one of the same width.
-// Measured effect (docs/benchmarks.md): at d = 2, w = 128 it runs 1.9× faster than k06
-// (which masks inside the layout's tiles) at n = 65536, 25–37% of peak; at d = 1 it is
-// k02 with one extra gather of the query rows (within noise of k02).
-// bf16 twin (k03_window_dilated_bf16, kernels_bf16.h): this body on the bf16 engines of
-// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01,
-// k02 and k05 were: 1.6–2.4× their float32 entries with AVX512-BF16).
+// Why: the dilated window is as cheap as the undilated one of the same width (k06, which
+// masks inside the layout's tiles, computes every second score only to mask it); at d = 1
+// it is k02 with one extra gather of the query rows.
+// Measured: docs/benchmarks.md, "The ladder at a glance" (the 2026-11-29 full run: AVX2,
+// 2 threads, shared machine; before the 2026-11-30 engine changes, not re-run since), row
+// "cpu_k03_window_dilated, window_w128_d2": 27% of the FMA peak per CPU-second at
+// n = 16384. Earlier figures and the bf16 twin: optimized/cpu/TUNING.md.
 #include "optimized/cpu/common.h"
 #include "optimized/cpu/flash_tile_bf16.h"
 

@@ -4,6 +4,8 @@
 // Contract: matches a1_dense_masked within kTolFloat32 (atol 2e-5, rtol 2e-4,
 // core/numerics.h); serves pattern kind `longformer` (any dilation, causal or not, any
 // seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
+// bf16 twin (k04_longformer_bf16, kernels_bf16.h): this body on the bf16 engines of
+// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs.
 //
 // What changed since k03: two more key sources. (1) Every query also attends the global
 // positions G: they are packed into one extra panel per head, and a score is masked when
@@ -11,20 +13,18 @@
 // window counts once) or, if causal, when it lies after the query. (2) A query at a global
 // position attends every key (up to its position if causal): those rows are skipped by the
 // band tiles and computed as full rows, kBr at a time, over the whole key panel.
-// The band part is k02's span walk; a dilation d > 1 is masked element-wise inside the
-// span (computing d times the band's scores) instead of k03's residue classes, because the
-// global panel and global rows would otherwise have to be split per class too.
+// The band part is k02's span walk: with dilation 1 a row's band is one range, masked by
+// two fills, and chunks inside every row's band run unmasked; a dilation d > 1 is masked
+// element-wise inside the span (computing d times the band's scores) instead of k03's
+// residue classes, because the global panel and global rows would otherwise have to be
+// split per class too.
 // Why: Longformer's pattern is O(n·(w + |G|)) work; the global rows are |G| dense rows.
-// Measured effect (docs/benchmarks.md, w = 256, G = {0, n/2}): 24–29% of peak, 1.3×
-// faster than k06 at n = 16384 and n = 65536; slower per FLOP than k02 because the global
-// panel is a separate, masked chunk for every query tile.
-// Tuned since (1 thread, avx512, n = 16384, w = 256, 8 global tokens, per CPU-second):
-// every band score used to be tested with a modulo and two divisions (23% of peak); with
-// dilation 1 a row's band is one range, masked by two fills, and chunks inside every
-// row's band run unmasked as in k02: 55%.
-// bf16 twin (k04_longformer_bf16, kernels_bf16.h): this body on the bf16 engines of
-// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01,
-// k02 and k05 were: 1.6–2.4× their float32 entries with AVX512-BF16).
+// The price: the global panel is a separate, masked chunk for every query tile, so it runs
+// slower per FLOP than k02.
+// Measured: docs/benchmarks.md, "Measured: the target points" (2026-11-30, Zen 5, avx512
+// build, 2 threads), row "Longformer w256 g2, n 16384": 50% of the FMA peak per CPU-second
+// (threshold 65%: not met). Earlier figures, the bf16 twin and the tuning history:
+// optimized/cpu/TUNING.md.
 #include "optimized/cpu/common.h"
 #include "optimized/cpu/flash_tile_bf16.h"
 

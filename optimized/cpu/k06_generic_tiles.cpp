@@ -5,20 +5,22 @@
 // core/numerics.h); serves every pattern kind (dense, window, longformer, random,
 // bigbird, bigbird-etc, hierarchical, explicit, per-head), key padding.
 // Bit-identical for any OpenMP thread count.
+// bf16 twin (k06_generic_tiles_bf16, kernels_bf16.h): this body on the bf16 engines of
+// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs.
 //
 // What changed since k05: the same layout walk, opened to any pattern — per-head layouts,
 // partial tiles everywhere (token-level patterns), any tile size — and consecutive tiles
 // with adjacent keys are coalesced into chunks of up to 64 keys, so a layout built with
 // small tiles still feeds the micro-kernels full chunks.
 // Why: one kernel that runs whatever the pattern module can materialize; the specialized
-// kernels k01–k05 are checked against the oracle, and k06 is their fallback.
-// Measured effect (docs/benchmarks.md): on BigBird it equals k05 at block 64 (same
-// chunks); on the undilated window it is within noise of k02; on the dilated window it is
-// 1.9× slower than k03 (it computes every second score only to mask it) and on Longformer
-// 1.3× slower than k04 (bitmask reads per score on every partial tile).
-// bf16 twin (k06_generic_tiles_bf16, kernels_bf16.h): this body on the bf16 engines of
-// flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs; not benchmarked separately (k01,
-// k02 and k05 were: 1.6–2.4× their float32 entries with AVX512-BF16).
+// kernels k01–k05 are checked against the oracle, and k06 is their fallback. Against them:
+// on BigBird at block 64 it feeds k05's chunks and on the undilated window k02's; on the
+// dilated window it is slower than k03 (it computes every second score only to mask it)
+// and on Longformer slower than k04 (bitmask reads per score on every partial tile).
+// Measured: docs/benchmarks.md, "Measured: a per-head mix of window and BigBird heads"
+// (2026-11-30 12:49 UTC, 2 threads, shared machine, before that day's engine changes), row
+// "cpu_k06_generic_tiles (the mix; float32, 2 threads)": 179.8 ms per call at n = 8192.
+// Earlier figures and the bf16 twin: optimized/cpu/TUNING.md.
 #include "optimized/cpu/flash_tile_bf16.h"
 #include "optimized/cpu/layout_walk.h"
 

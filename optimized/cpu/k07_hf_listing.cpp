@@ -1,7 +1,18 @@
-// k07 — HF BigBird listing (contract §3.12), float32. Changed from k05 (block table walk):
-// the key blocks come from a BlockListing, repeats kept, instead of the canonical layout's
-// set of tiles; no masking inside a block (HF requires n to be a multiple of b), only key
-// padding. Each row is one online softmax, so the result does not depend on threads.
+// k07 — HF BigBird listing (contract §3.12), float32: HF's key-block lists, repeats kept.
+//
+// Contract (compat_kernels.h): matches hf_listing_oracle (float64) within kTolFloat32
+// (atol 2e-5, rtol 2e-4, core/numerics.h); serves a BlockListing (reference/compat.h) with
+// seq_len_q = seq_len_k = a whole number of blocks, key padding; outside the registry,
+// reached through `attend --compat hf-bigbird`. Bit-identical for any OpenMP thread count:
+// each row is one online softmax, computed by one thread in a fixed order.
+//
+// What changed since k05 (block table walk): the key blocks come from a BlockListing,
+// repeats kept, instead of the canonical layout's set of tiles; no masking inside a block
+// (HF requires n to be a multiple of b), only key padding.
+// Why: HF BigBird counts a block listed twice twice (docs/peers.md), which a canonical
+// layout, a set of tiles, cannot express.
+// Measured: not benchmarked — docs/benchmarks.md has no row for it (it is not in the
+// registry, so bench_cpu does not time it); its agreement with HF is in docs/peers.md.
 #include <cmath>
 #include <limits>
 #include <string>

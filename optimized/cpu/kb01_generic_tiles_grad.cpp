@@ -18,12 +18,15 @@
 // (and so whose rounding) depends on the schedule; here each output element has one owner
 // that sums in a fixed order, so the result is bit-identical whatever the thread count.
 // The price: pass 2 recomputes S, P, dP and dS (7 block products per tile pair instead of
-// FA2's 5), so the expected backward/forward ratio is about 3.5 rather than 2.5 (measured
-// on one thread: 3.8–4.6; kb02 removes the second pass, docs/backward.md).
+// FA2's 5), so the expected backward/forward ratio is about 3.5 rather than 2.5 (kb02
+// removes the second pass).
 // Per block (rows i, keys j), with D_i = <do_i, o_i> computed once per row:
 //   S = scale·Q Kᵀ (masked: -inf),  P = exp(S − lse),  dP = dO Vᵀ,  dS = P ∘ (dP − D).
 // A row with lse = -inf (fully masked, padded query) is skipped: its dq stays 0 and it adds
 // nothing; a padded key's scores are -inf, so its P and dS are 0 and dk = dv = 0.
+// Measured: docs/backward.md, "Backward / forward time" (2026-11-30, 1 thread, shared
+// machine), row "dense, cpu_kb01_generic_tiles_grad (cpu_k06_generic_tiles)": backward /
+// forward CPU time 4.35 at seq_len 2048. Earlier figures: optimized/cpu/TUNING.md.
 #include <omp.h>
 
 #include <algorithm>

@@ -17,9 +17,10 @@
 // v_block = ldk · kStep), zero-padded to ldv columns.
 // Keys past num_keys, up to ldk, are zero: every micro-kernel runs whole vectors without a
 // scalar tail. Cost: one O(num_keys · head_dim) pass per panel (the K transpose; and V when
-// packed), against O(nnz · head_dim) attention work; it writes only what it needs, since
-// at n = 16384, head_dim 64 the three zero-filled arrays of an earlier layout took 4.3 ms
-// of k02's 20 ms.
+// packed), against O(nnz · head_dim) attention work; it writes only what it needs (no
+// zero-filled arrays beyond the padding: why, in optimized/cpu/TUNING.md).
+// Measured: not timed on its own (docs/benchmarks.md, "What bounds a kernel: the note",
+// its memory part, gives what the packing moves); it is inside every kernel's figure.
 #pragma once
 
 #include <algorithm>

@@ -19,6 +19,8 @@
 // columns past head_dim_v and the keys past num_keys (up to ldk) are zeros, so a zero
 // product pads every pair. Cost: the same O(num_keys · head_dim) pass as panel.h, half the
 // bytes; no per-chunk copy for chunks that start on a block (dense, block-sparse).
+// Measured: not timed on its own; inside the bf16 entries' figures (docs/benchmarks.md,
+// "Measured: the target points", the bf16 rows). History: optimized/cpu/TUNING.md.
 #pragma once
 
 #include <algorithm>

@@ -13,6 +13,8 @@
 // lse algebra (tiling.h: merge_lse, merge_weight), in part order: deterministic.
 // `kBitmasks` selects whether a partial tile's bitmask is read (c06, c08) or every listed
 // tile is taken as full (c07, whose launcher checks all_tiles_full()).
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"): c06, c07 and
+// c08 are this kernel. History: optimized/cuda/TUNING.md.
 #pragma once
 
 #include "optimized/cuda/launch.cuh"

@@ -10,6 +10,8 @@
 // exp(s_ij - max) and sums them, pass 3 forms o_i = sum_j p_ij v_j / l_i. Every score
 // makes a round trip through global memory and every thread streams all of K and V
 // alone: O(n^2) memory and no reuse. c02 removes the score matrix and shares K/V.
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"). History:
+// optimized/cuda/TUNING.md.
 #include "optimized/cuda/device_problem.h"
 #include "optimized/cuda/launchers.h"
 #include "optimized/cuda/tiling.h"

@@ -11,6 +11,8 @@
 // than the memory round trip) and accumulates l and o. Causal rows skip the chunks
 // above the diagonal (band_chunks). Still two passes over K, and o accumulates in global
 // memory (each row owned by one thread, so no races); c03 fuses everything into one pass.
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"). History:
+// optimized/cuda/TUNING.md.
 #include "optimized/cuda/device_problem.h"
 #include "optimized/cuda/launchers.h"
 #include "optimized/cuda/tiling.h"

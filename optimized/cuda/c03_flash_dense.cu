@@ -13,6 +13,8 @@
 // read once per query block, and the work per chunk is spread over a warp per row
 // instead of one thread. The block itself lives in flash_f32.cuh, because c05..c08
 // reuse it and change only which chunks they visit.
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"). History:
+// optimized/cuda/TUNING.md.
 #include "optimized/cuda/c03_flash_dense.cuh"
 #include "optimized/cuda/launchers.h"
 

@@ -2,6 +2,8 @@
 // flash_mma.cuh for c04): query block x owns rows [x*Br, x*Br + Br) and visits the key
 // chunks band_chunks() gives for the dense band — all of them, or for a causal pattern
 // only those at or below the diagonal — testing pairs only on chunks the diagonal cuts. See c03_flash_dense.cu for the contract.
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"): c03 and c04
+// are this kernel. History: optimized/cuda/TUNING.md.
 #pragma once
 
 #include "optimized/cuda/launch.cuh"

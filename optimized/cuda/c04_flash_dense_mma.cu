@@ -7,11 +7,14 @@
 // (FlashMmaBlock::smem_bytes: 110 KB at head_dim 128) must fit the device (checked).
 //
 // What changed since c03, and why: on an H100/H200 plain float32 FMAs give ~67 TFLOP/s
-// while fp16/bf16 tensor cores give ~990: attention is two matrix products, so both
-// move to 16x16x16 WMMA fragments (flash_mma.cuh). The kernel is c03's, unchanged —
-// only the block is swapped — which is the point of keeping the online softmax apart
-// from the visiting order. bf16 keeps float32's exponent range (no overflow of large
-// scores) at 8 bits of mantissa; fp16 has 11 bits but overflows above 65504.
+// while fp16/bf16 tensor cores give ~990 (vendor figures, not ours): attention is two
+// matrix products, so both move to 16x16x16 WMMA fragments (flash_mma.cuh). The kernel is
+// c03's, unchanged — only the block is swapped — which is the point of keeping the online
+// softmax apart from the visiting order. bf16 keeps float32's exponent range (no overflow
+// of large scores) at 8 bits of mantissa; fp16 has 11 bits but overflows above 65504.
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"), row "flash
+// dense bf16 (c04) ≥ 0.5 × SDPA throughput, same shapes". What was counted without a
+// GPU (its SASS) and the history: optimized/cuda/TUNING.md.
 #include "optimized/cuda/c03_flash_dense.cuh"
 #include "optimized/cuda/launchers.h"
 

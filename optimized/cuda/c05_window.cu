@@ -16,7 +16,10 @@
 // (tiling.h: dilated_rows, dilated_keys): every staged key is one some row may attend.
 // Work per row is O(w * head_dim) whatever d, so the speedup over c03/c04 should approach
 // the FLOP-reduction bound seq_len_k / (2w + 1) once chunks are full (the CUDA target:
-// 0.6 of it at seq_len 32768; not yet measured on a GPU).
+// 0.6 of it at seq_len 32768).
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"), row
+// "window (c05 bf16) speedup over our dense (c04 bf16) ≥ 0.6 × FLOP-reduction bound at
+// seq_len 32768". History: optimized/cuda/TUNING.md.
 #include "optimized/cuda/launch.cuh"
 #include "optimized/cuda/launchers.h"
 

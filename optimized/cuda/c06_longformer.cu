@@ -19,6 +19,8 @@
 // (PackedPattern::schedule): the global rows of every head start first and run while the
 // light tiles fill the other multiprocessors, instead of running alone at the end.
 // Full tiles (global rows and columns, the band's interior) skip the per-pair bit test.
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"). History:
+// optimized/cuda/TUNING.md.
 #include "optimized/cuda/block_sparse.cuh"
 #include "optimized/cuda/launchers.h"
 

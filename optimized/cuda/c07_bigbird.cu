@@ -14,6 +14,9 @@
 // by materialize() on the host and arrive as table entries — no kernel draws a random
 // number or rebuilds the pattern. With full tiles there is no per-element mask: only
 // the sequence's end and key padding cut a block.
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"), row
+// "BigBird bf16 (c07) ≥ 0.8 × FlexAttention with the equivalent block mask". History:
+// optimized/cuda/TUNING.md.
 #include "optimized/cuda/block_sparse.cuh"
 #include "optimized/cuda/launchers.h"
 

@@ -13,7 +13,9 @@
 // one code path for every pattern, as FlexAttention's BlockMask (full + partial blocks
 // with a mask_mod) is. Its cost is the bit lookup and visiting whole tiles where only a
 // few pairs are allowed, so c05/c06 should beat it on windows and c07 match it on
-// BigBird (not yet measured on a GPU: docs/cuda.md).
+// BigBird.
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"). History:
+// optimized/cuda/TUNING.md.
 #include "optimized/cuda/block_sparse.cuh"
 #include "optimized/cuda/launchers.h"
 

@@ -23,6 +23,8 @@
 //                 (FA2 adds dq with atomics from the key-tile loop instead; their order,
 //                 and so the rounding, would depend on the schedule).
 // Accumulators live in the output arrays themselves (global memory, owned by the thread).
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"; docs/backward.md,
+// "Measured", says the same). History: optimized/cuda/TUNING.md.
 #include <cuda_runtime.h>
 
 #include <cmath>

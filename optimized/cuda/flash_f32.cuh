@@ -10,6 +10,8 @@
 // memory), the warp reduces max and sum with shuffles, then lane c accumulates
 // o[d] for d = c, c+32, ... (head_dim_v <= 256: 8 registers per row).
 // Preconditions: head_dim, head_dim_v in [1, 256] (checked by the launcher).
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"): c03 and the
+// float32 forms of c05..c08 run this block. History: optimized/cuda/TUNING.md.
 #pragma once
 
 #include <cuda_runtime.h>

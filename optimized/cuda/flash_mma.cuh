@@ -12,6 +12,8 @@
 // needs block-wide barriers. head_dim and head_dim_v are zero-padded to multiples of 16
 // (zeros add nothing to a dot product). Preconditions: head_dim, head_dim_v in [1, 256]
 // and the shared memory below available on the device (checked by the launcher).
+// Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"): c04 and the
+// bf16 forms of c05..c08 run this block. History: optimized/cuda/TUNING.md.
 #pragma once
 
 #include <cuda_bf16.h>
