@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "api/padding_align.h"
 #include "core/error.h"
 
 namespace sparseattn::api {
@@ -222,6 +223,11 @@ nlohmann::json probe_causes(const ProbeInputs& in) {
       }
   }
 
+  if (in.conv.padding_align_valid) {  // contract §2.6: the rows empty under that alignment
+    empty_row = valid_empty_rows(in.pattern);
+    any_empty = std::find(empty_row.begin(), empty_row.end(), 1) != empty_row.end();
+  }
+
   // Rule before probes: non-finite values exactly on fully masked rows.
   {
     bool nonfinite = false, only_empty = true;
@@ -347,6 +353,8 @@ nlohmann::json probe_causes(const ProbeInputs& in) {
     } catch (const std::exception&) {
     }
   }
+  // Padding alignment: diagonal and window at the valid counts, or at the full lengths.
+  if (cause.empty()) cause = probe_padding_align(in, tried);
   // Global rows or columns computed as window rows.
   if ((kind == PatternKind::longformer || kind == PatternKind::random) &&
       !in.pattern.spec.global.empty() && z.seq_len_q == z.seq_len_k) {

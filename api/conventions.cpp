@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "api/inputs.h"
+#include "api/padding_align.h"
 #include "core/error.h"
 #include "core/npy.h"
 
@@ -16,10 +17,10 @@ std::string Conventions::describe() const {
                   (padded_queries_any ? "any" : "zero") + " --key-padding-polarity " +
                   (key_padding_ignore ? "ignore" : "keep") + " --causal-align " +
                   (causal_top_left ? "top-left" : "bottom-right") + " --masked-score ";
-  if (!masked_score) return s + "-inf";
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", *masked_score);
-  return s + buf;
+  std::snprintf(buf, sizeof buf, "%.17g", masked_score ? *masked_score : -INFINITY);
+  return s + (masked_score ? buf : "-inf") + " --padding-align " +
+         (padding_align_valid ? "valid" : "full");
 }
 
 void add_convention_flags(CLI::App* cmd, ConventionFlags& f, bool tensors) {
@@ -44,6 +45,11 @@ void add_convention_flags(CLI::App* cmd, ConventionFlags& f, bool tensors) {
                   "bottom-right (default, FlashAttention >= 2.1): query i sits at key "
                   "position i + seq_len_k - seq_len_q; top-left: at position i (PyTorch's "
                   "is_causal tril)");
+  cmd->add_option("--padding-align", f.padding_align,
+                  "full (default): positions from the full lengths seq_len_q, seq_len_k "
+                  "(contract §2.4); valid: batch element b is aligned by its own valid key "
+                  "count under right padding, as FlashAttention's varlen interface and padded "
+                  "tests do (contract §2.6)");
 }
 
 Conventions parse_conventions(const ConventionFlags& f) {
@@ -63,6 +69,12 @@ Conventions parse_conventions(const ConventionFlags& f) {
   c.causal_top_left = f.causal_align == "top-left";
   if (f.masked_score != "-inf")
     c.masked_score = parse_finite("--masked-score", f.masked_score, -INFINITY);
+  require(f.padding_align == "full" || f.padding_align == "valid", "--padding-align",
+          f.padding_align, "must be full or valid");
+  c.padding_align_valid = f.padding_align == "valid";
+  require(!c.padding_align_valid || !c.causal_top_left, "--padding-align", f.padding_align,
+          "does not combine with --causal-align top-left: valid places the diagonal at each "
+          "batch element's valid counts, top-left at query i (contract §2.6)");
   return c;
 }
 
@@ -123,6 +135,19 @@ AttentionInputs load_inputs_with(const std::string& q_path, const std::string& k
 AttentionResult convention_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                   const Tensor<double>& v, const Pattern& pattern,
                                   const double* scale, const Conventions& conv) {
+  if (conv.padding_align_valid) {
+    // contract §2.6: each batch element on its own pattern, the other conventions as given.
+    Conventions per = conv;
+    per.padding_align_valid = false;
+    per.lse_base2 = false;  // once, below
+    AttentionResult r = attend_valid_aligned(
+        q, k, v, pattern,
+        [&](const Tensor<double>& qb, const Tensor<double>& kb, const Tensor<double>& vb,
+            const Pattern& pb) { return convention_oracle(qb, kb, vb, pb, scale, per); });
+    if (conv.lse_base2)
+      for (double& x : r.lse.data) x *= 1.0 / std::log(2.0);
+    return r;
+  }
   AttentionResult r;
   if (!conv.masked_score) {
     r = a1_dense_masked(q, k, v, pattern, scale);

@@ -13,6 +13,10 @@
 //   --causal-align bottom-right|top-left  causal diagonal when seq_len_q != seq_len_k
 //   --masked-score -inf|VALUE          masked scores removed (default) or replaced by VALUE
 //                                      (masked_fill(-1e9): fully masked rows get mean(v))
+//   --padding-align full|valid         positions from the full lengths (default, §2.4) or
+//                                      from each batch element's valid counts under right
+//                                      padding (FlashAttention's varlen convention, §2.6;
+//                                      api/padding_align.h)
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -33,6 +37,7 @@ struct Conventions {
   bool key_padding_ignore = false;
   bool causal_top_left = false;
   std::optional<double> masked_score;  // nullopt: -inf (masked keys leave the softmax)
+  bool padding_align_valid = false;    // contract §2.6: batch element b aligned by its counts
   // The flags as a JSON-ready list of (flag, value) pairs, for reports and manifests.
   std::string describe() const;
 };
@@ -40,15 +45,17 @@ struct Conventions {
 // Raw flag text; parse_conventions() validates it.
 struct ConventionFlags {
   std::string layout = "bhsd", lse_base = "e", padded_queries = "zero",
-              key_padding_polarity = "keep", causal_align = "bottom-right", masked_score = "-inf";
+              key_padding_polarity = "keep", causal_align = "bottom-right", masked_score = "-inf",
+              padding_align = "full";
 };
 
-// Adds the six flags above to `cmd`. `tensors` = false (mask) adds only the flags that
-// change the pattern: --key-padding-polarity and --causal-align.
+// Adds the seven flags above to `cmd`. `tensors` = false (mask) adds only the flags that
+// change the pattern: --key-padding-polarity, --causal-align and --padding-align.
 void add_convention_flags(CLI::App* cmd, ConventionFlags& flags, bool tensors = true);
 
 // Throws InvalidArgument("--layout", value, allowed) etc.; --masked-score must be -inf or
-// a finite real.
+// a finite real; --padding-align valid does not combine with --causal-align top-left (each
+// places the diagonal its own way).
 Conventions parse_conventions(const ConventionFlags& flags);
 
 // [a, b, c, d] -> [a, c, b, d]: bshd <-> bhsd (the same permutation both ways). Rank 4 in.
@@ -69,8 +76,9 @@ AttentionInputs load_inputs_with(const std::string& q_path, const std::string& k
 
 // The oracle under the conventions: a1_dense_masked, or with a finite --masked-score the
 // dense definition with masked scores replaced by VALUE (rows with no allowed key: the
-// mean of v over all keys, lse = VALUE + ln(seq_len_k)); lse in base 2 when asked.
-// o/lse stay bhsd.
+// mean of v over all keys, lse = VALUE + ln(seq_len_k)); lse in base 2 when asked; with
+// --padding-align valid, each batch element on its own aligned pattern (contract §2.6,
+// api/padding_align.h; throws what valid_counts throws). o/lse stay bhsd.
 AttentionResult convention_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                   const Tensor<double>& v, const Pattern& pattern,
                                   const double* scale, const Conventions& conv);

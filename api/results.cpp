@@ -6,6 +6,7 @@
 #include "api/check_report.h"
 #include "api/convention_hint.h"
 #include "api/inputs.h"
+#include "api/padding_align.h"
 #include "core/error.h"
 #include "graph/measures.h"
 #include "graph/rollout.h"
@@ -244,12 +245,20 @@ nlohmann::json check_against(const AttentionResult& oracle, const Pattern& patte
           "needs the normal oracle's inputs: not available under the compatibility flags "
           "(contract §3.12)");
   std::vector<uint8_t> skip;
-  if (conv.padded_queries_any && pattern.has_key_padding()) {
+  if (conv.padded_queries_any && pattern.has_key_padding() && conv.padding_align_valid) {
+    skip = valid_padded_rows(pattern);  // contract §2.6: rows i >= m_b
+  } else if (conv.padded_queries_any && pattern.has_key_padding()) {
     skip.assign(static_cast<size_t>(s.batch * s.seq_len_q), 0);
     for (int64_t b = 0; b < s.batch; ++b)
       for (int64_t i = 0; i < s.seq_len_q; ++i)
         skip[static_cast<size_t>(b * s.seq_len_q + i)] = !pattern.query_valid(b, i);
   }
+  // The reports locate against the spec's pattern; under --padding-align valid the worst
+  // row's keys are restated for its batch element's alignment (contract §2.6).
+  auto aligned = [&](nlohmann::json t) {
+    if (conv.padding_align_valid) restate_worst_row(t, pattern);
+    return t;
+  };
   nlohmann::json j;
   j["oracle"] = conv.masked_score ? "dense definition with masked scores = --masked-score"
                                   : "a1_dense_masked";
@@ -261,18 +270,23 @@ nlohmann::json check_against(const AttentionResult& oracle, const Pattern& patte
   bool pass = true, p = true;
   Tensor<double> o4 = o;
   o4.shape = oracle.o.shape;
-  j["o"] = tensor_report(o4, oracle.o, o_tol, pattern, skip, "o", &p);
+  j["o"] = aligned(tensor_report(o4, oracle.o, o_tol, pattern, skip, "o", &p));
   pass = pass && p;
   Tensor<double> lse3;
   if (lse != nullptr) {
     lse3 = *lse;
     lse3.shape = oracle.lse.shape;
-    j["lse"] = tensor_report(lse3, oracle.lse, lse_tol, pattern, skip, "lse", &p);
+    j["lse"] = aligned(tensor_report(lse3, oracle.lse, lse_tol, pattern, skip, "lse", &p));
     pass = pass && p;
   }
   if (rule != nullptr) {  // the verdict is the reference-error rule's (contract §4.10)
-    const AttentionResult naive =
-        naive_low_precision(*ctx.q, *ctx.k, *ctx.v, pattern, ctx.scale, rule->dtype);
+    const BatchAttend naive_run = [&](const Tensor<double>& q, const Tensor<double>& k,
+                                      const Tensor<double>& v, const Pattern& p) {
+      return naive_low_precision(q, k, v, p, ctx.scale, rule->dtype);
+    };
+    const AttentionResult naive = conv.padding_align_valid
+                                      ? attend_valid_aligned(*ctx.q, *ctx.k, *ctx.v, pattern, naive_run)
+                                      : naive_run(*ctx.q, *ctx.k, *ctx.v, pattern);
     nlohmann::json r = judge_reference_error(o4, oracle.o, naive.o, *rule, skip);
     pass = r["pass"].get<bool>();
     // Located against the rule's bound on the largest error: factor * naive max + floor.
@@ -281,7 +295,7 @@ nlohmann::json check_against(const AttentionResult& oracle, const Pattern& patte
       const Tolerance bound{rule->factor * verdict["naive"]["max_abs_error"].get<double>() +
                                 rule->floor, 0.0};
       bool unused = false;
-      nlohmann::json t = tensor_report(c, ref, bound, pattern, skip, name, &unused);
+      nlohmann::json t = aligned(tensor_report(c, ref, bound, pattern, skip, name, &unused));
       t["pass"] = verdict["pass"];
       t["reference_error"] = verdict;
       return t;
@@ -386,8 +400,15 @@ void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
                                     const Tensor<double>& k, const Tensor<double>& v,
                                     const Pattern& pattern, const double* scale,
                                     const Tensor<double>& dout, const GradientCandidate& dq,
-                                    const GradientCandidate& dk, const GradientCandidate& dv) {
-  const GradientResult g = b1_dense_masked_grad(q, k, v, dout, pattern, scale);
+                                    const GradientCandidate& dk, const GradientCandidate& dv,
+                                    const Conventions& conv) {
+  const BatchGrad b1 = [&](const Tensor<double>& qb, const Tensor<double>& kb,
+                           const Tensor<double>& vb, const Tensor<double>& db, const Pattern& p) {
+    return b1_dense_masked_grad(qb, kb, vb, db, p, scale);
+  };
+  const GradientResult g = conv.padding_align_valid  // contract §2.6: per batch element
+                               ? grad_valid_aligned(q, k, v, dout, pattern, b1)
+                               : b1(q, k, v, dout, pattern);
   j["gradient_oracle"] = "b1_dense_masked_grad";
   bool pass = j.at("pass").get<bool>();
   const std::pair<const char*, const GradientCandidate*> cands[3] = {

@@ -128,7 +128,9 @@ GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Ou
 // b1_dense_masked_grad on q/k/v/dout (rank 4, dout from checked_dout) with core/check.h's
 // checker. Each non-null candidate (already shape-checked) is reported under its name
 // ("dq", "dk", "dv") with the fields of "o"; adds "gradient_oracle" and ANDs the verdicts
-// into j["pass"] (j is check_against_oracle's object).
+// into j["pass"] (j is check_against_oracle's object). With conv.padding_align_valid the
+// oracle runs per batch element on its aligned pattern (contract §2.6); the other
+// conventions do not change gradients.
 struct GradientCandidate {
   const Tensor<double>* x = nullptr;  // nullptr: not checked
   Tolerance tol{};
@@ -137,7 +139,8 @@ void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
                                     const Tensor<double>& k, const Tensor<double>& v,
                                     const Pattern& pattern, const double* scale,
                                     const Tensor<double>& dout, const GradientCandidate& dq,
-                                    const GradientCandidate& dk, const GradientCandidate& dv);
+                                    const GradientCandidate& dk, const GradientCandidate& dv,
+                                    const Conventions& conv = {});
 
 // `reach`: every measure of docs/information-flow.md for one stack (contract §6).
 struct ReachRequest {

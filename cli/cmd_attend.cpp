@@ -9,6 +9,8 @@
 // Compatibility flags (contract §3.12, api/compat_flags.h): --compat hf-bigbird (--impl
 // a1_dense_masked or cpu_k07_hf_listing), --global-mask, --q-global/--k-global/--v-global
 // (any kernel serving longformer, run per batch element), --attention-window. Forward only.
+// --padding-align valid (contract §2.6) with seq_len_q != seq_len_k runs the kernel (and its
+// backward) once per batch element on that element's aligned pattern, an explicit mask.
 // Shapes (contract §1): q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv]; o [B,H,Lq,Dv] and lse
 // [B,H,Lq] keep q's leading dimensions as given in the file (rank 2 in, rank 2 out).
 // Backward (contract §7, docs/backward.md): dO has o's shape; dq, dk, dv keep the shapes of
@@ -28,6 +30,7 @@
 #include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/inputs.h"
+#include "api/padding_align.h"
 #include "api/results.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -163,6 +166,11 @@ void run_attend(const AttendArgs& a) {
           a.conventions.masked_score, "needs --impl a1_dense_masked (the kernels remove masked keys)");
   require(!conv.masked_score || a.dout.empty(), "--masked-score", a.conventions.masked_score,
           "must be -inf with --dout (the backward kernels remove masked keys)");
+  // A flag with no effect is an error: attend writes every row, so there is nothing for
+  // --padded-queries any to leave uncompared (it is check's flag, contract §1.6).
+  require(!conv.padded_queries_any, "--padded-queries", a.conventions.padded_queries,
+          "must be zero for attend: it writes padded rows as o = 0, lse = -inf (contract §2.4); "
+          "'any' only tells check not to compare them");
   PatternFlags pattern_flags = a.pattern;
   apply_attention_window(a.compat, pattern_flags);
   AttentionInputs in = load_inputs_with(a.q, a.k, a.v, pattern_flags, conv);
@@ -171,6 +179,8 @@ void run_attend(const AttendArgs& a) {
             "gradients are not available under the compatibility flags (contract §3.12)");
     require(!conv.masked_score, "--masked-score", a.conventions.masked_score,
             "must be -inf under the compatibility flags (their definitions remove masked keys)");
+    require(!conv.padding_align_valid, "--padding-align", a.conventions.padding_align,
+            "must be full under the compatibility flags (their definitions are HF's, contract §3.12)");
     double s = 0.0;
     if (!a.scale.empty()) s = parse_finite("--scale", a.scale, -INFINITY);
     AttentionResult r = compat_attend(a.compat, in, a.scale.empty() ? nullptr : &s, a.impl);
@@ -195,7 +205,24 @@ void run_attend(const AttendArgs& a) {
     write_all(files);
     return;
   }
-  const Kernel& kernel = serving_kernel(a.impl, in.pattern);
+  // contract §2.6: under --padding-align valid with seq_len_q != seq_len_k every batch
+  // element runs on its own aligned pattern (an explicit mask: kernels serving "any").
+  ValidCounts counts;
+  if (conv.padding_align_valid) counts = valid_counts(in.pattern);
+  const bool per_batch = conv.padding_align_valid && valid_alignment_moves(in.pattern, counts);
+  const Pattern first = per_batch ? valid_batch_pattern(in.pattern, counts, 0) : Pattern{};
+  const Kernel& kernel = [&]() -> const Kernel& {
+    try {
+      return serving_kernel(a.impl, per_batch ? first : in.pattern);
+    } catch (const InvalidArgument& e) {
+      if (!per_batch) throw;
+      const std::string what = e.what();
+      throw InvalidArgument("--impl", a.impl,
+                            what.substr(what.find(": ") + 2) +
+                                " (under --padding-align valid each batch element runs on its "
+                                "own aligned pattern, an explicit mask; contract §2.6)");
+    }
+  }();
   const GradKernel* grad = backward ? &backward_for(a.impl) : nullptr;
   Tensor<double> dout;
   if (backward) dout = load_dout(a.dout, in.shape, conv.bshd);  // before any O(n^2) work
@@ -208,31 +235,57 @@ void run_attend(const AttendArgs& a) {
     masked = convention_oracle(in.q, in.k, in.v, in.pattern,
                                a.scale.empty() ? nullptr : &scale, c);
   }
-  const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
-                                       in.pattern, a.scale.empty() ? nullptr : &scale);
+  auto run_kernel = [&](const Problem& problem, Output& out) {
+    try {
+      kernel.run(problem, out);
+    } catch (const InvalidArgument& e) {
+      // A kernel names what it refuses by field (contract §4: a scale beyond float32's
+      // range, "scale"); the user typed a flag.
+      const std::string& arg = e.argument();
+      if (arg != "scale" && arg != "q" && arg != "k" && arg != "v") throw;
+      const std::string what = e.what();
+      const std::string head = "invalid " + arg + " = ";
+      const size_t colon = what.find(": ", head.size());
+      if (what.compare(0, head.size(), head) != 0 || colon == std::string::npos) throw;
+      throw InvalidArgument("--" + arg, what.substr(head.size(), colon - head.size()),
+                            what.substr(colon + 2));
+    }
+  };
+  const double* scale_ptr = a.scale.empty() ? nullptr : &scale;
   Output out;
-  try {
-    kernel.run(problem, out);
-  } catch (const InvalidArgument& e) {
-    // A kernel names what it refuses by field (contract §4: a scale beyond float32's
-    // range, "scale"); the user typed a flag.
-    const std::string& arg = e.argument();
-    if (arg != "scale" && arg != "q" && arg != "k" && arg != "v") throw;
-    const std::string what = e.what();
-    const std::string head = "invalid " + arg + " = ";
-    const size_t colon = what.find(": ", head.size());
-    if (what.compare(0, head.size(), head) != 0 || colon == std::string::npos) throw;
-    throw InvalidArgument("--" + arg, what.substr(head.size(), colon - head.size()),
-                          what.substr(colon + 2));
+  GradOutput gout;
+  if (!per_batch) {
+    const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
+                                         in.pattern, scale_ptr);
+    run_kernel(problem, out);
+    if (backward) {
+      refuse_nan(a, kernel, out);  // before the backward pass reads o and lse
+      gout = run_backward(*grad, problem, out, std::move(dout), a.impl);
+    }
+  } else {
+    for (int64_t b = 0; b < in.shape.batch; ++b) {
+      const Pattern pb = b == 0 ? first : valid_batch_pattern(in.pattern, counts, b);
+      serving_kernel(a.impl, pb);
+      const Problem problem = make_problem(batch_slice(in.q, b), batch_slice(in.k, b),
+                                           batch_slice(in.v, b), pb, scale_ptr);
+      Output ob;
+      run_kernel(problem, ob);
+      if (backward) {
+        refuse_nan(a, kernel, ob);
+        const GradOutput gb = run_backward(*grad, problem, ob, batch_slice(dout, b), a.impl);
+        append_batch(gout.dq, gb.dq), append_batch(gout.dk, gb.dk), append_batch(gout.dv, gb.dv);
+        append_batch(gout.dq32, gb.dq32), append_batch(gout.dk32, gb.dk32);
+        append_batch(gout.dv32, gb.dv32);
+      }
+      append_batch(out.o, ob.o), append_batch(out.lse, ob.lse);
+      append_batch(out.o32, ob.o32), append_batch(out.lse32, ob.lse32);
+    }
   }
   if (conv.masked_score) {
     out.o = std::move(masked.o);
     out.lse = std::move(masked.lse);
   }
   refuse_nan(a, kernel, out);
-
-  GradOutput gout;
-  if (backward) gout = run_backward(*grad, problem, out, std::move(dout), a.impl);
 
   // Conventions of the outputs (contract §1.6): lse in base 2, o and gradients bshd.
   if (conv.lse_base2) {

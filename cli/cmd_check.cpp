@@ -19,7 +19,7 @@
 // the worst row against its allowed keys, non-finite values as strings, probable_cause
 // from re-running the oracle under the usual mistakes; --format text prints a summary.
 // Convention flags (contract §1.6): --layout, --lse-base, --padded-queries,
-// --key-padding-polarity, --causal-align, --masked-score. --tolerance-rule
+// --key-padding-polarity, --causal-align, --masked-score, --padding-align (§2.6). --tolerance-rule
 // reference-error --factor F judges against a naive low-precision run (contract §4.10).
 #include <cmath>
 #include <iostream>
@@ -34,6 +34,7 @@
 #include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/inputs.h"
+#include "api/padding_align.h"
 #include "api/results.h"
 #include "core/check.h"
 #include "core/error.h"
@@ -112,7 +113,10 @@ void run_check(const CheckArgs& a) {
           "must be table under the compatibility flags (the naive run is the normal pattern's)");
   require(!compat || !conv.masked_score, "--masked-score", a.conventions.masked_score,
           "must be -inf under the compatibility flags (their definitions remove masked keys)");
+  require(!compat || !conv.padding_align_valid, "--padding-align", a.conventions.padding_align,
+          "must be full under the compatibility flags (their definitions are HF's, contract §3.12)");
   AttentionInputs in = load_inputs_with(a.q, a.k, a.v, pattern_flags, conv);
+  if (conv.padding_align_valid && !compat) valid_counts(in.pattern);  // refused before any work
   double scale = 0.0;
   if (!a.scale.empty()) scale = parse_finite("--scale", a.scale, -INFINITY);
   const double* scale_ptr = a.scale.empty() ? nullptr : &scale;
@@ -200,7 +204,8 @@ void run_check(const CheckArgs& a) {
     check_gradients_against_oracle(j, in.q, in.k, in.v, in.pattern, scale_ptr, dout,
                                    {grads[0].path.empty() ? nullptr : &grads[0].x, grads[0].tol},
                                    {grads[1].path.empty() ? nullptr : &grads[1].x, grads[1].tol},
-                                   {grads[2].path.empty() ? nullptr : &grads[2].x, grads[2].tol});
+                                   {grads[2].path.empty() ? nullptr : &grads[2].x, grads[2].tol},
+                                   conv);
   const bool pass = j.at("pass").get<bool>();
   if (a.format == "text") {
     std::cout << check_summary_text(j);

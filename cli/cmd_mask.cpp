@@ -3,7 +3,7 @@
 //   sparseattn mask --seq-len N [--seq-len-k M] [--num-heads H] --out M.npy
 //                   [--mask-dtype uint8|bool] [--random-table-out T.npy]
 //                   [--key-padding-polarity keep|ignore] [--causal-align bottom-right|top-left]
-//                   [pattern flags]
+//                   [--padding-align full|valid] [pattern flags]
 //
 // Shape: [N, M] for one head, [H, N, M] otherwise; with a --key-padding-mask of batch
 // B > 1, [B, H, N, M]. The mask is dense_mask() of each head's canonical layout (the one
@@ -19,6 +19,7 @@
 #include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/inputs.h"
+#include "api/padding_align.h"
 #include "api/results.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -82,9 +83,13 @@ void run_mask(const MaskArgs& args) {
           a.random_table_out,
           "needs a pattern with random draws (bigbird or bigbird-etc with --num-random-blocks "
           ">= 1, random with --num-random >= 1)");
+  require(gm.rank() != 2 || !conv.padding_align_valid, "--padding-align",
+          a.conventions.padding_align, "must be full with --global-mask (contract §3.12)");
   if (gm.rank() != 2) {  // one pattern for the whole batch
     const Pattern pattern = apply_pattern_conventions(shared, conv);
-    Tensor<uint8_t> out = allowed_mask(pattern);  // [B, H, N, M]; same elements as `shape`
+    // [B, H, N, M]; same elements as `shape`. contract §2.6: per batch element when valid.
+    Tensor<uint8_t> out = conv.padding_align_valid ? valid_allowed_mask(pattern)
+                                                   : allowed_mask(pattern);
     out.shape = shape;
     write_npy(a.out, out, a.mask_dtype == "bool");
     if (!a.random_table_out.empty()) write_npy(a.random_table_out, shared.random_draws);

@@ -553,7 +553,7 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
           dq: Any = None, dk: Any = None, dv: Any = None, *,
           layout: str = "bhsd", lse_base: str = "e", padded_queries: str = "zero",
           key_padding_polarity: str = "keep", causal_align: str = "bottom-right",
-          masked_score: Union[str, float] = "-inf") -> CheckReport:
+          masked_score: Union[str, float] = "-inf", padding_align: str = "full") -> CheckReport:
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -583,11 +583,14 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         Candidate gradients of ``sum(dout * o)`` with respect to q, k, v, float16/32/64;
         each needs ``dout``. A fully masked row's dq and a padded key's dk, dv must be 0
         (contract §7.2).
-    layout, lse_base, padded_queries, key_padding_polarity, causal_align, masked_score
+    layout, lse_base, padded_queries, key_padding_polarity, causal_align, masked_score, padding_align
         The convention flags of ``sparseattn check`` (docs/conventions.md, contract §1.6):
         ``layout="bshd"`` reads q, k, v, o (and dout, dq, dk, dv) as [batch, seq_len, num_heads, d];
         ``lse_base="2"``; ``padded_queries="any"``; ``key_padding_polarity="ignore"``
-        (PyTorch's mask); ``causal_align="top-left"``; ``masked_score=-1e9``.
+        (PyTorch's mask); ``causal_align="top-left"``; ``masked_score=-1e9``;
+        ``padding_align="valid"``: each batch element's causal diagonal and window placed by
+        its valid key count under right padding, as FlashAttention does (contract §2.6;
+        ``key_padding_mask`` must then be right padding).
 
     Returns
     -------
@@ -600,7 +603,9 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     ValueError
         As :func:`attend`; a candidate of the wrong shape or dtype; a gradient without
         ``dout`` (``invalid dq = ...: needs dout``), ``dout`` without a gradient, a
-        ``dout`` of the wrong shape or holding NaN/Inf (``invalid dout ...``).
+        ``dout`` of the wrong shape or holding NaN/Inf (``invalid dout ...``);
+        ``padding_align="valid"`` without ``key_padding_mask`` or with a row that is not
+        right padding (``invalid key_padding_mask = batch element b: ...``).
     """
     p = _pattern(pattern)
     if layout not in ("bhsd", "bshd"):
@@ -616,7 +621,7 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     conventions = {"lse_base": str(lse_base), "padded_queries": padded_queries,
                    "key_padding_polarity": key_padding_polarity, "causal_align": causal_align,
                    "masked_score": masked_score if isinstance(masked_score, str)
-                   else repr(float(masked_score))}
+                   else repr(float(masked_score)), "padding_align": padding_align}
     # Gradient candidates: each needs dout; dout needs at least one (as the CLI's flags).
     given = {"dq": dq, "dk": dk, "dv": dv}
     for name, x in given.items():

@@ -418,8 +418,9 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
     else if (key == "key_padding_polarity") cf.key_padding_polarity = value;
     else if (key == "causal_align") cf.causal_align = value;
     else if (key == "masked_score") cf.masked_score = value;
+    else if (key == "padding_align") cf.padding_align = value;
     else throw InvalidArgument("conventions", key, "must be lse_base, padded_queries, "
-                               "key_padding_polarity, causal_align or masked_score");
+                               "key_padding_polarity, causal_align, masked_score or padding_align");
   }
   const api::Conventions conv = api::parse_conventions(cf);
   require(!conv.masked_score || !dout_arr, "masked_score", cf.masked_score,
@@ -477,7 +478,7 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
                                   lv ? &lse : nullptr, lse_tol, conv, &s);
     if (dov)
       api::check_gradients_against_oracle(j, in.q, in.k, in.v, pattern, scale_ptr(scale), dout,
-                                          cands[0], cands[1], cands[2]);
+                                          cands[0], cands[1], cands[2], conv);
   }
   return to_python(j);
 }
