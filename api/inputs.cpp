@@ -1,6 +1,5 @@
 #include "api/inputs.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -80,9 +79,11 @@ double parse_finite(const std::string& flag, const std::string& text, double min
                                   ? "must be a finite real number"
                                   : "must be a finite real number >= " + to_text(min_value);
   char* end = nullptr;
-  errno = 0;
   const double x = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(x) || x < min_value)
+  // strtod sets ERANGE on overflow (x = ±HUGE_VAL, refused as not finite below) and on
+  // underflow, where x is the nearest double: a subnormal such as 5e-324 is a finite real
+  // and kept (below 2.5e-324 it rounds to 0, as float() does in Python).
+  if (text.empty() || *end != '\0' || !std::isfinite(x) || x < min_value)
     throw InvalidArgument(flag, text, allowed);
   return x;
 }

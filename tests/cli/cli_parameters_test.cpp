@@ -225,6 +225,55 @@ TEST_F(Parameters, Float32KernelComputesATinyScale) {
   }
 }
 
+// The fold itself must be float64 (registry/float32_guard.h): q = 1e38 and scale 1e-44
+// are each a float32 (1e-44 only as a subnormal, 9.8e-45), but their product 1e-6 is exact
+// only when formed in float64. D = 1, k = (0, 1e6), v = (0, 1): the scores are (0, 1), so
+// o = e / (1 + e) and lse = log(1 + e). Folding float(q) * float(scale) gives scores
+// (0, 0.98) and o = 0.7272: 190 times the float32 tolerance.
+TEST_F(Parameters, TinyScaleFoldIsExactAtFloat32sEdge) {
+  write_npy(path("q1.npy"), Tensor<double>({1, 1, 1, 1}, 1e38));
+  Tensor<double> k({1, 1, 2, 1}, 0.0), v({1, 1, 2, 1}, 0.0);
+  k.data[1] = 1e6;
+  v.data[1] = 1.0;
+  write_npy(path("k1.npy"), k);
+  write_npy(path("v1.npy"), v);
+  const double e = std::exp(1.0);
+  for (const char* impl : {"cpu_k01_dense_flash", "cpu_k06_generic_tiles", "a1_dense_masked"}) {
+    const RunResult r = run("attend --q " + path("q1.npy") + " --k " + path("k1.npy") + " --v " +
+                            path("v1.npy") + " --out " + path("o1.npy") + " --lse " +
+                            path("l1.npy") + " --scale 1e-44 --impl " + impl);
+    ASSERT_EQ(r.exit_code, 0) << impl << ": " << r.err;
+    const double o = read_npy_float(path("o1.npy"), "o").data[0];
+    const double lse = read_npy_float(path("l1.npy"), "lse").data[0];
+    EXPECT_NEAR(o, e / (1.0 + e), 2e-5 + 2e-4 * 0.7310586) << impl;  // 0.7310586
+    EXPECT_NEAR(lse, std::log(1.0 + e), 2e-5 + 2e-4 * 1.3132617) << impl;  // 1.3132617
+  }
+}
+
+// A subnormal scale is a finite real (contract §2.1: any finite scale): 5e-324 is accepted
+// by attend and check, and every score rounds to 0 — uniform attention, lse = log 16.
+TEST_F(Parameters, SubnormalScaleIsAFiniteReal) {
+  const std::string qkv = "--q " + path("q.npy") + " --k " + path("k.npy") + " --v " + path("v.npy");
+  const RunResult r = run("attend " + qkv + " --out " + path("o.npy") + " --lse " +
+                          path("lse.npy") + " --scale 5e-324");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (double x : read_npy_float(path("lse.npy"), "lse").data) EXPECT_NEAR(x, std::log(16.0), 1e-15);
+  const Tensor<double> o = read_npy_float(path("o.npy"), "o");
+  for (int64_t x = 0; x < 4; ++x) {
+    double mean = 0.0;
+    for (int64_t j = 0; j < 16; ++j) mean += v_.data[j * 4 + x] / 16.0;
+    for (int64_t i = 0; i < 16; ++i) EXPECT_NEAR(o.data[i * 4 + x], mean, 1e-15);
+  }
+  const RunResult c = run("check " + qkv + " --candidate " + path("o.npy") + " --candidate-lse " +
+                          path("lse.npy") + " --scale 4.9406564584124654e-324");
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  // Beyond float64's range is still refused (overflow, not underflow).
+  const RunResult big = run("attend " + qkv + " --out " + path("o2.npy") + " --scale -1e309");
+  EXPECT_EQ(big.exit_code, 2);
+  EXPECT_NE(big.err.find("invalid --scale = -1e309: must be a finite real number"),
+            std::string::npos) << big.err;
+}
+
 // Integer flags are decimal (contract §5): a leading zero is still decimal, never octal.
 TEST_F(Parameters, IntegerFlagsAreDecimalWithLeadingZeros) {
   auto mask30 = [&](const std::string& flags) {
