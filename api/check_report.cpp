@@ -412,10 +412,18 @@ nlohmann::json probe_causes(const ProbeInputs& in) {
       for (int64_t b = 0; b < s.batch; ++b)
         for (int64_t i = 0; i < s.seq_len_q; ++i)
           skip[static_cast<size_t>(b * s.seq_len_q + i)] = !in.pattern.query_valid(b, i);
-      if (judge("padded query rows not zeroed", in.oracle.o,
-                in.lse ? &in.oracle.lse : nullptr, skip))
-        cause = "padded query rows not zeroed: every other row matches (contract §2 zeroes them; "
-                "pass --padded-queries any if they are unspecified in your convention)";
+      // Under --masked-score VALUE the oracle's padded rows are not zero but the mean of v
+      // (every score of the row is VALUE, contract §1.6): the text says which it expected.
+      if (judge(in.conv.masked_score ? "padded query rows differ" : "padded query rows not zeroed",
+                in.oracle.o, in.lse ? &in.oracle.lse : nullptr, skip))
+        cause = in.conv.masked_score
+                    ? "padded query rows differ: every other row matches (under --masked-score "
+                      "the oracle gives a padded row the mean of v over all keys, every score "
+                      "of it being VALUE; pass --masked-score -inf for rows of o = 0, or "
+                      "--padded-queries any if they are unspecified in your convention)"
+                    : "padded query rows not zeroed: every other row matches (contract §2 "
+                      "zeroes them; pass --padded-queries any if they are unspecified in your "
+                      "convention)";
     }
   }
   // q/k/v (and o) given as [batch, seq_len, num_heads, d].

@@ -148,9 +148,11 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
                   "G: extra global tokens placed first, integer in [0, seq_len] [bigbird-etc]")
       ->capture_default_str();
   cmd->add_option("--random-table", f.random_table,
-                  "T.npy: explicit random key blocks, int [num_heads or 1, nb-2, R], entries in "
-                  "[0, nb), nb = ceil(seq_len / B); HF's rand_attn layout; replaces --seed "
-                  "[bigbird]");
+                  "T.npy: explicit random draws, replacing --seed, in the layout mask "
+                  "--random-table-out writes: bigbird int [num_heads or 1, nb-2, R] key blocks in "
+                  "[0, nb), nb = ceil(seq_len / B) (HF's rand_attn); bigbird-etc [.., nb, R]; "
+                  "random [num_heads or 1, seq_len_q, num_random] keys in [0, seq_len_k); -1 = "
+                  "no draw [random, bigbird, bigbird-etc]");
   cmd->add_option("--segment-ids", f.segment_ids,
                   "S.npy: one segment id per token, int [seq_len], non-decreasing "
                   "[hierarchical]");
@@ -213,7 +215,7 @@ PatternSpec to_spec(const PatternFlags& f) {
   require_used(f.num_global_tokens != defaults.num_global_tokens, "--num-global-tokens",
                std::to_string(f.num_global_tokens), k, {PatternKind::bigbird_etc});
   require_used(!f.random_table.empty(), "--random-table", f.random_table, k,
-               {PatternKind::bigbird, PatternKind::bigbird_etc});
+               {PatternKind::random, PatternKind::bigbird, PatternKind::bigbird_etc});
   require_used(!f.segment_ids.empty(), "--segment-ids", f.segment_ids, k,
                {PatternKind::hierarchical});
   require_used(!f.mask.empty(), "--mask", f.mask, k, {PatternKind::explicit_mask});

@@ -120,7 +120,7 @@ nlohmann::json info_json(const Pattern& pattern, int64_t head_dim) {
       {"random_draws_layout",
        pattern.spec.kind == PatternKind::bigbird       ? "[num_heads, nb - 2, num_random_blocks] key-block indices of query blocks 1..nb-2 (HF rand_attn); mask --random-table-out writes them"
        : pattern.spec.kind == PatternKind::bigbird_etc ? "[num_heads, nb, num_random_blocks] key-block indices; mask --random-table-out writes them"
-       : pattern.spec.kind == PatternKind::random      ? "[num_heads, seq_len_q, num_random] key indices, -1 where a row has fewer; mask --random-table-out writes them"
+       : pattern.spec.kind == PatternKind::random      ? "[num_heads, seq_len_q, num_random] key indices, -1 where a row has fewer; mask --random-table-out writes them, --random-table reads them back"
                                                        : "none"},
       {"random_shortfall", pattern.random_shortfall},
       {"flops", flops},

@@ -11,8 +11,8 @@
 // query rows attend nothing). --random-table-out writes the pattern's random draws as int64
 // (contract §3.10): bigbird [num_heads, nb - 2, r] (HF's rand_attn layout), bigbird-etc
 // [num_heads, nb, r], random [num_heads, seq_len_q, num_random]; -1 where a row has fewer.
-// The bigbird tables read back with --random-table give the same pattern. The convention
-// flags are contract §1.6's.
+// Every table read back with --random-table gives the same pattern. The convention flags
+// are contract §1.6's (--padding-align, §2.6).
 #include <memory>
 
 #include "cli/commands.h"

@@ -35,7 +35,7 @@ void clamp_one(PatternSpec& s, const PatternSizes& z) {
   const int64_t n_max = std::max(z.seq_len_q, z.seq_len_k);
   s.dilation = std::min(s.dilation, n_max);
   s.window = std::min(s.window, (n_max - 1) / s.dilation);
-  s.num_random = std::min(s.num_random, z.seq_len_k);
+  if (!s.random_table) s.num_random = std::min(s.num_random, z.seq_len_k);  // a table's r stands
   s.tile = std::min(s.tile, std::max<int64_t>(n_max, 64));
   if (s.kind == PatternKind::bigbird) {
     s.block_size = std::min(s.block_size, z.seq_len_q);

@@ -98,6 +98,42 @@ void window_global_keys(const TokenRows& t, int64_t i, int64_t limit, bool list_
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
 }
 
+// Random keys per query of a random pattern: the table's last dimension when one is
+// given (contract §3.10), num_random otherwise.
+int64_t token_random_count(const PatternSpec& s) {
+  return s.random_table ? s.random_table->dim(2) : s.num_random;
+}
+
+// contract §3.10, token level: a table [H or 1, L_q, r] of key indices in [0, L_k), -1 for
+// a draw not made (the layout `mask --random-table-out` writes); with causal every entry of
+// query i must be at or before its position p = i + L_k - L_q (no query sees a future key).
+void validate_token_random_table(const PatternSpec& s, const PatternSizes& z) {
+  if (!s.random_table) return;
+  const Tensor<int64_t>& t = *s.random_table;
+  const std::string want = "[num_heads (" + std::to_string(z.num_heads) + ") or 1, seq_len_q (" +
+                           std::to_string(z.seq_len_q) + "), num_random]";
+  require(t.rank() == 3 && (t.dim(0) == z.num_heads || t.dim(0) == 1) && t.dim(1) == z.seq_len_q,
+          "random_table shape", shape_text(t.shape), "must be " + want);
+  require(s.num_random == 0 || s.num_random == t.dim(2), "num_random", s.num_random,
+          "must be 0 or equal the random table's last dimension (" + std::to_string(t.dim(2)) + ")");
+  const int64_t r = t.dim(2);
+  for (int64_t h = 0; h < t.dim(0); ++h)
+    for (int64_t i = 0; i < z.seq_len_q; ++i) {
+      const int64_t limit =
+          s.causal ? std::min(i + z.seq_len_k - z.seq_len_q + 1, z.seq_len_k) : z.seq_len_k;
+      for (int64_t x = 0; x < r; ++x) {
+        const int64_t j = t.data[static_cast<size_t>((h * z.seq_len_q + i) * r + x)];
+        require(j >= -1 && j < std::max<int64_t>(limit, 0), "random_table entry", j,
+                limit <= 0 ? "query " + std::to_string(i) +
+                                 " sits before the first key (causal): its entries must be -1"
+                           : "key indices of query " + std::to_string(i) + " must be in [0, " +
+                                 std::to_string(limit) + ")" +
+                                 (s.causal ? " (causal: at or before its position)" : "") +
+                                 ", or -1 for no draw");
+      }
+    }
+}
+
 HeadLayout build_token_head(const TokenRows& t, int64_t head, Tensor<int64_t>* draws,
                             int64_t* shortfall) {
   const PatternSpec& s = t.spec;
@@ -105,14 +141,16 @@ HeadLayout build_token_head(const TokenRows& t, int64_t head, Tensor<int64_t>* d
   LayoutBuilder b(z.seq_len_q, z.seq_len_k, s.tile);
   std::vector<int64_t> keys;
   const int64_t offset = z.seq_len_k - z.seq_len_q;
+  const int64_t r = token_random_count(s);
   for (int64_t i = 0; i < z.seq_len_q; ++i) {
     if (i % s.tile == 0) b.begin_query_tile(i / s.tile);
     const int64_t position = i + offset;
     // Keys this query may ever see: all, or those at or before its position if causal.
     const int64_t limit = s.causal ? std::min(position + 1, z.seq_len_k) : z.seq_len_k;
     if (limit <= 0) {  // causal query before the first key: fully masked
-      // Nothing to draw from: its draws stay -1 and count as shortfall, like every -1.
-      if (s.kind == PatternKind::random) *shortfall += s.num_random;
+      // Nothing to draw from: its draws stay -1 and count as shortfall, like every -1
+      // (a table's row here holds only -1: validate_token_random_table).
+      if (s.kind == PatternKind::random) *shortfall += r;
       continue;
     }
     if (s.kind == PatternKind::dense) {
@@ -138,7 +176,20 @@ HeadLayout build_token_head(const TokenRows& t, int64_t head, Tensor<int64_t>* d
     } else {
       for (int64_t j : keys) b.add_key(i, j);
     }
-    if (s.kind == PatternKind::random && s.num_random > 0) {
+    if (s.kind == PatternKind::random && s.random_table) {
+      // The table's keys, used as given (contract §3.10): a key the window or global part
+      // already allows, or one listed twice, is allowed once (§2.2); -1 is a draw not made.
+      const Tensor<int64_t>& tab = *s.random_table;
+      const int64_t* row = tab.ptr() + ((tab.dim(0) == 1 ? 0 : head) * z.seq_len_q + i) * r;
+      for (int64_t x = 0; x < r; ++x) {
+        draws->data[(head * z.seq_len_q + i) * r + x] = row[x];
+        if (row[x] < 0) {
+          ++*shortfall;
+        } else if (!full_row) {
+          b.add_key(i, row[x]);
+        }
+      }
+    } else if (s.kind == PatternKind::random && s.num_random > 0) {
       // DECISION: random keys come from the keys this query may see (causal respected),
       // excluding those the window/global part already allows.
       const uint64_t key = prng_stream_key(s.seed, static_cast<uint64_t>(head),
@@ -320,7 +371,7 @@ HeadLayout build_bigbird_etc_head(const PatternSpec& s, const PatternSizes& z, i
 
 bool head_dependent(const PatternSpec& s) {
   switch (s.kind) {
-    case PatternKind::random: return s.num_random > 0;
+    case PatternKind::random: return s.random_table ? s.random_table->dim(0) > 1 : s.num_random > 0;
     case PatternKind::bigbird:
     case PatternKind::bigbird_etc:
       return s.random_table ? s.random_table->dim(0) > 1 : s.num_random_blocks > 0;
@@ -342,7 +393,9 @@ void validate_kind(const PatternSpec& s, const PatternSizes& z) {
       break;
     case PatternKind::window:
     case PatternKind::longformer:
+      break;
     case PatternKind::random:
+      validate_token_random_table(s, z);
       break;
     case PatternKind::bigbird: {
       require_self_attention(s, z);
@@ -424,7 +477,7 @@ HeadLayout build_head(const PatternSpec& s, const PatternSizes& z, int64_t head,
 
 // Shape of random_draws for a (non-per-head) spec, or {} when it draws nothing.
 Shape draws_shape(const PatternSpec& s, const PatternSizes& z) {
-  if (s.kind == PatternKind::random) return {z.num_heads, z.seq_len_q, s.num_random};
+  if (s.kind == PatternKind::random) return {z.num_heads, z.seq_len_q, token_random_count(s)};
   if (s.kind == PatternKind::bigbird || s.kind == PatternKind::bigbird_etc) {
     const int64_t g = s.kind == PatternKind::bigbird_etc ? s.num_global_tokens : 0;
     const int64_t nb = (z.seq_len_q - g + s.block_size - 1) / s.block_size;

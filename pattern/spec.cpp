@@ -60,7 +60,11 @@ std::string describe(const PatternSpec& s) {
     case PatternKind::random:
       d << "window=" << s.window << ", dilation=" << s.dilation << ", causal=" << s.causal;
       if (s.kind != PatternKind::window) d << ", global=[" << join(s.global) << ']';
-      if (s.kind == PatternKind::random) d << ", num_random=" << s.num_random << ", seed=" << s.seed;
+      if (s.kind == PatternKind::random && s.random_table)
+        d << ", num_random=" << s.random_table->dim(2)
+          << ", random_table=" << shape_text(s.random_table->shape);
+      else if (s.kind == PatternKind::random)
+        d << ", num_random=" << s.num_random << ", seed=" << s.seed;
       break;
     case PatternKind::bigbird:
     case PatternKind::bigbird_etc:

@@ -43,8 +43,11 @@ struct PatternSpec {
   int64_t block_size = 64;       // tokens per block; the last block may be partial
   int64_t num_random_blocks = 0; // random key blocks per query block
   int64_t num_global_tokens = 0; // ETC only: global tokens placed first
-  // ITC only, optional: [num_heads, nb - 2, num_random_blocks] key-block indices for query
-  // blocks 1 .. nb-2 (HF's `rand_attn` layout). Replaces the PRNG draw when present.
+  // Optional, replaces the PRNG draw when present (contract §3.10), in the layout of the
+  // draws the pattern records: bigbird [num_heads or 1, nb - 2, num_random_blocks]
+  // key-block indices for query blocks 1 .. nb-2 (HF's `rand_attn`); bigbird_etc
+  // [num_heads or 1, nb, num_random_blocks]; random (token level) [num_heads or 1,
+  // seq_len_q, num_random] key indices. -1 = a draw not made.
   std::optional<Tensor<int64_t>> random_table;
 
   // random and bigbird kinds: PRNG seed (prng.h), keyed with (head, row).

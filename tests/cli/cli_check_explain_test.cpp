@@ -187,6 +187,36 @@ TEST_F(CheckExplain, PaddedQueryRowsNotZeroedPassWithPaddedQueriesAny) {
   EXPECT_EQ(ok["rows_not_compared"], 10);  // 5 rows x 2 heads
 }
 
+// Under --masked-score VALUE the oracle gives padded query rows the mean of v: a candidate
+// with zero rows there is told so, not that "contract §2 zeroes them".
+TEST_F(CheckExplain, PaddedRowsUnderMaskedScoreAreNamedAsTheMeanOfV) {
+  Tensor<uint8_t> pad({1, 40}, 1);
+  for (int64_t j = 35; j < 40; ++j) pad.data[j] = 0;
+  write_npy(path("pad.npy"), pad, true);
+  candidate([](int64_t, int64_t, int64_t i, int64_t j) {
+    return i < 35 && j < 35 && longformer(i, j, 3);  // padded rows 35..39: o = 0
+  }, sd_);
+  const std::string flags = pattern_ + " --key-padding-mask " + path("pad.npy");
+  check(flags, 0);
+  const nlohmann::json j = check(flags + " --masked-score -1e9", 1);
+  const std::string cause = j["probable_cause"].get<std::string>();
+  EXPECT_EQ(cause.rfind("padded query rows differ: every other row matches (under --masked-score "
+                        "the oracle gives a padded row the mean of v", 0), 0u) << cause;
+  EXPECT_EQ(cause.find("zeroes them"), std::string::npos) << cause;
+  EXPECT_EQ(j["o"]["rows"]["0,0"], "35-39");
+  check(flags + " --masked-score -1e9 --padded-queries any", 0);
+  // As the cause says: with the mean of v over all 40 keys on rows 35..39 it passes.
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 35; i < 40; ++i)
+      for (int64_t e = 0; e < 8; ++e) {
+        double mean = 0.0;
+        for (int64_t k = 0; k < 40; ++k) mean += v_.data[(h * 40 + k) * 8 + e] / 40.0;
+        o_.data[(h * 40 + i) * 8 + e] = mean;
+      }
+  write_npy(path("o.npy"), o_);
+  check(flags + " --masked-score -1e9", 0);
+}
+
 TEST_F(CheckExplain, KeyPaddingPolarityIgnoreReadsPyTorchMasks) {
   Tensor<uint8_t> torch_mask({1, 40}, 0);  // PyTorch: 1 = ignore
   for (int64_t j = 30; j < 40; ++j) torch_mask.data[j] = 1;

@@ -1,5 +1,6 @@
 // Checks contract §1.6 (convention flags of `attend` and `mask`) and §3.10 (random draws
-// exported with `mask --random-table-out` and read back with --random-table): each flag's
+// exported with `mask --random-table-out` and read back with --random-table, BigBird and
+// token level; §3.11 num_random beyond the keys): each flag's
 // output against the tests' own attention (cli_harness.h) or the default's output
 // rearranged by hand.
 #include <cmath>
@@ -199,6 +200,96 @@ TEST_F(Conventions, TokenRandomTableNamesEveryRandomKey) {
   EXPECT_NE(j["random_draws_layout"].get<std::string>().find("--random-table-out"), std::string::npos);
   EXPECT_EQ(run("mask --seq-len 20 --out " + path("x.npy") + " --random-table-out " +
                 path("y.npy")).exit_code, 2);  // dense draws nothing
+}
+
+// contract §3.10: a token-level table read back gives the same mask and shortfall under any
+// seed — causal, L_q > L_k (queries before the first key: rows of -1), a global query (no
+// candidates: -1), more draws than candidates; and its keys are exactly the listed ones.
+TEST_F(Conventions, TokenRandomTableRoundTripsWithShortfall) {
+  const std::string base = "--seq-len 12 --seq-len-k 6 --num-heads 3 --pattern random --window 1 "
+                           "--causal --global 2 ";
+  ASSERT_EQ(run("mask " + base + "--num-random 5 --seed 5 --out " + path("m.npy") +
+                " --random-table-out " + path("t.npy")).exit_code, 0);
+  const Tensor<int64_t> t = read_npy_int(path("t.npy"), "table");
+  ASSERT_EQ(t.shape, (Shape{3, 12, 5}));
+  int64_t minus_one = 0;
+  for (int64_t x : t.data) minus_one += x == -1;
+  // Queries 0..5 sit before key 0: 6 rows x 5 draws x 3 heads are -1, and more besides.
+  ASSERT_GT(minus_one, 6 * 5 * 3);
+  const RunResult back = run("mask " + base + "--seed 99 --out " + path("m2.npy") +
+                             " --random-table " + path("t.npy"));
+  ASSERT_EQ(back.exit_code, 0) << back.err;
+  EXPECT_EQ(slurp(path("m.npy")), slurp(path("m2.npy")));
+  const auto info = [&](const std::string& extra) {
+    const RunResult r = run("info " + base + "--json " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  EXPECT_EQ(info("--num-random 5 --seed 5")["random_shortfall"], minus_one);
+  EXPECT_EQ(info("--random-table " + path("t.npy"))["random_shortfall"], minus_one);
+  EXPECT_NE(info("--random-table " + path("t.npy"))["pattern"].get<std::string>().find(
+                "random_table=[3, 12, 5]"), std::string::npos);
+}
+
+// A hand-written table, broadcast over heads ([1, L_q, r]): query i attends its window
+// (0 here) and exactly the listed keys; a key listed twice or inside the window counts once.
+TEST_F(Conventions, TokenRandomTableListsExactlyItsKeys) {
+  Tensor<int64_t> t({1, 3, 2}, -1);
+  t.data = {4, 4, 0, -1, 2, 5};  // query 0: key 4 twice; query 1: key 0; query 2: itself, 5
+  write_npy(path("t.npy"), t);
+  const RunResult r = run("mask --seq-len 3 --seq-len-k 6 --num-heads 2 --pattern random "
+                          "--window 0 --random-table " + path("t.npy") + " --out " + path("m.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Query i sits at i + 3: window 0 is key i + 3.
+  const std::vector<uint8_t> head = {0, 0, 0, 1, 1, 0,   // keys 3, 4
+                                     1, 0, 0, 0, 1, 0,   // keys 0, 4
+                                     0, 0, 1, 0, 0, 1};  // keys 2, 5
+  std::vector<uint8_t> want = head;
+  want.insert(want.end(), head.begin(), head.end());
+  EXPECT_EQ(read_npy_mask(path("m.npy"), "mask").data, want);
+  const RunResult i = run("info --seq-len 3 --seq-len-k 6 --num-heads 2 --pattern random --window 0 "
+                          "--json --random-table " + path("t.npy"));
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_EQ(nlohmann::json::parse(i.out)["random_shortfall"], 2);  // one -1, for each head
+  // Refused, naming the flag: a key beyond the sequence, a future key under causal, a table
+  // of the wrong shape, --num-random other than 0 or r.
+  Tensor<int64_t> beyond = t, future = t;
+  beyond.data[0] = 6;
+  future.data[3] = 5;  // query 1 sits at 4: key 5 is after it
+  write_npy(path("beyond.npy"), beyond);
+  write_npy(path("future.npy"), future);
+  write_npy(path("shape.npy"), Tensor<int64_t>({1, 2, 2}, 0));
+  for (const std::string& bad :
+       {"--random-table " + path("beyond.npy"), "--causal --random-table " + path("future.npy"),
+        "--random-table " + path("shape.npy"), "--num-random 3 --random-table " + path("t.npy")}) {
+    const RunResult b = run("mask --seq-len 3 --seq-len-k 6 --pattern random --window 0 " + bad +
+                            " --out " + path("bad.npy"));
+    EXPECT_EQ(b.exit_code, 2) << bad;
+    EXPECT_EQ(b.err.rfind("sparseattn: error: invalid --", 0), 0u) << b.err;
+    EXPECT_FALSE(exists("bad.npy"));
+  }
+}
+
+// contract §3.11 at the edge: num_random beyond the keys takes every candidate — with
+// window 0 every query of seq_len_q 2, seq_len_k 8 attends all 8 keys (one draw each short).
+TEST_F(Conventions, NumRandomBeyondTheKeysTakesEveryKey) {
+  ASSERT_EQ(run("mask --seq-len 2 --seq-len-k 8 --pattern random --window 0 --num-random 8 --out " +
+                path("m.npy")).exit_code, 0);
+  EXPECT_EQ(read_npy_mask(path("m.npy"), "mask").data, std::vector<uint8_t>(16, 1));
+  const RunResult i = run("info --seq-len 2 --seq-len-k 8 --pattern random --window 0 "
+                          "--num-random 8 --json");
+  EXPECT_EQ(nlohmann::json::parse(i.out)["random_shortfall"], 2);  // 7 candidates, 8 draws
+}
+
+// A flag with no effect is an error (contract §5.1): attend writes every row, so
+// --padded-queries any (check's "do not compare them") is refused, naming it.
+TEST_F(Conventions, AttendRefusesPaddedQueriesAny) {
+  write_qkv(Dims{1, 1, 4, 4, 2, 2});
+  const RunResult r = run("attend " + qkv() + " --out " + path("o.npy") + " --padded-queries any");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("sparseattn: error: invalid --padded-queries = any: ", 0), 0u) << r.err;
+  EXPECT_FALSE(exists("o.npy"));
+  EXPECT_EQ(run("attend " + qkv() + " --out " + path("o.npy") + " --padded-queries zero").exit_code, 0);
 }
 
 }  // namespace
