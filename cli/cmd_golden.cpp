@@ -187,7 +187,8 @@ void run_golden(const std::string& out) {
       {"layout", "q, k, v, o, dout, dq, dk, dv [batch, num_heads, seq_len, d]; lse [batch, "
                  "num_heads, seq_len_q], natural log, -inf on fully masked rows (contract §1.1, §2)"},
       {"conventions", "--layout bhsd --lse-base e --padded-queries zero "
-                      "--key-padding-polarity keep --causal-align bottom-right --masked-score -inf"},
+                      "--key-padding-polarity keep --causal-align bottom-right --masked-score -inf "
+                      "--padding-align full"},
       {"pass_rule", "every element: |x - ref| <= atol + rtol * |ref|; -inf matches -inf "
                     "(contract §4.2)"},
       {"tolerance", {{"float64", tol(CandidateDtype::float64)},

@@ -2,6 +2,7 @@
 probable cause and failing rows) through the Python package, on the same computation as
 ``sparseattn check``."""
 import numpy as np
+import pytest
 
 import sparseattn as sa
 
@@ -85,3 +86,61 @@ def test_gradients_under_bshd_layout_and_masked_score_with_dout_refused():
         assert "masked_score" in str(e)
     else:
         raise AssertionError("masked_score with dout must be refused")
+
+
+def _flash_reference(q, k, v, valid_keys, causal, window):
+    """FlashAttention's test reference (``construct_local_mask`` + ``attention_ref``) written
+    out: sk = the valid key count, sq = seq_len_q (no query padding mask, L_q != L_k)."""
+    b_, h_, lq, d = q.shape
+    lk = k.shape[2]
+    o = np.zeros(q.shape[:3] + (v.shape[3],))
+    lse = np.full(q.shape[:3], -np.inf)
+    for b in range(b_):
+        sk = valid_keys[b]
+        for i in range(lq):
+            p = i + sk - lq
+            keys = [j for j in range(sk)
+                    if (not causal or j <= p) and (window is None or abs(j - p) <= window)]
+            if not keys:
+                continue
+            s = np.einsum("hd,hjd->hj", q[b, :, i], k[b][:, keys]) / np.sqrt(d)
+            m = s.max(axis=1, keepdims=True)
+            w = np.exp(s - m)
+            lse[b, :, i] = (m + np.log(w.sum(axis=1, keepdims=True)))[:, 0]
+            o[b, :, i] = np.einsum("hj,hje->he", w / w.sum(axis=1, keepdims=True), v[b][:, keys])
+    return o, lse
+
+
+def test_padding_align_valid_reproduces_flashattention_with_right_padding():
+    rng = np.random.default_rng(7)
+    q = rng.uniform(-1, 1, (3, 2, 5, 4))
+    k = rng.uniform(-1, 1, (3, 2, 9, 4))
+    v = rng.uniform(-1, 1, (3, 2, 9, 3))
+    valid = [9, 6, 2]
+    keep = np.arange(9)[None, :] < np.array(valid)[:, None]
+    for pattern, causal, window in [(sa.Pattern.dense(causal=True), True, None),
+                                    (sa.Pattern.window(1, causal=True), True, 1),
+                                    (sa.Pattern.window(2), False, 2)]:
+        o, lse = _flash_reference(q, k, v, valid, causal, window)
+        ok = sa.check(q, k, v, pattern, o, lse, key_padding_mask=keep, padding_align="valid")
+        assert ok.passed, ok.summary()
+        assert "--padding-align valid" in ok.conventions
+        bad = sa.check(q, k, v, pattern, o, lse, key_padding_mask=keep)
+        assert not bad.passed
+        assert bad.probable_cause.endswith(
+            "aligned to the valid key count, as FlashAttention does with padding: "
+            "pass --padding-align valid"), bad.probable_cause
+
+
+def test_padding_align_valid_refuses_padding_that_is_not_right_padding():
+    q, k, v = _inputs(shape=(2, 1, 6, 4))
+    keep = np.ones((2, 6), bool)
+    keep[1, 2] = False  # batch element 1: a real key after a padded one
+    o, lse = sa.attend(q, k, v, sa.Pattern.dense(causal=True), key_padding_mask=keep)
+    with pytest.raises(ValueError, match=r"invalid key_padding_mask = batch element 1: "):
+        sa.check(q, k, v, sa.Pattern.dense(causal=True), o, lse, key_padding_mask=keep,
+                 padding_align="valid")
+    with pytest.raises(ValueError, match=r"invalid padding_align = valid: needs key_padding_mask"):
+        sa.check(q, k, v, sa.Pattern.dense(causal=True), o, lse, padding_align="valid")
+    with pytest.raises(ValueError, match=r"invalid padding_align = middle"):
+        sa.check(q, k, v, sa.Pattern.dense(causal=True), o, lse, padding_align="middle")

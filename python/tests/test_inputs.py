@@ -63,6 +63,30 @@ def test_float16_strided_and_list_inputs_are_converted():
     assert np.array_equal(sa.attend(be, k, v, sa.Pattern.window(1))[0], o)
 
 
+def test_strided_bool_masks_give_the_result_of_their_contiguous_copy():
+    # A bool view with a stride (every other key of a wider mask) must reach C++ converted:
+    # read in place it would be the interleaved bytes of `big`.
+    q, k, v = qkv((2, 2, 6, 4), (2, 2, 7, 4))
+    big = np.ones((2, 14), bool)
+    big[:, 1::2] = False                # the bytes a strided read would take for keys 4..6
+    big[0, 8:] = False                  # batch 0: keys 4..6 padded (even columns 8, 10, 12)
+    kpm = big[:, ::2]                   # [2, 7] view, strides (14, 2)
+    assert not kpm.flags.c_contiguous
+    copy = np.ascontiguousarray(kpm)
+    p = sa.Pattern.window(1, causal=True)
+    o, lse = sa.attend(q, k, v, p, key_padding_mask=kpm)
+    o_ref, lse_ref = sa.attend(q, k, v, p, key_padding_mask=copy)
+    assert np.array_equal(o, o_ref) and np.array_equal(lse, lse_ref)
+    assert sa.check(q, k, v, p, o_ref, lse_ref, key_padding_mask=kpm).passed
+    np.testing.assert_array_equal(p.mask(6, 7, key_padding_mask=kpm),
+                                  p.mask(6, 7, key_padding_mask=copy))
+    explicit = np.ones((6, 14), bool)
+    explicit[:, 1::2] = False
+    explicit[0, ::2] = [True, False, True, False, True, False, True]
+    assert np.array_equal(sa.Pattern.explicit(explicit[:, ::2]).mask(6, 7),
+                          sa.Pattern.explicit(np.ascontiguousarray(explicit[:, ::2])).mask(6, 7))
+
+
 def test_float32_input_matches_float32_file_semantics():
     q, k, v = qkv((2, 3, 10, 4), dtype=np.float32)
     o32, _ = sa.attend(q, k, v, sa.Pattern.dense())

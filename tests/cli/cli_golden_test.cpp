@@ -1,6 +1,8 @@
 // Checks contract §4.1 and §7.3 through the golden test vectors (docs/golden.md): `sparseattn
 // golden` regenerates byte-identical files, its manifest documents every case, and each
 // case's o, lse, dq, dk, dv pass `sparseattn check` under the manifest's own pattern flags.
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -31,6 +33,7 @@ TEST_F(Golden, RegeneratesByteIdenticalAndEveryCasePassesCheck) {
   std::set<std::string> kinds;
   bool seq_len_1 = false, lq_ne_lk = false, d_ne_dv = false, partial_block = false;
   int64_t fully_masked = 0;
+  bool saw_hd5 = false;
   for (const nlohmann::json& c : m["cases"]) {
     const std::string flags = c["pattern_flags"];
     const size_t p = flags.find("--pattern ") + 10;
@@ -50,13 +53,24 @@ TEST_F(Golden, RegeneratesByteIdenticalAndEveryCasePassesCheck) {
       if (at != std::string::npos) f.replace(at, std::string(file).size(), path("a/" + std::string(file)));
     }
     auto file = [&](const char* what) { return path("a/" + c["files"][what].get<std::string>()); };
+    // The manifest's scale is contract §2.1's 1/sqrt(head_dim) (head_dim, not head_dim_v),
+    // and check is run with it, so a wrong field fails here rather than going unread.
+    const double scale = c["scale"].get<double>();
+    EXPECT_DOUBLE_EQ(scale, 1.0 / std::sqrt(s["head_dim"].get<double>())) << c["name"];
+    if (c["name"] == "longformer_hd5_hdv3") {
+      EXPECT_NEAR(scale, 0.4472135955, 1e-10);
+      saw_hd5 = true;
+    }
+    char scale_text[32];
+    std::snprintf(scale_text, sizeof scale_text, "%.17g", scale);
     const RunResult r = run("check --q " + file("q") + " --k " + file("k") + " --v " + file("v") +
                             " --candidate " + file("o") + " --candidate-lse " + file("lse") +
                             " --dout " + file("dout") + " --candidate-dq " + file("dq") +
                             " --candidate-dk " + file("dk") + " --candidate-dv " + file("dv") +
-                            " " + f);
+                            " --scale " + scale_text + " " + f);
     EXPECT_EQ(r.exit_code, 0) << c["name"] << ": " << r.out << r.err;
   }
+  EXPECT_TRUE(saw_hd5) << "the head_dim != head_dim_v case must be in the set";
   EXPECT_EQ(kinds, (std::set<std::string>{"dense", "window", "longformer", "random", "bigbird",
                                           "bigbird-etc", "hierarchical", "explicit"}));
   EXPECT_TRUE(seq_len_1 && lq_ne_lk && d_ne_dv && partial_block);
