@@ -122,6 +122,27 @@ TEST(Spectral, HandComputedSecondEigenvalues) {
   }
 }
 
+// |λ₂| is a modulus: a negative eigenvalue counts by its size. The complete bipartite
+// graph K_{m,m} as an explicit mask (the first m tokens attend the last m and back), with
+// the self edges: P = (A + I)/(m + 1), A's eigenvalues m, -m, 0, so P's are 1,
+// (1 - m)/(m + 1) and 1/(m + 1). For m = 50: |λ₂| = 49/51 (the negative one), gap 2/51 —
+// not 1 - 1/51, which the largest real part after λ₁ would give. Both methods.
+TEST(Spectral, SecondEigenvalueIsTheLargestModulusEvenWhenNegative) {
+  const int64_t m = 50, n = 2 * m;
+  PatternSpec bipartite;
+  bipartite.kind = PatternKind::explicit_mask;
+  bipartite.mask = Tensor<uint8_t>({n, n}, 0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) bipartite.mask->data[i * n + j] = (i < m) != (j < m);
+  const auto p = make(bipartite, n);
+  for (const char* method : {"eigen-dense", "spectra-arnoldi"}) {
+    const SpectralGap g = spectral_gap_with(*p, method);
+    EXPECT_NEAR(g.lambda2_modulus, 49.0 / 51.0, 1e-9) << method;
+    EXPECT_NEAR(g.gap, 2.0 / 51.0, 1e-9) << method;
+  }
+  EXPECT_NEAR(spectral_gap(*p).gap, 2.0 / 51.0, 1e-9);
+}
+
 // The two methods must agree where both run, on a directed pattern with complex
 // eigenvalues (random keys), and the block-level gap must equal the token-level one.
 TEST(Spectral, ArnoldiAgreesWithDenseAndBlockWithToken) {
