@@ -179,6 +179,49 @@ TEST(Sweep, AKernelFailingValidationIsReportedAndNeverTimed) {
   EXPECT_NE(points_csv(r.points).find("test_wrong_kernel,pattern,64,0,,,,"), std::string::npos);
 }
 
+// Wrong only from seq_len 128 on: timed at 64 (validation + `repeats` calls), at 128 called
+// once, for validation, and never again — not timed there, not run at 256. And a kernel that
+// throws (not a missing device) is a failure, never timed.
+int g_late_calls = 0;
+void run_wrong_from_128(const Problem& p, Output& out) {
+  ++g_late_calls;
+  generic().run(p, out);
+  if (p.shape.seq_len_q >= 128) out.o32.data[0] += 1e-3f;
+}
+
+TEST(Sweep, AKernelThatFailsAtALargerSeqLenIsNotTimedThere) {
+  const Kernel late = double_of("test_late_wrong", &run_wrong_from_128);
+  const Kernel throws = double_of("test_throws", [](const Problem&, Output&) {
+    throw std::runtime_error("out of scratch memory");
+  });
+  SweepConfig c = small_config();
+  c.seq_lens = {64, 128, 256};
+  c.kernels = {&late, &throws};
+  g_late_calls = 0;
+  const SweepResult r = run_sweep(c);
+  EXPECT_EQ(g_late_calls, 1 + 3 + 1);  // 64: validated and timed 3 times; 128: validated only
+  EXPECT_EQ(r.failures, 2);
+  const SweepPoint* ok = find_point(r, "test_late_wrong", 64);
+  ASSERT_NE(ok, nullptr);
+  EXPECT_TRUE(ok->validated);
+  EXPECT_EQ(ok->repeats, 3);
+  const SweepPoint* bad = find_point(r, "test_late_wrong", 128);
+  ASSERT_NE(bad, nullptr);
+  EXPECT_FALSE(bad->validated);
+  EXPECT_EQ(bad->repeats, 0);
+  EXPECT_EQ(bad->median_s, 0.0);
+  EXPECT_EQ(find_point(r, "test_late_wrong", 256), nullptr);
+  const SweepPoint* threw = find_point(r, "test_throws", 64);
+  ASSERT_NE(threw, nullptr);
+  EXPECT_FALSE(threw->validated);
+  EXPECT_EQ(threw->repeats, 0);
+  EXPECT_EQ(threw->failure, "kernel threw: out of scratch memory");
+  EXPECT_EQ(find_point(r, "test_throws", 128), nullptr);
+  // Only validated points enter the fits.
+  for (const nlohmann::json& f : sweep_fits(r, 0))
+    if (f["impl"] == "test_late_wrong") EXPECT_EQ(f["points"], 1);
+}
+
 TEST(Sweep, SampledRowsCatchAWrongKernelAboveTheFullOracleSize) {
   // n = 2049: seq_len² just above bench::kFullOracleMaxPairs, so the oracle is sampled
   // rows. The double nudges the first element of every row, so every sampled row sees it.
