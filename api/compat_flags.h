@@ -36,7 +36,8 @@ bool compat_requested(const CompatFlags& flags);
 
 // Attention under the compatibility mode the flags ask for, by `impl`:
 //   --compat hf-bigbird: "a1_dense_masked" (the float64 definition, hf_listing_oracle) or
-//     "cpu_k07_hf_listing" (float32; o/lse widened exactly);
+//     a registry entry of HF's listing, named *_hf_listing ("cpu_k07_hf_listing", float32;
+//     o/lse widened exactly), run on the pattern with every repeat counted;
 //   Longformer flags: any registry kernel serving each batch element's longformer pattern,
 //     run per batch element (reference/compat.h, longformer_compat).
 // Throws InvalidArgument naming the flag for a bad combination or file.

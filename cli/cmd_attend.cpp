@@ -190,8 +190,7 @@ void run_attend(const AttendArgs& a) {
     if (conv.bshd) swap_12(r.o);
     // Default dtype: the implementation's own (float32 for the CPU kernels, k07 included).
     const bool f64 = !a.dtype.empty() ? a.dtype == "float64"
-                                      : a.impl != "cpu_k07_hf_listing" &&
-                                            find_kernel(a.impl).dtype == DType::float64;
+                                      : find_kernel(a.impl).dtype == DType::float64;
     Tensor<float> none_o, none_lse;
     Shape lse_rank4 = r.lse.shape;
     lse_rank4.push_back(1);

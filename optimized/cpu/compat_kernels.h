@@ -1,5 +1,8 @@
-// Optimized CPU kernels of the compatibility modes (contract §3.12), outside the registry:
-// they read a BlockListing (reference/compat.h), not a canonical Pattern.
+// Optimized CPU kernels of the compatibility modes (contract §3.12): they read a
+// BlockListing (reference/compat.h), not a canonical layout. k07 is the registry entry
+// cpu_k07_hf_listing (registry/cpu_kernels.def, optimized/cpu/entries.cpp): the listing it
+// reads is HF's listing of the pattern's own ITC draws (Pattern::random_draws, HF's
+// rand_attn layout).
 //
 // Contract (as every CPU kernel, optimized/cpu/kernels.h): float32 in and out,
 //   reference: hf_listing_oracle (float64), tolerance kTolFloat32 from core/numerics.h,
@@ -10,6 +13,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "pattern/pattern.h"
 #include "reference/compat.h"
 
 namespace sparseattn::cpu {
@@ -24,5 +28,17 @@ namespace sparseattn::cpu {
 void k07_hf_listing(const float* q, const float* k, const float* v, const AttentionShape& shape,
                     const BlockListing& listing, const uint8_t* key_padding_mask, float scale,
                     float* o, float* lse);
+
+// Whether HF can list `pattern`: bigbird, seq_len_q = seq_len_k a whole number of blocks,
+// at least 5 blocks (HF's own precondition), every random draw made (no shortfall).
+bool k07_lists(const Pattern& pattern);
+// What the registry entry serves: a listable pattern whose listing names no block twice
+// in any query block's list. Its listing's sums are then contract §2.2's sets, and the
+// entry matches a1_dense_masked; `--compat hf-bigbird` runs it on every listable pattern,
+// repeats counted (contract §3.12).
+bool k07_serves(const Pattern& pattern);
+// HF's listing of a listable pattern (hf_bigbird_listing of its random_draws). Throws
+// InvalidArgument("pattern", ...) naming cpu_k07_hf_listing for a pattern it cannot list.
+BlockListing k07_listing(const Pattern& pattern);
 
 }  // namespace sparseattn::cpu

@@ -9,6 +9,7 @@
 
 #include "core/bfloat16.h"
 #include "registry/float32_guard.h"
+#include "optimized/cpu/compat_kernels.h"
 #include "optimized/cpu/kernels.h"
 #include "optimized/cpu/kernels_bf16.h"
 #include "registry/registry.h"
@@ -120,5 +121,18 @@ CPU_BF16_ENTRY(cpu_k05_bigbird_blocks_bf16, k05_bigbird_blocks_bf16, k05_serves)
 CPU_BF16_ENTRY(cpu_k06_generic_tiles_bf16, k06_generic_tiles_bf16, k06_serves)
 
 #undef CPU_BF16_ENTRY
+
+// k07 reads HF's listing of the pattern's draws (optimized/cpu/compat_kernels.h), after the
+// float32 guard like every float32 entry.
+void run_cpu_k07_hf_listing(const Problem& problem, Output& out) {
+  const BlockListing listing = cpu::k07_listing(*problem.pattern);  // refuses what HF cannot list
+  Float32Plan plan;
+  plan_float32(problem, "cpu_k07_hf_listing", plan);
+  shape_outputs(problem.shape, out);
+  const auto& kp = problem.pattern->spec.key_padding_mask;
+  cpu::k07_hf_listing(plan.q32->ptr(), problem.k32.ptr(), problem.v32.ptr(), problem.shape, listing,
+                      kp ? kp->ptr() : nullptr, plan.scale32, out.o32.ptr(), out.lse32.ptr());
+}
+bool serves_cpu_k07_hf_listing(const Pattern& pattern) { return cpu::k07_serves(pattern); }
 
 }  // namespace sparseattn::entry

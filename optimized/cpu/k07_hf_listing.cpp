@@ -1,18 +1,21 @@
 // k07 — HF BigBird listing (contract §3.12), float32: HF's key-block lists, repeats kept.
 //
 // Contract (compat_kernels.h): matches hf_listing_oracle (float64) within kTolFloat32
-// (atol 2e-5, rtol 2e-4, core/numerics.h); serves a BlockListing (reference/compat.h) with
-// seq_len_q = seq_len_k = a whole number of blocks, key padding; outside the registry,
-// reached through `attend --compat hf-bigbird`. Bit-identical for any OpenMP thread count:
-// each row is one online softmax, computed by one thread in a fixed order.
+// (atol 2e-5, rtol 2e-4, core/numerics.h) on a BlockListing (reference/compat.h) with
+// seq_len_q = seq_len_k = a whole number of blocks, key padding. Registry entry
+// cpu_k07_hf_listing: serves the bigbird patterns whose listing repeats no block (there it
+// matches a1_dense_masked, contract §2.2); `attend --compat hf-bigbird --impl
+// cpu_k07_hf_listing` runs it with repeats counted (§3.12). Bit-identical for any OpenMP
+// thread count: each row is one online softmax, computed by one thread in a fixed order.
 //
 // What changed since k05 (block table walk): the key blocks come from a BlockListing,
 // repeats kept, instead of the canonical layout's set of tiles; no masking inside a block
 // (HF requires n to be a multiple of b), only key padding.
 // Why: HF BigBird counts a block listed twice twice (docs/peers.md), which a canonical
 // layout, a set of tiles, cannot express.
-// Measured: not benchmarked — docs/benchmarks.md has no row for it (it is not in the
-// registry, so bench_cpu does not time it); its agreement with HF is in docs/peers.md.
+// Measured: not yet measured — docs/benchmarks.md has no row for it: it joined the registry
+// after the last bench_cpu run, which will time it; its agreement with HF is in docs/peers.md.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -73,6 +76,31 @@ void k07_hf_listing(const float* q, const float* k, const float* v, const Attent
       }
     }
   }
+}
+
+bool k07_lists(const Pattern& p) {
+  const PatternSizes& z = p.sizes;
+  const int64_t bs = p.spec.block_size;
+  return p.spec.kind == PatternKind::bigbird && z.seq_len_q == z.seq_len_k && bs >= 1 &&
+         z.seq_len_q % bs == 0 && z.seq_len_q / bs >= 5 && p.random_shortfall == 0;
+}
+
+BlockListing k07_listing(const Pattern& p) {
+  require(k07_lists(p), "pattern", describe(p.spec),
+          "cpu_k07_hf_listing serves bigbird with seq_len a whole number (>= 5) of blocks and "
+          "every random block drawn (HF's listing)");
+  return hf_bigbird_listing(p.sizes.seq_len_q, p.spec.block_size, p.sizes.num_heads,
+                            p.random_draws);
+}
+
+bool k07_serves(const Pattern& p) {
+  if (!k07_lists(p)) return false;
+  for (const auto& head : k07_listing(p).lists)
+    for (std::vector<int64_t> l : head) {
+      std::sort(l.begin(), l.end());
+      if (std::adjacent_find(l.begin(), l.end()) != l.end()) return false;  // a repeat
+    }
+  return true;
 }
 
 }  // namespace sparseattn::cpu

@@ -2,7 +2,8 @@
 // definition hf_listing_oracle against a restatement written here (weights counted with
 // multiplicity, long double) and against the set-semantics oracle where nothing repeats,
 // and the float32 kernel k07 against hf_listing_oracle at kTolFloat32, bit-identical for
-// any thread count. The stored HF fixtures themselves are checked in
+// any thread count, and as the registry entry cpu_k07_hf_listing (served where nothing
+// repeats, HF's definition on repeats). The stored HF fixtures themselves are checked in
 // tests/cli/cli_peers_test.cpp.
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -19,6 +20,7 @@
 #include "reference/attention.h"
 #include "reference/compat.h"
 #include "pattern/pattern.h"
+#include "registry/registry.h"
 
 namespace sparseattn {
 namespace {
@@ -147,6 +149,74 @@ TEST(K07HfListing, MatchesTheDefinitionAtFloat32Tolerance) {
     EXPECT_TRUE(rl.pass) << rl.reason;
     EXPECT_EQ(o1.data, o2.data);
     EXPECT_EQ(l1.data, l2.data);
+  }
+}
+
+// k07 is the registry entry cpu_k07_hf_listing: it serves the bigbird patterns whose HF
+// listing repeats no block — there it is the contract's set semantics and matches
+// a1_dense_masked — refuses by name what HF cannot list, and, run on a table with repeats
+// (what --compat hf-bigbird does), computes HF's definition.
+TEST(K07Registry, ServesListingsWithoutRepeatsAndComputesHfOnRepeats) {
+  const Kernel& k07 = find_kernel("cpu_k07_hf_listing");
+  EXPECT_EQ(k07.target, Target::cpu);
+  EXPECT_EQ(k07.dtype, DType::float32);
+  EXPECT_STREQ(k07.reference, "a1_dense_masked");
+  const int64_t b = 4, nb = 7, n = nb * b, H = 2, B = 2, d = 5, dv = 3;
+  const Tensor<double> q = filled({B, H, n, d}, 1), k = filled({B, H, n, d}, 2),
+                       v = filled({B, H, n, dv}, 3);
+  Tensor<uint8_t> pad({B, n}, 1);
+  for (int64_t j = n - 5; j < n; ++j) pad.data[n + j] = 0;
+  PatternSpec seeded;
+  seeded.kind = PatternKind::bigbird;
+  seeded.block_size = b;
+  seeded.num_random_blocks = 2;
+  seeded.seed = 5;
+  seeded.key_padding_mask = pad;
+  const Pattern p = materialize(seeded, {B, H, n, n});
+  ASSERT_TRUE(k07.serves(p));
+  {
+    const Problem problem = make_problem(q, k, v, p, nullptr);
+    Output out;
+    k07.run(problem, out);
+    const AttentionResult ref = a1_dense_masked(q, k, v, p, nullptr);
+    EXPECT_TRUE(check_close(out.o32, ref.o, kTolFloat32).pass);
+    EXPECT_TRUE(check_close(out.lse32, ref.lse, kTolFloat32).pass);
+  }
+  // The eval-mode table (every random block 0, listed again): not served; run anyway, the
+  // entry is HF's definition, repeats counted.
+  PatternSpec eval = seeded;
+  eval.num_random_blocks = 0;
+  eval.random_table = Tensor<int64_t>({1, nb - 2, 2}, 0);
+  const Pattern pe = materialize(eval, {B, H, n, n});
+  EXPECT_FALSE(k07.serves(pe));
+  {
+    const Problem problem = make_problem(q, k, v, pe, nullptr);
+    Output out;
+    k07.run(problem, out);
+    const AttentionResult hf =
+        hf_listing_oracle(q, k, v, hf_bigbird_listing(n, b, H, *eval.random_table), &pad, nullptr);
+    EXPECT_TRUE(check_close(out.o32, hf.o, kTolFloat32).pass);
+    EXPECT_TRUE(check_close(out.lse32, hf.lse, kTolFloat32).pass);
+    const AttentionResult sets = a1_dense_masked(q, k, v, pe, nullptr);
+    EXPECT_FALSE(check_close(out.o32, sets.o, kTolFloat32).pass) << "the repeats must count";
+  }
+  // What HF cannot list: 30 tokens (not a whole number of blocks), 4 blocks.
+  for (const int64_t len : {30, 16}) {
+    PatternSpec s = seeded;
+    s.key_padding_mask.reset();
+    s.num_random_blocks = 0;
+    const Pattern bad = materialize(s, {1, 1, len, len});
+    EXPECT_FALSE(k07.serves(bad)) << len;
+    const Problem problem = make_problem(filled({1, 1, len, d}, 4), filled({1, 1, len, d}, 5),
+                                         filled({1, 1, len, dv}, 6), bad, nullptr);
+    Output out;
+    try {
+      k07.run(problem, out);
+      ADD_FAILURE() << "no exception at " << len;
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.argument(), "pattern");
+      EXPECT_NE(std::string(e.what()).find("cpu_k07_hf_listing"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -31,6 +31,7 @@ PatternSpec spec_for(std::string kernel) {
   if (kernel == "cpu_k03_window_dilated") return token(K::window, 20, 3, false, 64);
   if (kernel == "cpu_k04_longformer") return token(K::longformer, 20, 1, false, 64, {0, 99, 300});
   if (kernel == "cpu_k05_bigbird_blocks") return bigbird(32, 2, 3);
+  if (kernel == "cpu_k07_hf_listing") return bigbird(37, 2, 3);  // 333 = 9 whole blocks (HF)
   return token(K::random, 8, 1, false, 16, {7}, 5, 2);  // k06 on a token-level pattern
 }
 
