@@ -223,11 +223,13 @@ nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double
                                     const double* scale, const Tensor<double>& o,
                                     Tolerance o_tol, const Tensor<double>* lse,
                                     Tolerance lse_tol, const Conventions& conv,
-                                    const PatternSpec* raw_spec, const ToleranceRule* rule) {
+                                    const PatternSpec* raw_spec, const ToleranceRule* rule,
+                                    const ProbeOptions& probes) {
   const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
   CheckContext ctx;
   ctx.q = &q, ctx.k = &k, ctx.v = &v, ctx.scale = scale;
   ctx.conv = conv, ctx.raw_spec = raw_spec, ctx.rule = rule;
+  ctx.probes = probes;
   return check_against(convention_oracle(q, k, v, pattern, scale, conv), pattern, s, o, o_tol,
                        lse, lse_tol, ctx);
 }
@@ -304,7 +306,8 @@ nlohmann::json check_against(const AttentionResult& oracle, const Pattern& patte
   }
   if (!pass && have_inputs && !ctx.compat) {
     const ProbeInputs in{*ctx.q, *ctx.k, *ctx.v, pattern, ctx.scale, conv, o4, o_tol,
-                         lse ? &lse3 : nullptr, lse_tol, skip, oracle, ctx.raw_spec};
+                         lse ? &lse3 : nullptr, lse_tol, skip, oracle, ctx.raw_spec,
+                         ctx.probes};
     const nlohmann::json probes = probe_causes(in);
     j["probable_cause"] = probes["probable_cause"];
     j["probes"] = probes["probes"];

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/conventions.h"
+#include "api/probes.h"
 #include "api/tolerance_rule.h"
 #include "core/check.h"
 #include "core/numerics.h"
@@ -65,13 +66,15 @@ void require_candidate_shape(const Shape& got, const Shape& want, const std::str
 // padded query rows are not compared. With `rule` (contract §4.10) each tensor's verdict
 // is judge_reference_error's ("reference_error" in its report) instead of the fixed table's. `raw_spec`: the pattern as given, before its
 // parameters were canonicalized for these sizes (the layout probe re-sizes it). o is bhsd here (the caller transposes a bshd file).
+// `probes`: how the cause probes run (api/probes.h).
 nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                     const Tensor<double>& v, const Pattern& pattern,
                                     const double* scale, const Tensor<double>& o,
                                     Tolerance o_tol, const Tensor<double>* lse,
                                     Tolerance lse_tol, const Conventions& conv = {},
                                     const PatternSpec* raw_spec = nullptr,
-                                    const ToleranceRule* rule = nullptr);
+                                    const ToleranceRule* rule = nullptr,
+                                    const ProbeOptions& probes = {});
 
 // What check_against's explaining report needs besides the oracle. q/k/v/scale: the inputs
 // (bhsd) the cause probes and the reference-error rule re-run; null: the probes are
@@ -90,6 +93,7 @@ struct CheckContext {
   bool compat = false;
   bool hint = true;
   const Tensor<uint8_t>* global_mask = nullptr;
+  ProbeOptions probes{};  // --probes, --probe-budget (api/probes.h)
 };
 
 // `check` against `oracle` (convention_oracle's, or a compatibility mode's float64
