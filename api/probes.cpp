@@ -781,7 +781,6 @@ nlohmann::json Prober::run() {
   }
   probes["tried"] = tried_;
   if (!not_run.empty()) probes["not_run"] = not_run;
-  probes["elapsed_s"] = std::chrono::duration<double>(Clock::now() - start_).count();
   if (cause.empty()) {
     cause = "unknown: no probe matched (a local error, not one of the usual convention mistakes)";
     if (!not_run.empty()) {

@@ -64,14 +64,15 @@ struct ProbeInputs {
 
 // Runs the probes on a failing candidate. Returns
 //   {"probable_cause": the first matching probe's sentence, or "unknown: ...",
-//    "probes": {"mode", "budget_s", "elapsed_s",
+//    "probes": {"mode", "budget_s" (auto only),
 //               "tried": [{"probe", "matches", "rows_checked", "failing_rows"}...],
 //               "not_run": [names the budget left out] (when any),
 //               "skipped": why none ran (--probes never),
 //               "worst_row_keys": {"batch", "head", "row", "added", "removed", "text"}}}.
 // worst_row_keys: the smallest change of the worst row's key set (at most two ranges of
 // keys added or removed) under which the oracle's definition gives the candidate's row,
-// e.g. "row 511 (batch 0, head 0) matches if keys 255-256 are removed".
+// e.g. "row 511 (batch 0, head 0) matches if keys 255-256 are removed". The report holds
+// no timing: within the budget it is a function of the inputs alone.
 nlohmann::json probe_causes(const ProbeInputs& in);
 
 }  // namespace sparseattn::api

@@ -1,6 +1,7 @@
 // Conventions behind `check`'s shape errors; see shape_hint.h.
 #include "api/shape_hint.h"
 
+#include <string>
 #include <utility>
 
 namespace sparseattn::api {
@@ -29,9 +30,10 @@ Shape swapped(const Shape& s) {
 
 }  // namespace
 
-std::string shape_error_hint(const Shape& q, const Shape& k, const Shape& v,
-                             const std::function<void()>& fits_other_layout,
+std::string shape_error_hint(const InvalidArgument& e, const Shape& q, const Shape& k,
+                             const Shape& v, const std::function<void()>& fits_other_layout,
                              const std::string& other_layout, bool other_is_bshd) {
+  if (std::string(e.what()).find("must be finite") != std::string::npos) return "";
   const std::string here = gqa_sentence(q, k, v);
   if (!here.empty()) return here;
   const std::string order = other_is_bshd ? "[batch, seq_len, num_heads, head_dim]"

@@ -13,7 +13,8 @@
 
 namespace sparseattn::api {
 
-// q, k, v: the rank-4 shapes as read, already in [batch, num_heads, seq_len, d] order for
+// e: the error the caller's checks raised; one about values (a non-finite input) gets no
+// hint. q, k, v: the rank-4 shapes as read, already in [batch, num_heads, seq_len, d] order for
 // the layout the caller was told. `fits_other_layout` repeats the caller's own shape checks
 // (q/k/v, o, lse, the pattern's shapes) with the tensors read in the other layout, throwing
 // InvalidArgument when they fail there too. `other_layout` is how the caller's user asks for
@@ -22,7 +23,8 @@ namespace sparseattn::api {
 //   "did you mean --layout bshd? The inputs' shapes fit [batch, seq_len, num_heads, head_dim] ...",
 //   "q has 8 heads, k and v 2: grouped-query attention? ... repeat each k/v head 4 times ...",
 //   or both (the other layout reads as grouped-query attention).
-std::string shape_error_hint(const Shape& q, const Shape& k, const Shape& v,
+std::string shape_error_hint(const InvalidArgument& e, const Shape& q, const Shape& k,
+                             const Shape& v,
                              const std::function<void()>& fits_other_layout,
                              const std::string& other_layout, bool other_is_bshd);
 

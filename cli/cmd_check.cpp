@@ -150,7 +150,7 @@ void run_check(const CheckArgs& a) {
       };
       Conventions other = conv;
       other.bshd = !conv.bshd;
-      hint = shape_error_hint(bhsd(a.q, "--q"), bhsd(a.k, "--k"), bhsd(a.v, "--v"),
+      hint = shape_error_hint(e, bhsd(a.q, "--q"), bhsd(a.k, "--k"), bhsd(a.v, "--v"),
                               [&] { load(other); },
                               other.bshd ? "--layout bshd" : "--layout bhsd", other.bshd);
     } catch (const std::exception&) {  // the files themselves are the problem: no hint

@@ -38,7 +38,8 @@ def check(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray
           rtol: Optional[float], scale: Optional[float],
           key_padding_mask: Optional[np.ndarray], conventions: Dict[str, str],
           dout: Optional[np.ndarray], grads: List[Optional[np.ndarray]],
-          grad_dtypes: List[str]) -> Dict[str, Any]: ...
+          grad_dtypes: List[str], layout: str, probes: str,
+          probe_budget: float) -> Dict[str, Any]: ...
 def performer_favor(q: np.ndarray, k: np.ndarray, v: np.ndarray, num_features: int,
                     seed: int, orthogonal: bool,
                     scale: Optional[float]) -> Tuple[np.ndarray, np.ndarray]: ...

@@ -553,7 +553,8 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
           dq: Any = None, dk: Any = None, dv: Any = None, *,
           layout: str = "bhsd", lse_base: str = "e", padded_queries: str = "zero",
           key_padding_polarity: str = "keep", causal_align: str = "bottom-right",
-          masked_score: Union[str, float] = "-inf") -> CheckReport:
+          masked_score: Union[str, float] = "-inf", probes: str = "auto",
+          probe_budget: float = 5.0) -> CheckReport:
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -588,6 +589,13 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         ``layout="bshd"`` reads q, k, v, o (and dout, dq, dk, dv) as [batch, seq_len, num_heads, d];
         ``lse_base="2"``; ``padded_queries="any"``; ``key_padding_polarity="ignore"``
         (PyTorch's mask); ``causal_align="top-left"``; ``masked_score=-1e9``.
+    probes : {"auto", "always", "never"}
+        The cause probes of a failing check (docs/contract.md §4.9): ``"auto"`` runs them
+        within ``probe_budget``, ``"always"`` on every failing row with no budget,
+        ``"never"`` not at all. ``sparseattn check --probes``.
+    probe_budget : float
+        Seconds of wall clock the probes may take, finite, > 0 (default 5); the report's
+        ``probes["not_run"]`` lists those it left out. ``sparseattn check --probe-budget``.
 
     Returns
     -------
@@ -598,7 +606,9 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     Raises
     ------
     ValueError
-        As :func:`attend`; a candidate of the wrong shape or dtype; a gradient without
+        As :func:`attend`; a candidate of the wrong shape or dtype (naming
+        ``layout="bshd"`` when the shapes fit it, grouped-query attention when q and k
+        differ only in num_heads); ``probes`` or ``probe_budget`` out of range; a gradient without
         ``dout`` (``invalid dq = ...: needs dout``), ``dout`` without a gradient, a
         ``dout`` of the wrong shape or holding NaN/Inf (``invalid dout ...``).
     """
@@ -637,7 +647,8 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         grads.append(ga)
         dtypes.append(g_dtype)
     d = _C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r, _scale(scale),
-                 _padding(key_padding_mask), conventions, da, grads, dtypes)
+                 _padding(key_padding_mask), conventions, da, grads, dtypes, layout,
+                 str(probes), _arrays.real("probe_budget", probe_budget, 0.0))
 
     def report(name: str) -> Optional[TensorReport]:
         return TensorReport._from(d[name]) if name in d else None

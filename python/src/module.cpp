@@ -25,6 +25,7 @@
 #include "api/inputs.h"
 #include "api/pattern_flags.h"
 #include "api/results.h"
+#include "api/shape_hint.h"
 #include "core/error.h"
 #include "graph/layer_graph.h"
 #include "optimized/cpu/isa.h"
@@ -408,7 +409,8 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
                  std::optional<double> scale, std::optional<py::array> key_padding_mask,
                  const std::map<std::string, std::string>& conventions,
                  std::optional<py::array> dout_arr, std::vector<std::optional<py::array>> grad_arrs,
-                 std::vector<std::string> grad_dtypes) {
+                 std::vector<std::string> grad_dtypes, const std::string& layout,
+                 const std::string& probes, double probe_budget) {
   // Convention flags (api/conventions.h) by their CLI names without "--"; the layout is
   // handled in Python (a transpose), so bhsd arrives here.
   api::ConventionFlags cf;
@@ -422,6 +424,8 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
                                "key_padding_polarity, causal_align or masked_score");
   }
   const api::Conventions conv = api::parse_conventions(cf);
+  const api::ProbeOptions probe_options =
+      api::parse_probe_options(probes, probe_budget, "probes", "probe_budget");
   require(!conv.masked_score || !dout_arr, "masked_score", cf.masked_score,
           "must be -inf with dout (the gradient oracle removes masked keys)");
   auto tol_of = [&](const std::string& dtype) {
@@ -447,18 +451,48 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
   nlohmann::json j;
   {
     py::gil_scoped_release nogil;
-    const Inputs in = read_inputs(qv, kv, &vv);
-    const AttentionShape& a = in.shape;
-    const Pattern pattern = api::apply_pattern_conventions(
-        materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k)), conv);
-    // Candidates' shapes are checked before the oracle's O(n^2) work.
-    Tensor<double> o = to_tensor(ov);
-    api::require_candidate_shape(o.shape, {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
-    Tensor<double> lse;
-    if (lv) {
-      lse = to_tensor(*lv);
-      api::require_candidate_shape(lse.shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
+    // A shape error that the other layout or grouped-query attention explains says so
+    // (api/shape_hint.h): check_shapes(true) repeats the shape checks below with q/k/v/o
+    // read in the other layout (they arrive bhsd: Python transposed them for "bshd").
+    auto check_shapes = [&](bool swap) {
+      auto shape4 = [swap](const Shape& s, const char* what) {
+        const Shape x = as_rank4(s, what);
+        return swap ? Shape{x[0], x[2], x[1], x[3]} : x;
+      };
+      const AttentionShape a = attention_shape(shape4(qv.shape, "q"), shape4(kv.shape, "k"),
+                                               shape4(vv.shape, "v"));
+      materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
+      api::require_candidate_shape(shape4(ov.shape, "o"),
+                                   {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
+      if (lv) api::require_candidate_shape(lv->shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
+    };
+    Inputs in;
+    Pattern pattern;
+    Tensor<double> o, lse;
+    try {
+      in = read_inputs(qv, kv, &vv);
+      const AttentionShape& a = in.shape;
+      pattern = api::apply_pattern_conventions(
+          materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k)), conv);
+      // Candidates' shapes are checked before the oracle's O(n^2) work.
+      o = to_tensor(ov);
+      api::require_candidate_shape(o.shape, {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
+      if (lv) {
+        lse = to_tensor(*lv);
+        api::require_candidate_shape(lse.shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
+      }
+    } catch (const InvalidArgument& e) {
+      std::string hint;
+      try {
+        hint = api::shape_error_hint(
+            e, as_rank4(qv.shape, "q"), as_rank4(kv.shape, "k"), as_rank4(vv.shape, "v"),
+            [&] { check_shapes(true); },
+            layout == "bshd" ? "layout=\"bhsd\"" : "layout=\"bshd\"", layout != "bshd");
+      } catch (const std::exception&) {
+      }
+      api::throw_with_hint(e, hint);
     }
+    const AttentionShape& a = in.shape;
     Tensor<double> dout, grads[3];
     api::GradientCandidate cands[3];
     if (dov) {
@@ -474,7 +508,7 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
       }
     }
     j = api::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
-                                  lv ? &lse : nullptr, lse_tol, conv, &s);
+                                  lv ? &lse : nullptr, lse_tol, conv, &s, nullptr, probe_options);
     if (dov)
       api::check_gradients_against_oracle(j, in.q, in.k, in.v, pattern, scale_ptr(scale), dout,
                                           cands[0], cands[1], cands[2]);
