@@ -529,7 +529,8 @@ def _hint(bad: TensorReport) -> str:
                     "(docs/contract.md §7.2)")
         w = bad.worst_row
         if w and not w.get("fully_masked", True) and w.get("num_allowed_keys", 0) > 0:
-            return (f"the candidate has NaN/Inf on query row {w['row']}, which has "
+            return (f"the candidate has NaN/Inf where the oracle is finite, on query row "
+                    f"{w['row']}, which has "
                     f"{w['num_allowed_keys']} allowed keys (it is not masked): most likely exp "
                     f"overflowed (inf / inf) or underflowed everywhere (0 / 0); subtract the "
                     f"row maximum over the allowed keys before exponentiating "

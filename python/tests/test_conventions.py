@@ -63,7 +63,8 @@ def test_the_greatest_difference_of_a_nan_mismatch_is_the_nan():
     assert "x the budget" not in line, line
     # Row 5 of head 1 has three allowed keys: the hint says overflow, not "masked row".
     summary = report.summary()
-    assert "hint: the candidate has NaN/Inf on query row 5, which has 3 allowed keys" in summary
+    assert ("hint: the candidate has NaN/Inf where the oracle is finite, on query row 5, which "
+            "has 3 allowed keys (it is not masked)") in summary, summary
     assert "subtract the row maximum" in summary, summary
     assert "a row with no allowed key" not in summary, summary
 
