@@ -17,6 +17,7 @@ import pathlib
 import sys
 import traceback
 import tracemalloc
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pytest
@@ -102,7 +103,8 @@ def rng(seed):
     return np.random.default_rng(seed)
 
 
-def inputs_unchanged(module: str, case: str, fn: str, given) -> None:
+def inputs_unchanged(module: str, case: str, fn: str,
+                     given: Sequence[Tuple[str, np.ndarray, np.ndarray]]) -> None:
     """Fails when the student's function wrote into an input array.
 
     ``given`` lists (name, the array passed, an untouched copy of it). The stubs that say
@@ -225,14 +227,15 @@ EX03 = [(16, 2, 1, 0), (20, 2, 2, 3), (24, 4, 1, 7), (10, 2, 3, 1), (7, 2, 1, 5)
         (3, 4, 0, 0)]
 
 
-def _ex03_hint(q: int, got_row, nb: int, table: np.ndarray) -> str:
+def _ex03_hint(q: int, got_row: List[int], nb: int, table: np.ndarray) -> str:
     """Names the random-table row mix-up: query block q's random blocks are row q - 1
     (block 0 is global and draws nothing), and the student's row q matches another row."""
     if q in (0, nb - 1):
         return ""
     fixed = {0, nb - 1} | {kb for kb in (q - 1, q, q + 1) if 0 <= kb < nb}
     for r in range(len(table)):
-        if r != q - 1 and got_row == sorted(fixed | {int(x) for x in table[r] if x >= 0}):
+        extra = {int(x) for x in table[r] if x >= 0} - fixed  # what row r alone would add
+        if r != q - 1 and extra and got_row == sorted(fixed | extra):
             return (f"\n  hint: query block {q} took the random blocks of random_table row {r}; "
                     f"its own are row {q - 1} = {table[q - 1].tolist()} (row q - 1: the table "
                     f"starts at query block 1, the global block 0 draws none; contract §3.6)")
@@ -286,7 +289,8 @@ def _update_by_formula(m, l, acc, s, v):
     return m_new, out_l, out_acc
 
 
-def _not_rescaled(m, l, acc, s, v):
+def _not_rescaled(m: np.ndarray, l: np.ndarray, acc: np.ndarray, s: np.ndarray,
+                  v: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     """The usual mistake: this tile added, the old l and acc NOT multiplied by
     exp(m - m_new) — (l_wrong, acc_wrong)."""
     m_new = np.maximum(m, s.max(axis=1))
@@ -295,11 +299,12 @@ def _not_rescaled(m, l, acc, s, v):
     return l + p.sum(axis=1), acc + p @ v
 
 
-def _close(g, w):
+def _close(g: np.ndarray, w: np.ndarray) -> np.ndarray:
     return (g == w) | np.isclose(g, w, rtol=1e-12, atol=1e-12)
 
 
-def _check_state(name, got, want, case, state=None):
+def _check_state(name: str, got: tuple, want: tuple, case: str,
+                 state: Optional[tuple] = None) -> None:
     """got, want: (m_new, l_new, acc_new); state: the (m, l, acc, scores, v) they came from,
     for the hint on a missing rescale."""
     wrong = dict(zip(("l_new", "acc_new"), _not_rescaled(*state))) if state else {}
@@ -393,9 +398,10 @@ def test_ex05_sparse_rows_attention(solutions_dir):
 
 # The stub's rule "do not build the [N, M] score matrix", measured. N = M = 4096 with about
 # 8 keys per row: one [N, M] float64 matrix is 128 MiB, an [N, M] bool mask 16 MiB, while an
-# answer that visits only the listed keys needs well under 1 MiB beyond its inputs (a loop
-# over rows measured 0.16 MiB; the dense answer 528 MiB). The allowance, 1/16 of the float64
-# matrix (8 MiB), sits a factor of 16 or more away from both.
+# answer that visits only the listed keys needs well under 1 MiB beyond its inputs (measured:
+# a loop over rows 0.16 MiB, the reference adapter in chunks of 256 rows 2.2 MiB, the planted
+# dense answer of python/tests/test_exercises.py 400 MiB). The allowance, 1/16 of the float64
+# matrix (8 MiB), sits a factor of 4 or more away from each.
 #
 # Why tracemalloc: its peak counts the bytes allocated through Python's allocators and NumPy's
 # array buffers during the call, excluding the inputs made before it, and is the same on
@@ -410,6 +416,8 @@ EX05_ALLOWED_BYTES = EX05_N * EX05_N * 8 // 16
 
 
 def _ex05_memory_rule(path: pathlib.Path, mod) -> None:
+    """Runs the student's ex05 on N = M = EX05_N under tracemalloc; fails over the allowance,
+    then checks the answer against the oracle."""
     r = rng(55)
     n = m = EX05_N
     d, dv = 8, 4
