@@ -430,7 +430,10 @@ def _ex05_memory_rule(path: pathlib.Path, mod) -> None:
     already = tracemalloc.is_tracing()  # e.g. python -X tracemalloc: share, do not stop it
     if not already:
         tracemalloc.start()
-    tracemalloc.reset_peak()
+    elif hasattr(tracemalloc, "reset_peak"):
+        tracemalloc.reset_peak()
+    else:  # Python 3.8 has no reset_peak; clear_traces also zeroes the peak
+        tracemalloc.clear_traces()
     base = tracemalloc.get_traced_memory()[0]
     try:
         got = call("ex05", path, mod.sparse_rows_attention, q, k, v, rows)
