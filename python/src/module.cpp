@@ -43,50 +43,20 @@ namespace {
 
 // ---- errors -------------------------------------------------------------------------------
 
-// "--num-random-blocks" -> "num_random_blocks", "--global" -> "global_tokens" (the Python
-// keyword), for every flag named in the message; the field name "global" the same way.
-std::string python_names(const std::string& text) {
-  auto keyword = [](std::string flag) {
-    for (char& c : flag)
-      if (c == '-') c = '_';
-    return flag == "global" ? std::string("global_tokens") : flag;
-  };
-  std::string out;
-  for (size_t i = 0; i < text.size();) {
-    const bool starts = text.compare(i, 2, "--") == 0 && i + 2 < text.size() &&
-                        std::islower(static_cast<unsigned char>(text[i + 2])) &&
-                        (i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) ||
-                                     text[i - 1] == '-'));
-    if (!starts) {
-      out += text[i++];
-      continue;
-    }
-    size_t end = i + 2;
-    while (end < text.size() && (std::islower(static_cast<unsigned char>(text[end])) ||
-                                 std::isdigit(static_cast<unsigned char>(text[end])) ||
-                                 text[end] == '-'))
-      ++end;
-    out += keyword(text.substr(i + 2, end - i - 2));
-    i = end;
-  }
-  for (const char* field : {"invalid global ", "invalid global["}) {
-    const std::string f = field;
-    if (out.compare(0, f.size(), f) == 0) out = "invalid global_tokens" + out.substr(f.size() - 1);
-  }
-  return out;
-}
-
+// The library names a bad parameter by its field (core/field.h); Python spells it as its
+// keyword ("global_tokens", "window"). Every other error already names a Python argument
+// (q, k, v, dout, ...), so its text passes unchanged: nothing here reads error text.
 void translate(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
+  } catch (const FieldError& e) {
+    PyErr_SetString(PyExc_ValueError, e.spelled(Spelling::keyword).what());
+  } catch (const MemoryLimitError& e) {
+    PyErr_SetString(PyExc_MemoryError, e.what());
   } catch (const InvalidArgument& e) {
-    const std::string msg = python_names(e.what());
-    if (msg.find("must fit in physical memory") != std::string::npos)
-      PyErr_SetString(PyExc_MemoryError, msg.c_str());
-    else
-      PyErr_SetString(PyExc_ValueError, msg.c_str());
+    PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const sparseattn::RuntimeError& e) {
-    PyErr_SetString(PyExc_RuntimeError, python_names(e.what()).c_str());
+    PyErr_SetString(PyExc_RuntimeError, e.what());
   }
 }
 
@@ -116,55 +86,35 @@ py::object to_python(const nlohmann::json& j) {
 
 // ---- patterns -----------------------------------------------------------------------------
 
-// The pattern's parameters as the CLI reads them (api::to_spec: the same range checks and
-// messages); arrays come from NumPy instead of .npy files.
+// The pattern's parameters straight into the typed spec, then validate_spec() (pattern/):
+// the same checks, and the same messages spelled as keywords, as the command line's.
 PatternSpec make_spec(const std::string& kind, bool causal, int64_t window, int64_t dilation,
                       const std::vector<int64_t>& global_tokens, int64_t num_random,
                       int64_t block_size, int64_t num_random_blocks, int64_t num_global_tokens,
                       uint64_t seed, std::optional<py::array> random_table,
                       std::optional<py::array> segment_ids, std::optional<py::array> mask,
                       const std::vector<PatternSpec>& per_head) {
-  if (kind == "per-head") {
-    require(!per_head.empty(), "heads", "[]", "must list at least one pattern (one per head)");
-    PatternSpec s;
-    s.kind = PatternKind::per_head;
-    for (size_t h = 0; h < per_head.size(); ++h) {
-      require(per_head[h].kind != PatternKind::per_head, "heads[" + std::to_string(h) + "]",
-              describe(per_head[h]), "must not itself be per-head");
-      require(!per_head[h].key_padding_mask.has_value(), "heads[" + std::to_string(h) + "]",
-              describe(per_head[h]), "must not carry a key_padding_mask (give it to attend)");
-    }
-    s.per_head = per_head;
-    return s;
-  }
-  if (kind == "hierarchical" || kind == "explicit") {
-    PatternSpec s;
-    s.kind = parse_pattern_kind(kind);
-    if (segment_ids) {
-      const Tensor<int64_t> ids = int_tensor(*segment_ids, "segment_ids");
-      require(ids.rank() == 1, "segment_ids shape", shape_text(ids.shape),
-              "must be [seq_len] (one id per token)");
-      s.segment_ids = ids.data;
-    }
-    if (mask) s.mask = mask_tensor(*mask, "mask");
-    return s;
-  }
-  api::PatternFlags f;
-  f.pattern = kind;
-  f.causal = causal;
-  f.window = window;
-  f.dilation = dilation;
-  for (int64_t g : global_tokens) {
-    // parse_positions reads "3,17"; a negative entry must still be refused by its rule.
-    f.global += (f.global.empty() ? "" : ",") + std::to_string(g);
-  }
-  f.num_random = num_random;
-  f.block_size = block_size;
-  f.num_random_blocks = num_random_blocks;
-  f.num_global_tokens = num_global_tokens;
-  f.seed = seed;
-  PatternSpec s = api::to_spec(f);
+  PatternSpec s;
+  s.kind = parse_pattern_kind(kind);
+  s.causal = causal;
+  s.window = window;
+  s.dilation = dilation;
+  s.global = global_tokens;
+  s.num_random = num_random;
+  s.block_size = block_size;
+  s.num_random_blocks = num_random_blocks;
+  s.num_global_tokens = num_global_tokens;
+  s.seed = seed;
+  s.per_head = per_head;
   if (random_table) s.random_table = int_tensor(*random_table, "random_table");
+  if (segment_ids) {
+    const Tensor<int64_t> ids = int_tensor(*segment_ids, "segment_ids");
+    require_field(ids.rank() == 1, Field::segment_ids, " shape", shape_text(ids.shape),
+                  "must be [seq_len] (one id per token)");
+    s.segment_ids = ids.data;
+  }
+  if (mask) s.mask = mask_tensor(*mask, "mask");
+  validate_spec(s);
   return s;
 }
 
@@ -620,5 +570,4 @@ PYBIND11_MODULE(_sparseattn, m) {
   m.def("impls", [] { return to_python(api::impls_json()); });
   m.def("cpu_isa", [] { return cpu::isa_summary(); });
   m.def("grad_impls", [] { return to_python(api::grad_impls_json()); });
-  m.def("python_names", &python_names);
 }
