@@ -22,6 +22,25 @@ PatternSpec longformer(int64_t w, std::vector<int64_t> global) {
   return s;
 }
 
+PatternSpec bigbird(int64_t block_size, int64_t num_random_blocks, uint64_t seed) {
+  PatternSpec s;
+  s.kind = PatternKind::bigbird;
+  s.block_size = block_size;
+  s.num_random_blocks = num_random_blocks;
+  s.seed = seed;
+  return s;
+}
+
+// Token-level random keys on top of a window: the random kind is a Longformer pattern
+// plus `num_random` drawn keys per query (pattern/spec.h).
+PatternSpec random_keys(int64_t w, int64_t num_random, uint64_t seed) {
+  PatternSpec s = longformer(w, {});
+  s.kind = PatternKind::random;
+  s.num_random = num_random;
+  s.seed = seed;
+  return s;
+}
+
 }  // namespace
 
 const std::vector<Family>& families() {
@@ -49,25 +68,11 @@ const std::vector<Family>& families() {
       {"bigbird_b64_r3", "bigbird", true, false,
        {{"cuda_c07_bigbird_bf16", 65536, 128}, {"cuda_c08_generic_bf16", 65536, 128},
         {"cuda_c07_bigbird_f32", 32768, 128}},
-       [](int64_t, uint64_t seed) {
-         PatternSpec s;
-         s.kind = PatternKind::bigbird;
-         s.block_size = 64;
-         s.num_random_blocks = 3;
-         s.seed = seed;
-         return s;
-       }},
+       [](int64_t, uint64_t seed) { return bigbird(64, 3, seed); }},
       {"window_w128_d2", "window-dilated", true, false, {},
        [](int64_t, uint64_t) { return window(128, 2); }},
       {"random_w32_r64", "random", false, false, {},
-       [](int64_t, uint64_t seed) {
-         PatternSpec s;
-         s.kind = PatternKind::random;
-         s.window = 32;
-         s.num_random = 64;
-         s.seed = seed;
-         return s;
-       }},
+       [](int64_t, uint64_t seed) { return random_keys(32, 64, seed); }},
   };
   return list;
 }

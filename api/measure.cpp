@@ -64,7 +64,8 @@ CheckReport compare(const Tensor<T>& cand, const Tensor<double>& ref, const Orac
   const Tensor<double> c =
       take(cand, s.batch, s.num_heads, s.seq_len_q, &oracle.rows, cols, h, rows_shape);
   if (!cut_ref) return check_close(c, ref, tol);
-  return check_close(c, take(ref, oracle.batch, oracle.heads, nr, nullptr, cols, h, rows_shape), tol);
+  return check_close(c, take(ref, oracle.batch, oracle.heads, nr, nullptr, cols, h, rows_shape),
+                     tol);
 }
 
 // The harness's loop: the checked call, `judge` on its output, then the timing.
@@ -127,7 +128,8 @@ OracleCheck check_output(const Kernel& kernel, const Problem& problem, const Ora
   const Tolerance tol{kernel.atol, kernel.rtol};
   const AttentionShape& s = problem.shape;
   require(oracle.batch == s.batch && oracle.seq_len_q == s.seq_len_q && oracle.heads >= 1, "oracle",
-          "batch " + std::to_string(oracle.batch) + ", seq_len_q " + std::to_string(oracle.seq_len_q),
+          "batch " + std::to_string(oracle.batch) + ", seq_len_q " +
+              std::to_string(oracle.seq_len_q),
           "must be the oracle of this problem's batch and seq_len_q (" + std::to_string(s.batch) +
               ", " + std::to_string(s.seq_len_q) + ")");
   OracleCheck c;

@@ -1,7 +1,7 @@
 // The measurement harness: check a kernel against the oracle, then time it — and only
-// then (contract §4.7: a kernel is timed only after its output has passed, §4.2). Every
-// program that times a kernel goes through measure(): bench_cpu, bench_cuda, `sparseattn
-// sweep`, `sparseattn demo`, `sparseattn demo-real` and Python's time_impl.
+// then (contract §4.11; §4.7: a kernel is timed only after its output has passed, §4.2).
+// Every program that times a kernel goes through measure(): bench_cpu, bench_cuda,
+// `sparseattn sweep`, `sparseattn demo`, `sparseattn demo-real` and Python's time_impl.
 //
 //   measure(kernel, problem, oracle, plan):
 //     1. one call of kernel.run(problem), its extra heap counted when plan.heap is given;
@@ -66,7 +66,9 @@ struct OracleCheck {
   double max_abs_error() const { return std::fmax(o.max_abs_error, lse.max_abs_error); }
   // The report that decides: the failing one, else the one using more of its budget.
   const CheckReport& worst() const {
-    return (o.pass && !lse.pass) || (o.pass == lse.pass && lse.budget_used > o.budget_used) ? lse : o;
+    const bool lse_decides =
+        (o.pass && !lse.pass) || (o.pass == lse.pass && lse.budget_used > o.budget_used);
+    return lse_decides ? lse : o;
   }
   double budget_used() const { return worst().budget_used; }
 };

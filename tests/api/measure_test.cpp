@@ -1,5 +1,5 @@
-// Checks contract §4.7 (a kernel is timed only after its output passed, §4.2) and §4.3
-// (half-precision kernels against the oracle on their rounded inputs) for the harness
+// Checks contract §4.11 (a kernel is timed only after its output passed, §4.7, §4.2) and
+// §4.3 (half-precision kernels against the oracle on their rounded inputs) for the harness
 // api/measure.h, with registry-entry test doubles: a correct kernel is checked, then
 // timed; a planted wrong kernel (o or lse nudged far outside float32's tolerance) is
 // refused and never called again, whatever the plan; the figures it reports are
@@ -16,15 +16,15 @@
 #include "core/error.h"
 #include "core/seeded_inputs.h"
 #include "reference/attention.h"
+#include "tests/api/kernel_doubles.h"
 
 namespace sparseattn::api {
 namespace {
 
+using testing_doubles::double_of;
+using testing_doubles::generic;
+
 int g_calls = 0;
-
-const Kernel& generic() { return find_kernel("cpu_k06_generic_tiles"); }
-
-bool serves_all(const Pattern&) { return true; }
 
 void run_right(const Problem& p, Output& out) {
   ++g_calls;
@@ -63,21 +63,14 @@ void run_slow(const Problem& p, Output& out) {
   std::this_thread::sleep_for(std::chrono::milliseconds(30));
 }
 
-Kernel double_of(const char* name, void (*run)(const Problem&, Output&), bool exact = true) {
-  Kernel k = generic();
-  k.name = name;
-  k.serves = &serves_all;
-  k.run = run;
-  k.exact = exact;
-  return k;
-}
-
 // A window pattern at an awkward size: seq_len 77 (a partial tile), head_dim 12, 2 heads.
 struct Case {
   Pattern pattern;
   Problem problem;
-  Case(int64_t heads, int64_t n, int64_t head_dim) : pattern(materialize(window_spec(), {1, heads, n, n})) {
-    const uint64_t seed = testing_inputs::seed_of("measure/" + std::to_string(heads) + "/" + std::to_string(n));
+  Case(int64_t heads, int64_t n, int64_t head_dim)
+      : pattern(materialize(window_spec(), {1, heads, n, n})) {
+    const uint64_t seed =
+        testing_inputs::seed_of("measure/" + std::to_string(heads) + "/" + std::to_string(n));
     problem = make_problem(testing_inputs::random_tensor({1, heads, n, head_dim}, seed),
                            testing_inputs::random_tensor({1, heads, n, head_dim}, seed + 1),
                            testing_inputs::random_tensor({1, heads, n, head_dim}, seed + 2),
@@ -102,7 +95,8 @@ struct Case {
 double max_abs_vs_a1(const Problem& p, const Output& out) {
   const AttentionResult ref = a1_dense_masked(p.q, p.k, p.v, *p.pattern, &p.scale);
   double m = 0.0;
-  for (size_t e = 0; e < ref.o.data.size(); ++e) m = std::fmax(m, std::fabs(out.o32.data[e] - ref.o.data[e]));
+  for (size_t e = 0; e < ref.o.data.size(); ++e)
+    m = std::fmax(m, std::fabs(out.o32.data[e] - ref.o.data[e]));
   for (size_t e = 0; e < ref.lse.data.size(); ++e)
     m = std::fmax(m, std::fabs(out.lse32.data[e] - ref.lse.data[e]));
   return m;
@@ -283,11 +277,13 @@ TEST(Measure, HalfPrecisionKernelsMeetTheOracleOnTheirRoundedInputs) {
   EXPECT_EQ(rounded.inputs, DType::bfloat16);
   EXPECT_EQ(&oracle_for(DType::bfloat16, c.problem, oracle), &rounded);  // built once
   EXPECT_EQ(&oracle_for(DType::float32, c.problem, oracle), &oracle);
-  const AttentionResult a1 = a1_dense_masked(round_to_bfloat16(c.problem.q), round_to_bfloat16(c.problem.k),
-                                             round_to_bfloat16(c.problem.v), c.pattern, &c.problem.scale);
+  const AttentionResult a1 =
+      a1_dense_masked(round_to_bfloat16(c.problem.q), round_to_bfloat16(c.problem.k),
+                      round_to_bfloat16(c.problem.v), c.pattern, &c.problem.scale);
   EXPECT_EQ(rounded.o.data, a1.o.data);
   EXPECT_EQ(rounded.lse.data, a1.lse.data);
-  const Measurement m = measure(find_kernel("cpu_k06_generic_tiles_bf16"), c.problem, oracle, TimingPlan{});
+  const Measurement m =
+      measure(find_kernel("cpu_k06_generic_tiles_bf16"), c.problem, oracle, TimingPlan{});
   EXPECT_TRUE(m.timed) << m.check.failure;
 
   // Inputs bfloat16 holds exactly (multiples of 1/32 in [-4, 4)): the oracle is reused.
