@@ -24,9 +24,10 @@
 //     time are the harness's (api/measure.h): the first run is checked, and counts as a
 //     run only when it passed.
 //   * An exact kernel that fails its check (the tolerance its registry entry declares,
-//     from core/numerics.h) is not timed (ms/head nan) and makes the demo exit 1. Approximations (registry exact = false:
-//     Performer, Nystromformer) show their measured error as "approx", never pass/fail. A
-//     CUDA kernel on a machine without a device is listed as skipped with the reason.
+//     from core/numerics.h) is not timed (ms/head nan) and makes the demo exit 1.
+//     Approximations (registry exact = false: Performer, Nystromformer) show their
+//     measured error as "approx", never pass/fail. A CUDA kernel on a machine without a
+//     device is listed as skipped with the reason.
 #include <fmt/format.h>
 
 #include <algorithm>

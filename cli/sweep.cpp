@@ -208,7 +208,7 @@ SweepResult run_sweep(const SweepConfig& c) {
       s.timed.emplace_back(static_cast<double>(n), pt.median_s);
       result.points.push_back(pt);
 
-      // 3. Would the next point exceed the budget?
+      // Would the next point exceed the budget?
       if (ni + 1 < c.seq_lens.size()) {
         const int64_t next = c.seq_lens[ni + 1];
         const double per_call = predict(s, static_cast<double>(next));
