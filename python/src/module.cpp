@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "api/inputs.h"
+#include "api/measure.h"
 #include "api/pattern_flags.h"
 #include "api/results.h"
 #include "core/error.h"
@@ -305,10 +306,15 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
                         to_numpy(std::move(gout.dk32)), to_numpy(std::move(gout.dv32)));
 }
 
-// Kernel time only (docs/benchmarks.md, "Peers"): the Problem is prepared once (the
-// conversion to float64 and the float32 rounding make_problem() does are not timed), then
-// `warmup` untimed calls and `repeats` timed calls of the registry kernel's run(), each
-// into a fresh Output as `attend` uses one (allocating the output is part of a call).
+// Kernel time only (docs/benchmarks.md, "Peers"), through the harness (api/measure.h): the
+// Problem is prepared once (the conversion to float64 and the float32 rounding
+// make_problem() does are not timed); the first call is checked against the oracle
+// (api/oracle.h: the whole output up to 2048² query-key pairs, 16 rows of every (batch,
+// head) above) at the kernel's registry tolerance and is the first of the `warmup`
+// untimed calls (the one call made even when warmup = 0); an exact kernel that fails is
+// refused, never timed (invalid impl = NAME: failed its check ...). Then the other warmup
+// calls and `repeats` timed calls of the registry kernel's run(), each into a fresh
+// Output as `attend` uses one (allocating the output is part of a call).
 // Returns (seconds [repeats] of wall clock per call, steady_clock; o and lse of the last
 // timed call, in the kernel's dtype). The GIL is released for the whole loop.
 py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
@@ -329,14 +335,16 @@ py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::ar
     const Kernel& kernel = api::serving_kernel(impl, pattern);
     const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
                                          pattern, scale_ptr(scale));
-    for (int64_t i = 0; i < warmup + repeats; ++i) {
-      Output call;
-      const auto start = std::chrono::steady_clock::now();
-      kernel.run(problem, call);
-      const auto stop = std::chrono::steady_clock::now();
-      if (i >= warmup) seconds.push_back(std::chrono::duration<double>(stop - start).count());
-      out = std::move(call);  // freed before the next call starts its clock
-    }
+    api::TimingPlan plan;
+    plan.repeats = repeats;
+    plan.warmup = std::max<int64_t>(warmup - 1, 0);  // the checked call is the first
+    plan.keep_output = true;
+    api::Measurement m = api::measure(kernel, problem, api::make_oracle(problem), plan);
+    require(m.timed, "impl", kernel.name,
+            "failed its check against the oracle a1_dense_masked (" + m.check.failure +
+                "): not timed");
+    seconds = std::move(m.seconds);
+    out = std::move(m.output);
     const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
     require(o_nan == 0, "impl", kernel.name,
             "produced " + std::to_string(o_nan) + " NaN values in o");
