@@ -463,12 +463,26 @@ class TensorReport:
                      f"oracle {self.worst_reference})")
         nonfinite = (f"; {self.num_nonfinite} non-finite where the oracle is finite"
                      if self.num_nonfinite else "")
+        # core/check.h's max_abs_error and max_rel_error range over the elements where both
+        # values are finite, while its worst element is the one of largest budget use: a
+        # NaN or an unmatched infinity. Then the greatest difference is that element's own
+        # (nan or inf), and the finite-only maxima are named as such.
+        greatest_abs, greatest_rel, finite_only = self.max_abs_error, self.max_rel_error, ""
+        c, r = self.worst_candidate, self.worst_reference
+        if c is not None and r is not None and c != r and not (math.isfinite(c)
+                                                               and math.isfinite(r)):
+            greatest_abs = abs(c - r)  # nan for a NaN, inf for an unmatched infinity
+            greatest_rel = greatest_abs / abs(r) if r != 0 and math.isfinite(r) else greatest_abs
+            finite_only = (f" (over the elements where both are finite: absolute "
+                           f"{self.max_abs_error:.6g}, relative {self.max_rel_error:.6g})")
+        budget = ""
+        if self.budget_used is not None:
+            budget = (f" ({self.budget_used:.3g}x the budget)" if math.isfinite(self.budget_used)
+                      else " (a non-finite mismatch: no budget covers it)")
         return (f"{self.tensor}: mismatched elements {self.num_mismatched} / "
                 f"{self.num_elements} ({share:.1f}%){nonfinite}; greatest absolute "
-                f"difference {self.max_abs_error:.6g}{where}; greatest relative difference "
-                f"{self.max_rel_error:.6g}; allowed {tol}"
-                + ("" if self.budget_used is None else
-                   f" ({self.budget_used:.3g}x the budget)")
+                f"difference {greatest_abs:.6g}{where}; greatest relative difference "
+                f"{greatest_rel:.6g}{finite_only}; allowed {tol}{budget}"
                 + (f". {self.reason}" if self.reason else ""))
 
 
@@ -612,6 +626,14 @@ def _hint(bad: TensorReport) -> str:
             return ("the candidate gradient has NaN/Inf where the oracle is finite; a fully "
                     "masked row's dq and a padded key's dk, dv must be exactly 0, never NaN "
                     "(docs/contract.md §7.2)")
+        w = bad.worst_row
+        if w and not w.get("fully_masked", True) and w.get("num_allowed_keys", 0) > 0:
+            return (f"the candidate has NaN/Inf where the oracle is finite, on query row "
+                    f"{w['row']}, which has "
+                    f"{w['num_allowed_keys']} allowed keys (it is not masked): most likely exp "
+                    f"overflowed (inf / inf) or underflowed everywhere (0 / 0); subtract the "
+                    f"row maximum over the allowed keys before exponentiating "
+                    f"(docs/contract.md §2.1)")
         return ("the candidate has NaN/Inf where the oracle is finite; a row with no allowed "
                 "key must give o = 0 and lse = -inf, never NaN (docs/contract.md §2)")
     if bad.num_mismatched >= 0.9 * bad.num_elements:
