@@ -1,6 +1,8 @@
 // Conventions behind `check`'s shape errors; see shape_hint.h.
 #include "api/shape_hint.h"
 
+#include "core/field.h"
+
 #include <string>
 #include <utility>
 
@@ -51,7 +53,10 @@ std::string shape_error_hint(const InvalidArgument& e, const Shape& q, const Sha
 }
 
 void throw_with_hint(const InvalidArgument& e, const std::string& hint) {
-  if (hint.empty()) throw e;
+  if (hint.empty()) throw;
+  // A pattern field's error stays a FieldError, so each front end still spells its field.
+  if (const auto* f = dynamic_cast<const FieldError*>(&e))
+    throw FieldError(f->field(), f->detail(), f->value(), f->allowed() + "; " + hint, f->head());
   // what() is "invalid <argument> = <value>: <allowed>" (core/error.h).
   const std::string text = e.what(), head = "invalid " + e.argument() + " = ";
   std::string value = text, allowed;

@@ -28,8 +28,9 @@ std::string shape_error_hint(const InvalidArgument& e, const Shape& q, const Sha
                              const std::function<void()>& fits_other_layout,
                              const std::string& other_layout, bool other_is_bshd);
 
-// Throws `e` with "; " + hint appended to its text (same argument), or `e` itself when
-// `hint` is empty.
+// Throws `e` with "; " + hint appended to its text (same argument; a FieldError stays one,
+// core/field.h), or rethrows the exception being handled when `hint` is empty. Call it only
+// inside the catch block of `e`.
 [[noreturn]] void throw_with_hint(const InvalidArgument& e, const std::string& hint);
 
 }  // namespace sparseattn::api
