@@ -163,6 +163,36 @@ void locate_failures(nlohmann::json& j, const Tensor<double>& cand, const Tensor
       "(or a different infinity) was expected";
 }
 
+void locate_gradient_failures(nlohmann::json& j, const Tensor<double>& cand,
+                              const Tensor<double>& ref, Tolerance tol, const char* rows_are) {
+  const RowShape r = row_shape(ref);
+  nlohmann::json mism = nlohmann::json::object(), rows = nlohmann::json::object();
+  int64_t heads_listed = 0, heads_failing = 0;
+  for (int64_t b = 0; b < r.batch; ++b)
+    for (int64_t h = 0; h < r.heads; ++h) {
+      int64_t count = 0;
+      std::vector<int64_t> failing;
+      for (int64_t i = 0; i < r.rows; ++i) {
+        const int64_t row = (b * r.heads + h) * r.rows + i;
+        int64_t bad = 0;
+        for (int64_t d = 0; d < r.width; ++d)
+          bad += !element_ok(cand.data[row * r.width + d], ref.data[row * r.width + d], tol);
+        if (bad > 0) failing.push_back(i);
+        count += bad;
+      }
+      if (count == 0) continue;
+      ++heads_failing;
+      const std::string key = std::to_string(b) + "," + std::to_string(h);
+      mism[key] = count;
+      if (heads_listed < 32) rows[key] = ranges_text(failing), ++heads_listed;
+    }
+  j["mismatches"] = mism;
+  j["rows"] = rows;
+  j["rows_are"] = rows_are;
+  if (heads_failing > heads_listed)
+    j["rows_truncated"] = std::to_string(heads_failing - heads_listed) + " more (batch, head) pairs fail";
+}
+
 bool matches(const Tensor<double>& cand, const Tensor<double>& ref, Tolerance tol,
              const std::vector<uint8_t>& skip, const std::vector<uint8_t>* only_rows) {
   if (cand.numel() != ref.numel()) return false;
@@ -460,7 +490,7 @@ std::string check_summary_text(const nlohmann::json& j) {
   };
   std::string t = std::string("check: ") + (j.value("pass", false) ? "PASS" : "FAIL") + " (" +
                   j.value("pattern", "") + ", oracle " + j.value("oracle", "") + ")\n";
-  for (const char* name : {"o", "lse", "dq", "dk", "dv"}) {
+  for (const char* name : {"o", "lse", "dq", "dk", "dv", "dq_global", "dk_global", "dv_global"}) {
     if (!j.contains(name)) continue;
     const nlohmann::json& r = j[name];
     t += std::string("  ") + name + ": " + (r.value("pass", false) ? "pass" : "FAIL");
@@ -472,7 +502,9 @@ std::string check_summary_text(const nlohmann::json& j) {
     t += "\n";
     if (r.contains("rows"))
       for (auto it = r["rows"].begin(); it != r["rows"].end(); ++it)
-        t += "    (batch,head) " + it.key() + ": rows " + it.value().get<std::string>() + "\n";
+        t += "    (batch,head) " + it.key() + ": " +
+             (r.contains("rows_are") ? r["rows_are"].get<std::string>() + " rows " : "rows ") +
+             it.value().get<std::string>() + "\n";
     if (r.contains("worst_row") && !r.value("pass", false)) {
       const nlohmann::json& w = r["worst_row"];
       t += "    worst row b=" + std::to_string(w["batch"].get<int64_t>()) +

@@ -34,6 +34,13 @@ std::string ranges_text(const std::vector<int64_t>& sorted, size_t max_ranges = 
 void locate_failures(nlohmann::json& j, const Tensor<double>& cand, const Tensor<double>& ref,
                      Tolerance tol, const Pattern& pattern, const std::vector<uint8_t>& skip_row);
 
+// The location part of one gradient's report (contract §7.3): `cand` and `ref` are
+// [B, H, L, W] (dq, dq_global: query rows; dk, dv, dk_global, dv_global: key rows). Adds to
+// `j` mismatches (per "b,h"), rows (failing rows per "b,h" as ranges, at most 32 heads;
+// rows_truncated beyond), and rows_are ("query" or "key", as given).
+void locate_gradient_failures(nlohmann::json& j, const Tensor<double>& cand,
+                              const Tensor<double>& ref, Tolerance tol, const char* rows_are);
+
 // Whether `cand` matches `ref` within `tol` on every row not in `skip_row` (and, when
 // `only_rows` is non-empty, only on rows flagged there). Rank as for locate_failures.
 bool matches(const Tensor<double>& cand, const Tensor<double>& ref, Tolerance tol,

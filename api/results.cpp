@@ -382,30 +382,59 @@ GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Ou
   return gout;
 }
 
+void check_gradients_against(nlohmann::json& j, const std::string& oracle,
+                             const std::vector<NamedGradientCandidate>& grads) {
+  j["gradient_oracle"] = oracle;
+  bool pass = j.at("pass").get<bool>();
+  for (const NamedGradientCandidate& c : grads) {
+    if (c.candidate.x == nullptr) continue;
+    const CheckReport r = check_close(*c.candidate.x, *c.reference, c.candidate.tol);
+    nlohmann::json gj = nlohmann::json::parse(report_json(r, c.name, c.candidate.tol));
+    gj["worst_candidate"] = number_json(r.worst_candidate);  // "nan"/"inf", never null
+    gj["worst_reference"] = number_json(r.worst_reference);
+    gj["budget_used"] = number_json(r.budget_used);
+    gj["error_over_tolerance"] = number_json(r.budget_used);
+    // Where it fails: query rows for dq and dq_global, key rows for the others.
+    if (!r.pass)
+      locate_gradient_failures(gj, *c.candidate.x, *c.reference, c.candidate.tol,
+                               c.name.rfind("dq", 0) == 0 ? "query" : "key");
+    j[c.name] = gj;
+    pass = pass && r.pass;
+  }
+  j["pass"] = pass;
+}
+
 void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
                                     const Tensor<double>& k, const Tensor<double>& v,
                                     const Pattern& pattern, const double* scale,
                                     const Tensor<double>& dout, const GradientCandidate& dq,
                                     const GradientCandidate& dk, const GradientCandidate& dv) {
   const GradientResult g = b1_dense_masked_grad(q, k, v, dout, pattern, scale);
-  j["gradient_oracle"] = "b1_dense_masked_grad";
-  bool pass = j.at("pass").get<bool>();
-  const std::pair<const char*, const GradientCandidate*> cands[3] = {
-      {"dq", &dq}, {"dk", &dk}, {"dv", &dv}};
-  const Tensor<double>* refs[3] = {&g.dq, &g.dk, &g.dv};
-  for (int t = 0; t < 3; ++t) {
-    const auto& [name, c] = cands[t];
-    if (c->x == nullptr) continue;
-    const CheckReport r = check_close(*c->x, *refs[t], c->tol);
-    nlohmann::json gj = nlohmann::json::parse(report_json(r, name, c->tol));
-    gj["worst_candidate"] = number_json(r.worst_candidate);  // "nan"/"inf", never null
-    gj["worst_reference"] = number_json(r.worst_reference);
-    gj["budget_used"] = number_json(r.budget_used);
-    gj["error_over_tolerance"] = number_json(r.budget_used);
-    j[name] = gj;
-    pass = pass && r.pass;
+  check_gradients_against(j, "b1_dense_masked_grad",
+                          {{"dq", &g.dq, dq}, {"dk", &g.dk, dk}, {"dv", &g.dv, dv}});
+}
+
+ReferenceGradients reference_gradients(const AttentionInputs& in, const double* scale,
+                                       const Conventions& conv, const CompatRequest* compat,
+                                       const Tensor<double>& dout) {
+  if (compat != nullptr) {
+    require(!conv.masked_score, "--masked-score", to_text(*conv.masked_score),
+            "must be -inf under the compatibility flags (their definitions remove masked keys)");
+    return compat_gradients(*compat, in, scale, dout);
   }
-  j["pass"] = pass;
+  ReferenceGradients r;
+  GradientResult g;
+  if (conv.masked_score) {
+    r.oracle = "masked_score_grad";
+    g = masked_score_grad(in.q, in.k, in.v, dout, in.pattern, scale, *conv.masked_score);
+  } else {
+    r.oracle = "b1_dense_masked_grad";
+    g = b1_dense_masked_grad(in.q, in.k, in.v, dout, in.pattern, scale);
+  }
+  r.g.dq = std::move(g.dq);
+  r.g.dk = std::move(g.dk);
+  r.g.dv = std::move(g.dv);
+  return r;
 }
 
 ReachResult compute_reach(const graph::LayerStack& stack, const ReachRequest& request) {

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/tolerance_rule.h"
 #include "core/check.h"
@@ -138,6 +139,27 @@ void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
                                     const Pattern& pattern, const double* scale,
                                     const Tensor<double>& dout, const GradientCandidate& dq,
                                     const GradientCandidate& dk, const GradientCandidate& dv);
+
+// `check --dout` against given reference gradients: each candidate with a tensor (already
+// shape-checked, bhsd) is judged against its reference with core/check.h's checker and
+// reported under its name ("dq", ..., "dq_global", ...) with the fields of "dq"; sets
+// j["gradient_oracle"] = oracle and ANDs the verdicts into j["pass"].
+struct NamedGradientCandidate {
+  std::string name;
+  const Tensor<double>* reference = nullptr;
+  GradientCandidate candidate;
+};
+void check_gradients_against(nlohmann::json& j, const std::string& oracle,
+                             const std::vector<NamedGradientCandidate>& grads);
+
+// The float64 gradient definition of a call's conventions (contract §7): b1_dense_masked_grad
+// by default (§7.1); masked_score_grad under a finite masked score (§7.6); with `compat`
+// (non-null, a mode asked for) that mode's, hf_listing_grad or longformer_compat_grad
+// (§7.4–§7.5; a finite masked score is refused there, as in the forward). `in` is bhsd
+// with the conventions' pattern; dout is checked_dout's. `oracle` names the definition.
+ReferenceGradients reference_gradients(const AttentionInputs& in, const double* scale,
+                                       const Conventions& conv, const CompatRequest* compat,
+                                       const Tensor<double>& dout);
 
 // `reach`: every measure of docs/information-flow.md for one stack (contract §6).
 struct ReachRequest {
