@@ -2,6 +2,8 @@
 //
 //   sparseattn info --seq-len N|A:B|A,B,C [--seq-len-k M] [--num-heads H] [--head-dim D]
 //                   [--json] [pattern flags | --pattern-file P.json]
+//   sparseattn info --preset NAME --seq-len N|A:B|A,B,C [--layer L] [--json]   (per layer and
+//                   in total: FLOPs, KV-cache bytes, speedup bound; cli/presets.h)
 //
 // Everything is read off the materialized pattern (pattern_stats, attention_flops): nnz,
 // density, keys per query row, tiles of the canonical layout, the random draws that

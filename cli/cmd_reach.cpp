@@ -4,6 +4,8 @@
 //   sparseattn reach --seq-len N|A:B|A,B,C [--plot DIR] [--layers L] [--num-heads H] [pattern flags]
 //                    [--layer-spec layers.json] [--level auto|token|block]
 //                    [--token I] [--from I --to J] [--json]
+//   sparseattn reach --preset NAME --seq-len N|A:B|A,B,C [--json]   (a model's stack from
+//                    models/; cli/presets.h, docs/models.md)
 //
 // Every layer uses the pattern flags, unless --layer-spec gives one pattern per layer:
 //   {"layers": [{"pattern": "window", "window": 1},
