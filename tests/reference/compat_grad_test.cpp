@@ -23,7 +23,7 @@
 #include "reference/backward/compat_grad.h"
 #include "reference/compat.h"
 #include "reference/masked_score.h"
-#include "tests/reference/test_inputs.h"
+#include "core/seeded_inputs.h"
 
 namespace sparseattn {
 namespace {
