@@ -7,6 +7,7 @@
 #include "api/convention_hint.h"
 #include "api/inputs.h"
 #include "core/error.h"
+#include "core/field.h"
 #include "graph/measures.h"
 #include "graph/rollout.h"
 #include "optimized/cpu/isa.h"
@@ -40,18 +41,12 @@ nlohmann::json impls_json() {
 }
 
 const Kernel& serving_kernel(const std::string& name, const Pattern& pattern) {
-  const Kernel* kernel = nullptr;
-  try {
-    kernel = &find_kernel(name);
-  } catch (const InvalidArgument& e) {
-    const std::string what = e.what();
-    throw InvalidArgument("--impl", name, what.substr(what.find(": ") + 2));
-  }
+  const Kernel* kernel = &find_kernel(name);  // FieldError(impl) for an unknown name
   if (!kernel->serves(pattern)) {
     std::string serving;
     for (const Kernel& k : kernels())
       if (k.serves(pattern)) serving += (serving.empty() ? "" : ", ") + std::string(k.name);
-    throw InvalidArgument("--impl", name,
+    throw FieldError(Field::impl, "", name,
                           std::string("serves only ") + kernel->patterns + ", not " +
                               describe(pattern.spec) + "; kernels that serve it: " + serving);
   }
@@ -342,8 +337,8 @@ const GradKernel& backward_for(const std::string& impl) {
   if (const GradKernel* g = grad_kernel_for_forward(impl)) return *g;
   std::string with;
   for (const GradKernel& g : grad_kernels()) with += (with.empty() ? "" : ", ") + std::string(g.forward);
-  throw InvalidArgument("--impl", impl,
-                        "has no backward pass (needed by --dout); implementations with one: " + with);
+  throw FieldError(Field::impl, "", impl,
+                   "has no backward pass (needed for gradients); implementations with one: " + with);
 }
 
 Tensor<double> checked_dout(Tensor<double> d, const AttentionShape& s, const std::string& name) {
@@ -379,7 +374,7 @@ GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Ou
   grad.run(gp, gout);
   const int64_t nan = count_nan(gout.dq) + count_nan(gout.dk) + count_nan(gout.dv) +
                       count_nan(gout.dq32) + count_nan(gout.dk32) + count_nan(gout.dv32);
-  require(nan == 0, "--impl", impl,
+  require_field(nan == 0, Field::impl, "", impl,
           std::string("its backward ") + grad.name + " produced " + std::to_string(nan) +
               " NaN gradient values; nothing was written");
   return gout;

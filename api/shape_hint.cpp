@@ -57,16 +57,7 @@ void throw_with_hint(const InvalidArgument& e, const std::string& hint) {
   // A pattern field's error stays a FieldError, so each front end still spells its field.
   if (const auto* f = dynamic_cast<const FieldError*>(&e))
     throw FieldError(f->field(), f->detail(), f->value(), f->allowed() + "; " + hint, f->head());
-  // what() is "invalid <argument> = <value>: <allowed>" (core/error.h).
-  const std::string text = e.what(), head = "invalid " + e.argument() + " = ";
-  std::string value = text, allowed;
-  if (text.compare(0, head.size(), head) == 0) {
-    const std::string rest = text.substr(head.size());
-    const size_t colon = rest.find(": ");
-    value = rest.substr(0, colon);
-    allowed = colon == std::string::npos ? "" : rest.substr(colon + 2);
-  }
-  throw InvalidArgument(e.argument(), value, allowed + "; " + hint);
+  throw InvalidArgument(e.argument(), e.value(), e.allowed() + "; " + hint);
 }
 
 }  // namespace sparseattn::api

@@ -52,7 +52,8 @@ void translate(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
   } catch (const FieldError& e) {
-    PyErr_SetString(PyExc_ValueError, e.spelled(Spelling::keyword).what());
+    PyErr_SetString(e.is_memory_limit() ? PyExc_MemoryError : PyExc_ValueError,
+                    e.spelled(Spelling::keyword).what());
   } catch (const MemoryLimitError& e) {
     PyErr_SetString(PyExc_MemoryError, e.what());
   } catch (const InvalidArgument& e) {
