@@ -6,7 +6,6 @@
 #include <functional>
 #include <map>
 
-#include "api/padding_align.h"
 #include "core/error.h"
 
 namespace sparseattn::api {
@@ -164,6 +163,36 @@ void locate_failures(nlohmann::json& j, const Tensor<double>& cand, const Tensor
       "(or a different infinity) was expected";
 }
 
+void locate_gradient_failures(nlohmann::json& j, const Tensor<double>& cand,
+                              const Tensor<double>& ref, Tolerance tol, const char* rows_are) {
+  const RowShape r = row_shape(ref);
+  nlohmann::json mism = nlohmann::json::object(), rows = nlohmann::json::object();
+  int64_t heads_listed = 0, heads_failing = 0;
+  for (int64_t b = 0; b < r.batch; ++b)
+    for (int64_t h = 0; h < r.heads; ++h) {
+      int64_t count = 0;
+      std::vector<int64_t> failing;
+      for (int64_t i = 0; i < r.rows; ++i) {
+        const int64_t row = (b * r.heads + h) * r.rows + i;
+        int64_t bad = 0;
+        for (int64_t d = 0; d < r.width; ++d)
+          bad += !element_ok(cand.data[row * r.width + d], ref.data[row * r.width + d], tol);
+        if (bad > 0) failing.push_back(i);
+        count += bad;
+      }
+      if (count == 0) continue;
+      ++heads_failing;
+      const std::string key = std::to_string(b) + "," + std::to_string(h);
+      mism[key] = count;
+      if (heads_listed < 32) rows[key] = ranges_text(failing), ++heads_listed;
+    }
+  j["mismatches"] = mism;
+  j["rows"] = rows;
+  j["rows_are"] = rows_are;
+  if (heads_failing > heads_listed)
+    j["rows_truncated"] = std::to_string(heads_failing - heads_listed) + " more (batch, head) pairs fail";
+}
+
 bool matches(const Tensor<double>& cand, const Tensor<double>& ref, Tolerance tol,
              const std::vector<uint8_t>& skip, const std::vector<uint8_t>* only_rows) {
   if (cand.numel() != ref.numel()) return false;
@@ -177,294 +206,6 @@ bool matches(const Tensor<double>& cand, const Tensor<double>& ref, Tolerance to
   return true;
 }
 
-namespace {
-
-// An explicit per-head mask pattern: mask(h, i, j) for the pattern's sizes, its key padding.
-Pattern mask_pattern(const Pattern& p,
-                     const std::function<bool(int64_t, int64_t, int64_t)>& allowed) {
-  const PatternSizes& z = p.sizes;
-  Tensor<uint8_t> mask({z.num_heads, z.seq_len_q, z.seq_len_k}, 0);
-  for (int64_t h = 0; h < z.num_heads; ++h)
-    for (int64_t i = 0; i < z.seq_len_q; ++i)
-      for (int64_t j = 0; j < z.seq_len_k; ++j)
-        mask.data[(h * z.seq_len_q + i) * z.seq_len_k + j] = allowed(h, i, j) ? 1 : 0;
-  PatternSpec s;
-  s.kind = PatternKind::explicit_mask;
-  s.mask = std::move(mask);
-  s.key_padding_mask = p.spec.key_padding_mask;
-  return materialize(s, z);
-}
-
-}  // namespace
-
-nlohmann::json probe_causes(const ProbeInputs& in) {
-  nlohmann::json out;
-  nlohmann::json tried = nlohmann::json::array();
-  const PatternSizes& z = in.pattern.sizes;
-  const AttentionShape s = attention_shape(in.q.shape, in.k.shape, in.v.shape);
-  const double work = static_cast<double>(s.batch) * s.num_heads * s.seq_len_q * s.seq_len_k *
-                      static_cast<double>(s.head_dim + s.head_dim_v);
-  const RowShape rs{s.batch, s.num_heads, s.seq_len_q, s.head_dim_v};
-
-  // Rows with no allowed key, [B * H * Lq].
-  std::vector<uint8_t> empty_row(static_cast<size_t>(s.batch * s.num_heads * s.seq_len_q), 0);
-  bool any_empty = false;
-  for (int64_t h = 0; h < z.num_heads; ++h) {
-    const Tensor<uint8_t> d = dense_mask(in.pattern.head(h));
-    for (int64_t b = 0; b < s.batch; ++b)
-      for (int64_t i = 0; i < s.seq_len_q; ++i) {
-        bool any = false;
-        if (in.pattern.query_valid(b, i))
-          for (int64_t j = 0; j < s.seq_len_k && !any; ++j)
-            any = d.data[i * s.seq_len_k + j] && in.pattern.key_valid(b, j);
-        const size_t row = static_cast<size_t>((b * s.num_heads + h) * s.seq_len_q + i);
-        empty_row[row] = !any;
-        any_empty = any_empty || !any;
-      }
-  }
-
-  if (in.conv.padding_align_valid) {  // contract §2.6: the rows empty under that alignment
-    empty_row = valid_empty_rows(in.pattern);
-    any_empty = std::find(empty_row.begin(), empty_row.end(), 1) != empty_row.end();
-  }
-
-  // Rule before probes: non-finite values exactly on fully masked rows.
-  {
-    bool nonfinite = false, only_empty = true;
-    auto scan = [&](const Tensor<double>& c, const Tensor<double>& ref) {
-      const int64_t width = ref.numel() / static_cast<int64_t>(empty_row.size());
-      for (int64_t e = 0; e < ref.numel(); ++e)
-        if (!std::isfinite(c.data[e]) && c.data[e] != ref.data[e]) {
-          nonfinite = true;
-          if (!empty_row[static_cast<size_t>(e / width)]) only_empty = false;
-        }
-    };
-    scan(in.o, in.oracle.o);
-    if (in.lse) scan(*in.lse, in.oracle.lse);
-    if (nonfinite && only_empty) {
-      out["probable_cause"] =
-          "NaN/Inf on fully masked rows (no allowed key, e.g. a fully padded batch row): contract "
-          "§2 gives them o = 0 and lse = -inf; a softmax over an empty set divides 0 by 0";
-      out["probes"] = {{"tried", tried}};
-      return out;
-    }
-  }
-
-  if (work > kMaxProbeWork) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf,
-                  "skipped: %.3g multiply-adds per oracle run exceed the probe limit %.3g "
-                  "(re-run check on a smaller slice, e.g. one head)",
-                  work, kMaxProbeWork);
-    out["probable_cause"] = "unknown: probes skipped above the size limit";
-    out["probes"] = {{"tried", tried}, {"skipped", buf}};
-    return out;
-  }
-
-  std::string cause;
-  auto judge = [&](const std::string& name, const Tensor<double>& o_alt,
-                   const Tensor<double>* lse_alt, const std::vector<uint8_t>& skip,
-                   const std::vector<uint8_t>* only = nullptr) {
-    if (!cause.empty()) return false;
-    bool ok = matches(in.o, o_alt, in.o_tol, skip, only);
-    if (ok && in.lse && lse_alt) ok = matches(*in.lse, *lse_alt, in.lse_tol, skip, only);
-    tried.push_back({{"probe", name}, {"matches", ok}});
-    return ok;
-  };
-  auto probe = [&](const std::string& name, const Pattern& p, const double* scale,
-                   const Conventions& conv, const std::string& text) {
-    if (!cause.empty()) return;
-    AttentionResult alt;
-    try {
-      alt = convention_oracle(in.q, in.k, in.v, p, scale, conv);
-    } catch (const std::exception&) {
-      return;
-    }
-    if (judge(name, alt.o, &alt.lse, in.skip_row)) cause = text;
-  };
-  auto with_spec = [&](const PatternSpec& spec, Pattern* out_p) {
-    try {
-      *out_p = materialize(spec, z);
-      return true;
-    } catch (const std::exception&) {
-      return false;
-    }
-  };
-  const double given_scale = in.scale ? *in.scale : 1.0 / std::sqrt(double(s.head_dim));
-  auto num = [](double x) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", x);
-    return std::string(buf);
-  };
-
-  // lse only: o matches, lse in the other base.
-  if (in.lse && matches(in.o, in.oracle.o, in.o_tol, in.skip_row)) {
-    Tensor<double> l = in.oracle.lse;
-    const double f = in.conv.lse_base2 ? std::log(2.0) : 1.0 / std::log(2.0);
-    for (double& x : l.data) x *= f;
-    if (judge(in.conv.lse_base2 ? "lse in base e" : "lse in base 2", in.oracle.o, &l, in.skip_row))
-      cause = in.conv.lse_base2 ? "lse in base e (candidate matches with --lse-base e)"
-                                : "lse in base 2 (candidate's lse = oracle lse / ln 2; pass --lse-base 2)";
-  }
-  // Scale.
-  if (s.head_dim > 1) {
-    const double sd = 1.0 / double(s.head_dim);
-    if (std::fabs(sd - given_scale) > 1e-15)
-      probe("scale 1/head_dim", in.pattern, &sd, in.conv,
-            "scale 1/head_dim (candidate matches the oracle with --scale " + num(sd) + ")");
-  }
-  const double one = 1.0;
-  if (given_scale != 1.0)
-    probe("scale 1", in.pattern, &one, in.conv, "scale 1 (candidate matches the oracle with --scale 1)");
-  const PatternKind kind = in.pattern.spec.kind;
-  const bool banded = kind == PatternKind::window || kind == PatternKind::longformer ||
-                      kind == PatternKind::random;
-  // Window +-1.
-  if (banded) {
-    for (int delta : {-1, 1}) {
-      PatternSpec sp = in.pattern.spec;
-      if (sp.window + delta < 0) continue;
-      sp.window += delta;
-      Pattern p;
-      if (with_spec(sp, &p))
-        probe(delta < 0 ? "window one narrower" : "window one wider", p, in.scale, in.conv,
-              std::string("window one ") + (delta < 0 ? "narrower" : "wider") +
-                  " (candidate matches --window " + std::to_string(sp.window) + ")");
-    }
-  }
-  // Causal toggled.
-  if (banded || kind == PatternKind::dense) {
-    PatternSpec sp = in.pattern.spec;
-    sp.causal = !sp.causal;
-    Pattern p;
-    if (with_spec(sp, &p))
-      probe(sp.causal ? "causal" : "not causal", p, in.scale, in.conv,
-            sp.causal ? "causal mask applied (candidate matches with --causal)"
-                      : "causal mask missing (candidate matches without --causal)");
-  }
-  // Causal alignment.
-  if (in.pattern.spec.causal && z.seq_len_q != z.seq_len_k) {
-    Conventions c = in.conv;
-    c.causal_top_left = !c.causal_top_left;
-    try {
-      const Pattern p = apply_pattern_conventions(in.pattern, c);
-      probe("causal top-left", p, in.scale, in.conv,
-            "causal diagonal aligned top-left (candidate matches with --causal-align top-left)");
-    } catch (const std::exception&) {
-    }
-  }
-  // Padding alignment: diagonal and window at the valid counts, or at the full lengths.
-  if (cause.empty()) cause = probe_padding_align(in, tried);
-  // Global rows or columns computed as window rows.
-  if ((kind == PatternKind::longformer || kind == PatternKind::random) &&
-      !in.pattern.spec.global.empty() && z.seq_len_q == z.seq_len_k) {
-    PatternSpec sp = in.pattern.spec;
-    sp.global.clear();
-    if (kind == PatternKind::longformer) sp.kind = PatternKind::window;
-    sp.key_padding_mask.reset();
-    Pattern no_global;
-    if (with_spec(sp, &no_global)) {
-      std::vector<uint8_t> is_global(static_cast<size_t>(z.seq_len_q), 0);
-      for (int64_t g : in.pattern.spec.global)
-        if (g >= 0 && g < z.seq_len_q) is_global[static_cast<size_t>(g)] = 1;
-      std::vector<Tensor<uint8_t>> full, bare;
-      for (int64_t h = 0; h < z.num_heads; ++h) {
-        full.push_back(dense_mask(in.pattern.head(h)));
-        bare.push_back(dense_mask(no_global.head(h)));
-      }
-      const int64_t m = z.seq_len_k;
-      const Pattern rows_missing = mask_pattern(in.pattern, [&](int64_t h, int64_t i, int64_t j) {
-        return (is_global[i] ? bare : full)[h].data[i * m + j] != 0;
-      });
-      probe("global rows missing", rows_missing, in.scale, in.conv,
-            "global rows computed as window rows (query rows " +
-                ranges_text(in.pattern.spec.global) + " must attend to every key)");
-      const Pattern cols_missing = mask_pattern(in.pattern, [&](int64_t h, int64_t i, int64_t j) {
-        return (is_global[j] && !is_global[i] ? bare : full)[h].data[i * m + j] != 0;
-      });
-      probe("global columns missing", cols_missing, in.scale, in.conv,
-            "global columns missing (every query must attend to keys " +
-                ranges_text(in.pattern.spec.global) + ")");
-    }
-  }
-  // Fully masked rows given the mean of v (a large negative masked score).
-  if (any_empty && !in.conv.masked_score && cause.empty()) {
-    Conventions c = in.conv;
-    c.masked_score = -1e9;
-    const AttentionResult alt = convention_oracle(in.q, in.k, in.v, in.pattern, in.scale, c);
-    if (judge("masked score -1e9", alt.o, nullptr, in.skip_row))
-      cause = "fully masked rows hold the mean of v: masked scores set to a large negative "
-              "constant instead of removed (pass --masked-score VALUE, e.g. -1e9)";
-  }
-  // Key padding polarity inverted; padded query rows not zeroed.
-  if (in.pattern.has_key_padding()) {
-    PatternSpec sp = in.pattern.spec;
-    for (uint8_t& x : sp.key_padding_mask->data) x = x ? 0 : 1;
-    Pattern p;
-    if (with_spec(sp, &p))
-      probe("key-padding polarity inverted", p, in.scale, in.conv,
-            in.conv.key_padding_ignore
-                ? "key-padding polarity inverted (candidate matches with --key-padding-polarity keep)"
-                : "key-padding polarity inverted: 1 read as padding, as PyTorch's key_padding_mask "
-                  "(pass --key-padding-polarity ignore)");
-    if (!in.conv.padded_queries_any && cause.empty()) {
-      std::vector<uint8_t> skip(static_cast<size_t>(s.batch * s.seq_len_q), 0);
-      for (int64_t b = 0; b < s.batch; ++b)
-        for (int64_t i = 0; i < s.seq_len_q; ++i)
-          skip[static_cast<size_t>(b * s.seq_len_q + i)] = !in.pattern.query_valid(b, i);
-      // Under --masked-score VALUE the oracle's padded rows are not zero but the mean of v
-      // (every score of the row is VALUE, contract §1.6): the text says which it expected.
-      if (judge(in.conv.masked_score ? "padded query rows differ" : "padded query rows not zeroed",
-                in.oracle.o, in.lse ? &in.oracle.lse : nullptr, skip))
-        cause = in.conv.masked_score
-                    ? "padded query rows differ: every other row matches (under --masked-score "
-                      "the oracle gives a padded row the mean of v over all keys, every score "
-                      "of it being VALUE; pass --masked-score -inf for rows of o = 0, or "
-                      "--padded-queries any if they are unspecified in your convention)"
-                    : "padded query rows not zeroed: every other row matches (contract §2 "
-                      "zeroes them; pass --padded-queries any if they are unspecified in your "
-                      "convention)";
-    }
-  }
-  // q/k/v (and o) given as [batch, seq_len, num_heads, d].
-  if (!in.conv.bshd && cause.empty() && in.q.shape.size() == 4 && in.k.shape[2] == in.v.shape[2]) {
-    try {
-      const Tensor<double> q2 = swap_dims_1_2(in.q), k2 = swap_dims_1_2(in.k),
-                           v2 = swap_dims_1_2(in.v);
-      PatternSizes z2 = z;
-      z2.num_heads = q2.shape[1];
-      z2.seq_len_q = q2.shape[2];
-      z2.seq_len_k = k2.shape[2];
-      const Pattern p = materialize(in.raw_spec ? *in.raw_spec : in.pattern.spec, z2);
-      AttentionResult alt = convention_oracle(q2, k2, v2, p, in.scale, in.conv);
-      Tensor<double> o_alt = swap_dims_1_2(alt.o);
-      if (judge("layout bshd", o_alt, nullptr, {}))
-        cause = "q/k/v and o given as [batch, seq_len, num_heads, head_dim] (pass --layout bshd)";
-    } catch (const std::exception&) {
-    }
-  }
-  // BigBird: rows of the non-random part match, rows with random key blocks do not.
-  if (kind == PatternKind::bigbird && in.pattern.spec.num_random_blocks > 0 && cause.empty()) {
-    const int64_t bs = in.pattern.spec.block_size, nb = (s.seq_len_q + bs - 1) / bs;
-    std::vector<uint8_t> fixed(empty_row.size(), 0);
-    for (size_t row = 0; row < fixed.size(); ++row) {
-      const int64_t blk = static_cast<int64_t>(row % s.seq_len_q) / bs;
-      fixed[row] = blk == 0 || blk == nb - 1;
-    }
-    if (nb > 2 && judge("bigbird random blocks", in.oracle.o, in.lse ? &in.oracle.lse : nullptr,
-                        in.skip_row, &fixed))
-      cause = "BigBird random blocks differ from the pattern's: the rows without random keys "
-              "(first and last block) match, the rows with random key blocks do not (export the "
-              "pattern's draws with mask --random-table-out, or pass yours with --random-table)";
-  }
-  (void)rs;
-  out["probable_cause"] = cause.empty() ? "unknown: no probe matched (a local error, not one of "
-                                          "the usual convention mistakes)"
-                                        : cause;
-  out["probes"] = {{"tried", tried}};
-  return out;
-}
-
 std::string check_summary_text(const nlohmann::json& j) {
   auto list = [](const nlohmann::json& xs) {
     std::string t = "[";
@@ -476,7 +217,7 @@ std::string check_summary_text(const nlohmann::json& j) {
   };
   std::string t = std::string("check: ") + (j.value("pass", false) ? "PASS" : "FAIL") + " (" +
                   j.value("pattern", "") + ", oracle " + j.value("oracle", "") + ")\n";
-  for (const char* name : {"o", "lse", "dq", "dk", "dv"}) {
+  for (const char* name : {"o", "lse", "dq", "dk", "dv", "dq_global", "dk_global", "dv_global"}) {
     if (!j.contains(name)) continue;
     const nlohmann::json& r = j[name];
     t += std::string("  ") + name + ": " + (r.value("pass", false) ? "pass" : "FAIL");
@@ -488,7 +229,9 @@ std::string check_summary_text(const nlohmann::json& j) {
     t += "\n";
     if (r.contains("rows"))
       for (auto it = r["rows"].begin(); it != r["rows"].end(); ++it)
-        t += "    (batch,head) " + it.key() + ": rows " + it.value().get<std::string>() + "\n";
+        t += "    (batch,head) " + it.key() + ": " +
+             (r.contains("rows_are") ? r["rows_are"].get<std::string>() + " rows " : "rows ") +
+             it.value().get<std::string>() + "\n";
     if (r.contains("worst_row") && !r.value("pass", false)) {
       const nlohmann::json& w = r["worst_row"];
       t += "    worst row b=" + std::to_string(w["batch"].get<int64_t>()) +

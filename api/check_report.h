@@ -1,7 +1,7 @@
 // The parts of `check`'s report that locate and explain a failure (contract §4.9): where
 // the mismatches are (per batch and head, failing query rows as ranges), the worst row in
-// full, non-finite values named as strings, and cause probes that re-run the oracle under
-// the usual mistakes and name the one the candidate matches. check_against_oracle()
+// full, non-finite values named as strings; the cause probes that name the mistake are
+// api/probes.h. check_against_oracle()
 // (api/results.h) builds its JSON from these, so the CLI and the Python package agree.
 #pragma once
 
@@ -34,35 +34,19 @@ std::string ranges_text(const std::vector<int64_t>& sorted, size_t max_ranges = 
 void locate_failures(nlohmann::json& j, const Tensor<double>& cand, const Tensor<double>& ref,
                      Tolerance tol, const Pattern& pattern, const std::vector<uint8_t>& skip_row);
 
+// The location part of one gradient's report (contract §7.3): `cand` and `ref` are
+// [B, H, L, W] (dq, dq_global: query rows; dk, dv, dk_global, dv_global: key rows). Adds to
+// `j` mismatches (per "b,h"), rows (failing rows per "b,h" as ranges, at most 32 heads;
+// rows_truncated beyond), and rows_are ("query" or "key", as given).
+void locate_gradient_failures(nlohmann::json& j, const Tensor<double>& cand,
+                              const Tensor<double>& ref, Tolerance tol, const char* rows_are);
+
 // Whether `cand` matches `ref` within `tol` on every row not in `skip_row` (and, when
 // `only_rows` is non-empty, only on rows flagged there). Rank as for locate_failures.
 bool matches(const Tensor<double>& cand, const Tensor<double>& ref, Tolerance tol,
              const std::vector<uint8_t>& skip_row, const std::vector<uint8_t>* only_rows = nullptr);
 
-// Probe inputs: what check_against_oracle judged.
-struct ProbeInputs {
-  const Tensor<double>& q;
-  const Tensor<double>& k;
-  const Tensor<double>& v;
-  const Pattern& pattern;
-  const double* scale;
-  const Conventions& conv;
-  const Tensor<double>& o;     // candidate, bhsd
-  Tolerance o_tol;
-  const Tensor<double>* lse;   // candidate, may be null
-  Tolerance lse_tol;
-  const std::vector<uint8_t>& skip_row;  // [B * Lq]: rows not compared (empty: none)
-  const AttentionResult& oracle;         // convention_oracle on the inputs as given
-  const PatternSpec* raw_spec = nullptr; // the flags' spec before canonicalization, if known
-};
-
-// Inputs above this many multiply-adds per oracle run (batch · heads · seq_len_q ·
-// seq_len_k · (head_dim + head_dim_v)) skip the probes.
-inline constexpr double kMaxProbeWork = 6.0e7;
-
-// Runs the cause probes on a failing candidate. Returns {"probable_cause": text or
-// "unknown: ...", "probes": {"tried": [...], "skipped": reason?}}.
-nlohmann::json probe_causes(const ProbeInputs& in);
+// The cause probes (ProbeInputs, probe_causes) live in api/probes.h.
 
 // A short human summary of a check report (the JSON check_against_oracle returns): pass or
 // fail, per tensor the reason, failing rows, worst row and error over tolerance, and the

@@ -7,7 +7,9 @@
 #include "api/inputs.h"
 #include "api/padding_align.h"
 #include "core/error.h"
+#include "core/field.h"
 #include "core/npy.h"
+#include "reference/masked_score.h"
 
 namespace sparseattn::api {
 
@@ -53,28 +55,37 @@ void add_convention_flags(CLI::App* cmd, ConventionFlags& f, bool tensors) {
 }
 
 Conventions parse_conventions(const ConventionFlags& f) {
+  // Each value is named by its field (core/field.h); the command line and Python spell it.
   Conventions c;
-  require(f.layout == "bhsd" || f.layout == "bshd", "--layout", f.layout, "must be bhsd or bshd");
+  require_field(f.layout == "bhsd" || f.layout == "bshd", Field::layout, "", f.layout,
+                "must be bhsd or bshd");
   c.bshd = f.layout == "bshd";
-  require(f.lse_base == "e" || f.lse_base == "2", "--lse-base", f.lse_base, "must be e or 2");
+  require_field(f.lse_base == "e" || f.lse_base == "2", Field::lse_base, "", f.lse_base,
+                "must be e or 2");
   c.lse_base2 = f.lse_base == "2";
-  require(f.padded_queries == "zero" || f.padded_queries == "any", "--padded-queries",
-          f.padded_queries, "must be zero or any");
+  require_field(f.padded_queries == "zero" || f.padded_queries == "any", Field::padded_queries, "",
+                f.padded_queries, "must be zero or any");
   c.padded_queries_any = f.padded_queries == "any";
-  require(f.key_padding_polarity == "keep" || f.key_padding_polarity == "ignore",
-          "--key-padding-polarity", f.key_padding_polarity, "must be keep or ignore");
+  require_field(f.key_padding_polarity == "keep" || f.key_padding_polarity == "ignore",
+                Field::key_padding_polarity, "", f.key_padding_polarity, "must be keep or ignore");
   c.key_padding_ignore = f.key_padding_polarity == "ignore";
-  require(f.causal_align == "bottom-right" || f.causal_align == "top-left", "--causal-align",
-          f.causal_align, "must be bottom-right or top-left");
+  require_field(f.causal_align == "bottom-right" || f.causal_align == "top-left",
+                Field::causal_align, "", f.causal_align, "must be bottom-right or top-left");
   c.causal_top_left = f.causal_align == "top-left";
-  if (f.masked_score != "-inf")
-    c.masked_score = parse_finite("--masked-score", f.masked_score, -INFINITY);
-  require(f.padding_align == "full" || f.padding_align == "valid", "--padding-align",
-          f.padding_align, "must be full or valid");
+  if (f.masked_score != "-inf") {
+    try {
+      c.masked_score = parse_finite("masked_score", f.masked_score, -INFINITY);
+    } catch (const InvalidArgument&) {
+      throw FieldError(Field::masked_score, "", f.masked_score, "must be -inf or a finite real number");
+    }
+  }
+  require_field(f.padding_align == "full" || f.padding_align == "valid", Field::padding_align, "",
+                f.padding_align, "must be full or valid");
   c.padding_align_valid = f.padding_align == "valid";
-  require(!c.padding_align_valid || !c.causal_top_left, "--padding-align", f.padding_align,
-          "does not combine with --causal-align top-left: valid places the diagonal at each "
-          "batch element's valid counts, top-left at query i (contract §2.6)");
+  require_field(!c.padding_align_valid || !c.causal_top_left, Field::padding_align, "",
+                f.padding_align,
+                "does not combine with --causal-align top-left: valid places the diagonal at each "
+                "batch element's valid counts, top-left at query i (contract §2.6)");
   return c;
 }
 
@@ -152,42 +163,9 @@ AttentionResult convention_oracle(const Tensor<double>& q, const Tensor<double>&
   if (!conv.masked_score) {
     r = a1_dense_masked(q, k, v, pattern, scale);
   } else {
-    // The dense definition with masked scores replaced by VALUE (masked_fill semantics).
-    const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
-    const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
-    const double value = *conv.masked_score;
-    r.o = Tensor<double>({s.batch, s.num_heads, s.seq_len_q, s.head_dim_v}, 0.0);
-    r.lse = Tensor<double>({s.batch, s.num_heads, s.seq_len_q}, 0.0);
-    std::vector<double> sv(static_cast<size_t>(s.seq_len_k));
-    for (int64_t b = 0; b < s.batch; ++b)
-      for (int64_t h = 0; h < s.num_heads; ++h) {
-        const int64_t bh = b * s.num_heads + h;
-        for (int64_t i = 0; i < s.seq_len_q; ++i) {
-          const double* qi = q.ptr() + (bh * s.seq_len_q + i) * s.head_dim;
-          double m = -INFINITY;
-          for (int64_t j = 0; j < s.seq_len_k; ++j) {
-            double x = value;
-            if (pattern.allowed(b, h, i, j)) {
-              const double* kj = k.ptr() + (bh * s.seq_len_k + j) * s.head_dim;
-              x = 0.0;
-              for (int64_t d = 0; d < s.head_dim; ++d) x += qi[d] * kj[d];
-              x *= sc;
-            }
-            sv[j] = x;
-            m = std::max(m, x);
-          }
-          double z = 0.0;
-          double* oi = r.o.ptr() + (bh * s.seq_len_q + i) * s.head_dim_v;
-          for (int64_t j = 0; j < s.seq_len_k; ++j) {
-            const double p = std::exp(sv[j] - m);
-            z += p;
-            const double* vj = v.ptr() + (bh * s.seq_len_k + j) * s.head_dim_v;
-            for (int64_t d = 0; d < s.head_dim_v; ++d) oi[d] += p * vj[d];
-          }
-          for (int64_t d = 0; d < s.head_dim_v; ++d) oi[d] /= z;
-          r.lse.data[bh * s.seq_len_q + i] = m + std::log(z);
-        }
-      }
+    // The dense definition with masked scores replaced by VALUE (masked_fill semantics,
+    // reference/masked_score.h).
+    r = masked_score_attention(q, k, v, pattern, scale, *conv.masked_score);
   }
   if (conv.lse_base2)
     for (double& x : r.lse.data) x *= 1.0 / std::log(2.0);  // -inf stays -inf

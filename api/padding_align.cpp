@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include <memory>
+
 #include "api/check_report.h"
-#include "api/conventions.h"
+#include "api/probe_rows.h"
+#include "core/field.h"
 #include "core/error.h"
 
 namespace sparseattn::api {
@@ -30,15 +33,15 @@ PatternSpec truncated_spec(const PatternSpec& spec, int64_t n) {
 }  // namespace
 
 ValidCounts valid_counts(const Pattern& pattern) {
-  require(pattern.has_key_padding(), "--padding-align", "valid",
-          "needs --key-padding-mask: it aligns each batch element by its valid key count "
-          "(contract §2.6)");
+  require_field(pattern.has_key_padding(), Field::padding_align, "", "valid",
+                "needs a key padding mask (--key-padding-mask, key_padding_mask=): it aligns "
+                "each batch element by its valid key count (contract §2.6)");
   const PatternSizes& z = pattern.sizes;
   if (z.seq_len_q != z.seq_len_k) {
     const PatternSpec& s = pattern.spec;
     bool ok = s.kind == PatternKind::per_head ? !s.per_head.empty() : alignable(s.kind);
     for (const PatternSpec& h : s.per_head) ok = ok && alignable(h.kind);
-    require(ok, "--padding-align", "valid",
+    require_field(ok, Field::padding_align, "", "valid",
             std::string("with seq_len_q != seq_len_k needs pattern dense, window or longformer, "
                         "not ") +
                 pattern_kind_name(s.kind) +
@@ -52,7 +55,7 @@ ValidCounts valid_counts(const Pattern& pattern) {
     int64_t n = 0;
     while (n < z.seq_len_k && row[n]) ++n;
     for (int64_t j = n; j < z.seq_len_k; ++j)
-      require(row[j] == 0, "--key-padding-mask",
+      require_field(row[j] == 0, Field::key_padding_mask, "",
               "batch element " + std::to_string(b) + ": key " + std::to_string(j) +
                   " real after padded key " + std::to_string(n),
               "must be right padding for --padding-align valid: each row n_b ones, then zeros "
@@ -72,7 +75,7 @@ bool valid_alignment_moves(const Pattern& pattern, const ValidCounts& counts) {
 
 Pattern valid_batch_pattern(const Pattern& pattern, const ValidCounts& counts, int64_t b) {
   const PatternSizes& z = pattern.sizes;
-  require(z.seq_len_q != z.seq_len_k, "--padding-align", "valid",
+  require_field(z.seq_len_q != z.seq_len_k, Field::padding_align, "", "valid",
           "needs no per-batch pattern when seq_len_q = seq_len_k (the alignments agree)");
   const int64_t n = counts.keys[static_cast<size_t>(b)];
   const int64_t m = counts.queries[static_cast<size_t>(b)];
@@ -199,29 +202,38 @@ void restate_worst_row(nlohmann::json& report, const Pattern& pattern) {
   w["padded_query"] = valid_query_padded(c, b, i);
 }
 
-std::string probe_padding_align(const ProbeInputs& in, nlohmann::json& tried) {
-  const Pattern& p = in.pattern;
-  if (!p.has_key_padding() || p.sizes.seq_len_q == p.sizes.seq_len_k) return "";
-  try {
-    if (!valid_alignment_moves(p, valid_counts(p))) return "";
-  } catch (const InvalidArgument&) {
-    return "";  // not right padding, or a kind with nothing to align: no candidate of it
+RowKeys valid_row_keys(const Pattern& pattern) {
+  const ValidCounts c = valid_counts(pattern);
+  const PatternSizes& z = pattern.sizes;
+  if (!valid_alignment_moves(pattern, c)) {
+    // Positions as contract §2.4's (seq_len_q = seq_len_k, or no padding): the pattern's rows.
+    auto p = std::make_shared<const Pattern>(pattern);
+    return [p](int64_t b, int64_t h, int64_t i, std::vector<int64_t>& keys) {
+      pattern_row_keys(*p, b, h, i, keys);
+    };
   }
-  Conventions other = in.conv;
-  other.padding_align_valid = !in.conv.padding_align_valid;
-  const AttentionResult alt = convention_oracle(in.q, in.k, in.v, p, in.scale, other);
-  const std::string name = other.padding_align_valid ? "padding aligned to the valid counts"
-                                                     : "padding aligned to the full lengths";
-  bool ok = matches(in.o, alt.o, in.o_tol, in.skip_row);
-  if (ok && in.lse) ok = matches(*in.lse, alt.lse, in.lse_tol, in.skip_row);
-  tried.push_back({{"probe", name}, {"matches", ok}});
-  if (!ok) return "";
-  const std::string what = p.spec.causal ? "causal" : "window";
-  return other.padding_align_valid
-             ? what + " aligned to the valid key count, as FlashAttention does with padding: "
-                      "pass --padding-align valid"
-             : what + " aligned to the full lengths (query i at i + seq_len_k - seq_len_q "
-                      "whatever the padding, contract §2.4): pass --padding-align full";
+  // One unpadded problem per distinct valid count n: m = L_q queries, n keys (contract §2.6).
+  auto problems = std::make_shared<std::vector<std::shared_ptr<const Pattern>>>(
+      static_cast<size_t>(z.seq_len_k + 1));
+  for (int64_t n : c.keys)
+    if (n > 0 && !(*problems)[static_cast<size_t>(n)])
+      (*problems)[static_cast<size_t>(n)] = std::make_shared<const Pattern>(
+          materialize(truncated_spec(pattern.spec, n), {1, z.num_heads, z.seq_len_q, n}));
+  return [problems, c](int64_t b, int64_t h, int64_t i, std::vector<int64_t>& keys) {
+    keys.clear();
+    const int64_t n = c.keys[static_cast<size_t>(b)];
+    if (n == 0 || valid_query_padded(c, b, i)) return;
+    layout_row_keys(*(*problems)[static_cast<size_t>(n)], h, i, keys);  // keys < n: all real
+  };
+}
+
+std::string padding_align_cause(bool causal, bool to_valid) {
+  const std::string what = causal ? "causal" : "window";
+  return to_valid ? what + " aligned to the valid key count, as FlashAttention does with "
+                           "padding: pass --padding-align valid"
+                  : what + " aligned to the full lengths (query i at i + seq_len_k - "
+                           "seq_len_q whatever the padding, contract §2.4): pass "
+                           "--padding-align full";
 }
 
 }  // namespace sparseattn::api

@@ -33,8 +33,6 @@
 
 namespace sparseattn::api {
 
-struct ProbeInputs;  // api/check_report.h
-
 // The valid counts of every batch element: keys[b] = n_b, queries[b] = m_b (above).
 struct ValidCounts {
   std::vector<int64_t> keys;
@@ -124,11 +122,18 @@ std::vector<uint8_t> valid_empty_rows(const Pattern& pattern);
 // located against the spec's pattern.
 void restate_worst_row(nlohmann::json& tensor_report, const Pattern& pattern);
 
-// The cause probe of `check` (contract §4.9): a candidate computed under the other
-// alignment (valid when the check ran full, full when it ran valid) is named, e.g. "causal
+// The keys of row (b, h, i) under the valid alignment, ascending; none for a padded query
+// (i >= m_b). Built from each distinct valid count's unpadded problem, materialized once
+// (O(nnz) each, no explicit mask): what the cause probes (api/probes.cpp) read a row's keys
+// from when the check runs under --padding-align valid, and the hypothesis "aligned to the
+// valid counts" when it runs without. Throws what valid_counts throws.
+using RowKeys = std::function<void(int64_t b, int64_t h, int64_t i, std::vector<int64_t>& keys)>;
+RowKeys valid_row_keys(const Pattern& pattern);
+
+// The cause named when a candidate matches the other alignment (contract §4.9): "causal
 // aligned to the valid key count, as FlashAttention does with padding: pass --padding-align
-// valid". Appends {"probe": ..., "matches": ...} to `tried` when it runs (key padding,
-// seq_len_q != seq_len_k, right padding, an alignable pattern); returns "" otherwise.
-std::string probe_padding_align(const ProbeInputs& in, nlohmann::json& tried);
+// valid" (`to_valid`), or "... aligned to the full lengths ...: pass --padding-align full";
+// "window" instead of "causal" for a pattern that is not causal.
+std::string padding_align_cause(bool causal, bool to_valid);
 
 }  // namespace sparseattn::api

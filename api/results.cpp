@@ -8,6 +8,7 @@
 #include "api/inputs.h"
 #include "api/padding_align.h"
 #include "core/error.h"
+#include "core/field.h"
 #include "graph/measures.h"
 #include "graph/rollout.h"
 #include "optimized/cpu/isa.h"
@@ -41,18 +42,12 @@ nlohmann::json impls_json() {
 }
 
 const Kernel& serving_kernel(const std::string& name, const Pattern& pattern) {
-  const Kernel* kernel = nullptr;
-  try {
-    kernel = &find_kernel(name);
-  } catch (const InvalidArgument& e) {
-    const std::string what = e.what();
-    throw InvalidArgument("--impl", name, what.substr(what.find(": ") + 2));
-  }
+  const Kernel* kernel = &find_kernel(name);  // FieldError(impl) for an unknown name
   if (!kernel->serves(pattern)) {
     std::string serving;
     for (const Kernel& k : kernels())
       if (k.serves(pattern)) serving += (serving.empty() ? "" : ", ") + std::string(k.name);
-    throw InvalidArgument("--impl", name,
+    throw FieldError(Field::impl, "", name,
                           std::string("serves only ") + kernel->patterns + ", not " +
                               describe(pattern.spec) + "; kernels that serve it: " + serving);
   }
@@ -224,11 +219,13 @@ nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double
                                     const double* scale, const Tensor<double>& o,
                                     Tolerance o_tol, const Tensor<double>* lse,
                                     Tolerance lse_tol, const Conventions& conv,
-                                    const PatternSpec* raw_spec, const ToleranceRule* rule) {
+                                    const PatternSpec* raw_spec, const ToleranceRule* rule,
+                                    const ProbeOptions& probes) {
   const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
   CheckContext ctx;
   ctx.q = &q, ctx.k = &k, ctx.v = &v, ctx.scale = scale;
   ctx.conv = conv, ctx.raw_spec = raw_spec, ctx.rule = rule;
+  ctx.probes = probes;
   return check_against(convention_oracle(q, k, v, pattern, scale, conv), pattern, s, o, o_tol,
                        lse, lse_tol, ctx);
 }
@@ -318,7 +315,8 @@ nlohmann::json check_against(const AttentionResult& oracle, const Pattern& patte
   }
   if (!pass && have_inputs && !ctx.compat) {
     const ProbeInputs in{*ctx.q, *ctx.k, *ctx.v, pattern, ctx.scale, conv, o4, o_tol,
-                         lse ? &lse3 : nullptr, lse_tol, skip, oracle, ctx.raw_spec};
+                         lse ? &lse3 : nullptr, lse_tol, skip, oracle, ctx.raw_spec,
+                         ctx.probes};
     const nlohmann::json probes = probe_causes(in);
     j["probable_cause"] = probes["probable_cause"];
     j["probes"] = probes["probes"];
@@ -353,8 +351,8 @@ const GradKernel& backward_for(const std::string& impl) {
   if (const GradKernel* g = grad_kernel_for_forward(impl)) return *g;
   std::string with;
   for (const GradKernel& g : grad_kernels()) with += (with.empty() ? "" : ", ") + std::string(g.forward);
-  throw InvalidArgument("--impl", impl,
-                        "has no backward pass (needed by --dout); implementations with one: " + with);
+  throw FieldError(Field::impl, "", impl,
+                   "has no backward pass (needed for gradients); implementations with one: " + with);
 }
 
 Tensor<double> checked_dout(Tensor<double> d, const AttentionShape& s, const std::string& name) {
@@ -390,10 +388,32 @@ GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Ou
   grad.run(gp, gout);
   const int64_t nan = count_nan(gout.dq) + count_nan(gout.dk) + count_nan(gout.dv) +
                       count_nan(gout.dq32) + count_nan(gout.dk32) + count_nan(gout.dv32);
-  require(nan == 0, "--impl", impl,
+  require_field(nan == 0, Field::impl, "", impl,
           std::string("its backward ") + grad.name + " produced " + std::to_string(nan) +
               " NaN gradient values; nothing was written");
   return gout;
+}
+
+void check_gradients_against(nlohmann::json& j, const std::string& oracle,
+                             const std::vector<NamedGradientCandidate>& grads) {
+  j["gradient_oracle"] = oracle;
+  bool pass = j.at("pass").get<bool>();
+  for (const NamedGradientCandidate& c : grads) {
+    if (c.candidate.x == nullptr) continue;
+    const CheckReport r = check_close(*c.candidate.x, *c.reference, c.candidate.tol);
+    nlohmann::json gj = nlohmann::json::parse(report_json(r, c.name, c.candidate.tol));
+    gj["worst_candidate"] = number_json(r.worst_candidate);  // "nan"/"inf", never null
+    gj["worst_reference"] = number_json(r.worst_reference);
+    gj["budget_used"] = number_json(r.budget_used);
+    gj["error_over_tolerance"] = number_json(r.budget_used);
+    // Where it fails: query rows for dq and dq_global, key rows for the others.
+    if (!r.pass)
+      locate_gradient_failures(gj, *c.candidate.x, *c.reference, c.candidate.tol,
+                               c.name.rfind("dq", 0) == 0 ? "query" : "key");
+    j[c.name] = gj;
+    pass = pass && r.pass;
+  }
+  j["pass"] = pass;
 }
 
 void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
@@ -409,24 +429,33 @@ void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
   const GradientResult g = conv.padding_align_valid  // contract §2.6: per batch element
                                ? grad_valid_aligned(q, k, v, dout, pattern, b1)
                                : b1(q, k, v, dout, pattern);
-  j["gradient_oracle"] = "b1_dense_masked_grad";
-  bool pass = j.at("pass").get<bool>();
-  const std::pair<const char*, const GradientCandidate*> cands[3] = {
-      {"dq", &dq}, {"dk", &dk}, {"dv", &dv}};
-  const Tensor<double>* refs[3] = {&g.dq, &g.dk, &g.dv};
-  for (int t = 0; t < 3; ++t) {
-    const auto& [name, c] = cands[t];
-    if (c->x == nullptr) continue;
-    const CheckReport r = check_close(*c->x, *refs[t], c->tol);
-    nlohmann::json gj = nlohmann::json::parse(report_json(r, name, c->tol));
-    gj["worst_candidate"] = number_json(r.worst_candidate);  // "nan"/"inf", never null
-    gj["worst_reference"] = number_json(r.worst_reference);
-    gj["budget_used"] = number_json(r.budget_used);
-    gj["error_over_tolerance"] = number_json(r.budget_used);
-    j[name] = gj;
-    pass = pass && r.pass;
+  check_gradients_against(j, "b1_dense_masked_grad",
+                          {{"dq", &g.dq, dq}, {"dk", &g.dk, dk}, {"dv", &g.dv, dv}});
+}
+
+ReferenceGradients reference_gradients(const AttentionInputs& in, const double* scale,
+                                       const Conventions& conv, const CompatRequest* compat,
+                                       const Tensor<double>& dout) {
+  if (compat != nullptr) {
+    require(!conv.masked_score, "--masked-score", to_text(*conv.masked_score),
+            "must be -inf under the compatibility flags (their definitions remove masked keys)");
+    return compat_gradients(*compat, in, scale, dout);
   }
-  j["pass"] = pass;
+  ReferenceGradients r;
+  r.oracle = conv.masked_score ? "masked_score_grad" : "b1_dense_masked_grad";
+  const BatchGrad oracle = [&](const Tensor<double>& q, const Tensor<double>& k,
+                               const Tensor<double>& v, const Tensor<double>& d, const Pattern& p) {
+    return conv.masked_score ? masked_score_grad(q, k, v, d, p, scale, *conv.masked_score)
+                             : b1_dense_masked_grad(q, k, v, d, p, scale);
+  };
+  // contract §2.6: under --padding-align valid each batch element on its aligned pattern.
+  const GradientResult g = conv.padding_align_valid
+                               ? grad_valid_aligned(in.q, in.k, in.v, dout, in.pattern, oracle)
+                               : oracle(in.q, in.k, in.v, dout, in.pattern);
+  r.g.dq = std::move(g.dq);
+  r.g.dk = std::move(g.dk);
+  r.g.dv = std::move(g.dv);
+  return r;
 }
 
 ReachResult compute_reach(const graph::LayerStack& stack, const ReachRequest& request) {

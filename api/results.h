@@ -12,7 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/compat_flags.h"
 #include "api/conventions.h"
+#include "api/probes.h"
 #include "api/tolerance_rule.h"
 #include "core/check.h"
 #include "core/numerics.h"
@@ -65,13 +67,15 @@ void require_candidate_shape(const Shape& got, const Shape& want, const std::str
 // padded query rows are not compared. With `rule` (contract §4.10) each tensor's verdict
 // is judge_reference_error's ("reference_error" in its report) instead of the fixed table's. `raw_spec`: the pattern as given, before its
 // parameters were canonicalized for these sizes (the layout probe re-sizes it). o is bhsd here (the caller transposes a bshd file).
+// `probes`: how the cause probes run (api/probes.h).
 nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                     const Tensor<double>& v, const Pattern& pattern,
                                     const double* scale, const Tensor<double>& o,
                                     Tolerance o_tol, const Tensor<double>* lse,
                                     Tolerance lse_tol, const Conventions& conv = {},
                                     const PatternSpec* raw_spec = nullptr,
-                                    const ToleranceRule* rule = nullptr);
+                                    const ToleranceRule* rule = nullptr,
+                                    const ProbeOptions& probes = {});
 
 // What check_against's explaining report needs besides the oracle. q/k/v/scale: the inputs
 // (bhsd) the cause probes and the reference-error rule re-run; null: the probes are
@@ -90,6 +94,7 @@ struct CheckContext {
   bool compat = false;
   bool hint = true;
   const Tensor<uint8_t>* global_mask = nullptr;
+  ProbeOptions probes{};  // --probes, --probe-budget (api/probes.h)
 };
 
 // `check` against `oracle` (convention_oracle's, or a compatibility mode's float64
@@ -141,6 +146,27 @@ void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
                                     const Tensor<double>& dout, const GradientCandidate& dq,
                                     const GradientCandidate& dk, const GradientCandidate& dv,
                                     const Conventions& conv = {});
+
+// `check --dout` against given reference gradients: each candidate with a tensor (already
+// shape-checked, bhsd) is judged against its reference with core/check.h's checker and
+// reported under its name ("dq", ..., "dq_global", ...) with the fields of "dq"; sets
+// j["gradient_oracle"] = oracle and ANDs the verdicts into j["pass"].
+struct NamedGradientCandidate {
+  std::string name;
+  const Tensor<double>* reference = nullptr;
+  GradientCandidate candidate;
+};
+void check_gradients_against(nlohmann::json& j, const std::string& oracle,
+                             const std::vector<NamedGradientCandidate>& grads);
+
+// The float64 gradient definition of a call's conventions (contract §7): b1_dense_masked_grad
+// by default (§7.1); masked_score_grad under a finite masked score (§7.6); with `compat`
+// (non-null, a mode asked for) that mode's, hf_listing_grad or longformer_compat_grad
+// (§7.4–§7.5; a finite masked score is refused there, as in the forward). `in` is bhsd
+// with the conventions' pattern; dout is checked_dout's. `oracle` names the definition.
+ReferenceGradients reference_gradients(const AttentionInputs& in, const double* scale,
+                                       const Conventions& conv, const CompatRequest* compat,
+                                       const Tensor<double>& dout);
 
 // `reach`: every measure of docs/information-flow.md for one stack (contract §6).
 struct ReachRequest {

@@ -14,13 +14,20 @@
 // tensor passes, 1 when one fails, 2 for bad input (a wrong-shaped candidate is bad input).
 // Gradients (contract §7, docs/backward.md): given dO, candidate dq, dk, dv are judged against
 // the float64 gradient oracle b1_dense_masked_grad the same way, each under its own key
-// ("dq", "dk", "dv") with the report shape of "o".
+// ("dq", "dk", "dv") with the report shape of "o". Under a finite --masked-score or the
+// compatibility flags the reference is that convention's gradient definition (contract
+// §7.4–§7.6: masked_score_grad, hf_listing_grad, longformer_compat_grad, named in
+// "gradient_oracle"); with the global projections --candidate-dq-global etc. are judged
+// too, under "dq_global", "dk_global", "dv_global".
 // A failing report locates and explains (contract §4.9): failing rows per (batch, head),
 // the worst row against its allowed keys, non-finite values as strings, probable_cause
-// from re-running the oracle under the usual mistakes; --format text prints a summary.
+// from re-running the oracle's rows under the usual mistakes (api/probes.h; --probes,
+// --probe-budget); --format text prints a summary. A shape error that a convention explains
+// (a forgotten --layout bshd, grouped-query attention) says so (api/shape_hint.h).
 // Convention flags (contract §1.6): --layout, --lse-base, --padded-queries,
 // --key-padding-polarity, --causal-align, --masked-score, --padding-align (§2.6). --tolerance-rule
 // reference-error --factor F judges against a naive low-precision run (contract §4.10).
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -35,7 +42,9 @@
 #include "api/conventions.h"
 #include "api/inputs.h"
 #include "api/padding_align.h"
+#include "api/probes.h"
 #include "api/results.h"
+#include "api/shape_hint.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -50,12 +59,14 @@ namespace {
 struct CheckArgs {
   std::string q, k, v, candidate, candidate_lse;
   std::string dout, candidate_dq, candidate_dk, candidate_dv;  // gradients
+  std::string candidate_dq_global, candidate_dk_global, candidate_dv_global;  // of --q-global ...
   std::string atol, rtol, scale;  // text: parsed by parse_finite
   PatternFlags pattern;
   ConventionFlags conventions;
   std::string format = "json";
   std::string tolerance_rule = "table", factor = "2", floor = "1e-6", naive_dtype;
   CompatFlags compat;  // contract §3.12
+  std::string probes = "auto", probe_budget = "5";  // api/probes.h
 };
 
 Tolerance tolerance_of_file(NpyDtype dtype) {
@@ -107,40 +118,72 @@ void run_check(const CheckArgs& a) {
   PatternFlags pattern_flags = a.pattern;
   apply_attention_window(a.compat, pattern_flags);
   const bool compat = compat_requested(a.compat);
-  require(!compat || a.dout.empty(), "--dout", a.dout,
-          "gradients are not available under the compatibility flags (contract §3.12)");
   require(!compat || !by_reference, "--tolerance-rule", a.tolerance_rule,
           "must be table under the compatibility flags (the naive run is the normal pattern's)");
   require(!compat || !conv.masked_score, "--masked-score", a.conventions.masked_score,
           "must be -inf under the compatibility flags (their definitions remove masked keys)");
   require(!compat || !conv.padding_align_valid, "--padding-align", a.conventions.padding_align,
           "must be full under the compatibility flags (their definitions are HF's, contract §3.12)");
-  AttentionInputs in = load_inputs_with(a.q, a.k, a.v, pattern_flags, conv);
-  if (conv.padding_align_valid && !compat) valid_counts(in.pattern);  // refused before any work
   double scale = 0.0;
   if (!a.scale.empty()) scale = parse_finite("--scale", a.scale, -INFINITY);
   const double* scale_ptr = a.scale.empty() ? nullptr : &scale;
+  const ProbeOptions probe_options = parse_probe_options(
+      a.probes, parse_finite("--probe-budget", a.probe_budget, 0.0), "--probes", "--probe-budget");
 
-  // Candidates are read (and their shapes checked) before the oracle's O(n^2) work.
+  // Inputs, then candidates (their shapes checked before the oracle's O(n^2) work), under
+  // the layout `c` names. A shape error that another layout or grouped-query attention
+  // explains says so (api/shape_hint.h).
+  AttentionInputs in;
+  Tensor<double> o, lse;
+  Tolerance o_tol{}, lse_tol{};
+  auto load = [&](const Conventions& c) {
+    in = load_inputs_with(a.q, a.k, a.v, pattern_flags, c);
+    const Shape o_shape = {in.shape.batch, in.shape.num_heads, in.shape.seq_len_q,
+                           in.shape.head_dim_v};
+    const Shape lse_shape = {in.shape.batch, in.shape.num_heads, in.shape.seq_len_q};
+    o = read_candidate(a.candidate, "--candidate", c.bshd ? bshd_of(o_shape) : o_shape, a, &o_tol);
+    if (c.bshd) o = to_bhsd(std::move(o), o_shape);
+    if (!a.candidate_lse.empty())
+      lse = read_candidate(a.candidate_lse, "--candidate-lse", lse_shape, a, &lse_tol);
+  };
+  try {
+    load(conv);
+  } catch (const InvalidArgument& e) {
+    std::string hint;
+    try {
+      auto bhsd = [&](const std::string& path, const char* flag) {
+        const Shape s = as_rank4(read_npy_header(path, flag).shape, flag);
+        return conv.bshd ? Shape{s[0], s[2], s[1], s[3]} : s;
+      };
+      Conventions other = conv;
+      other.bshd = !conv.bshd;
+      hint = shape_error_hint(e, bhsd(a.q, "--q"), bhsd(a.k, "--k"), bhsd(a.v, "--v"),
+                              [&] { load(other); },
+                              other.bshd ? "--layout bshd" : "--layout bhsd", other.bshd);
+    } catch (const std::exception&) {  // the files themselves are the problem: no hint
+    }
+    throw_with_hint(e, hint);
+  }
+  if (conv.padding_align_valid && !compat) valid_counts(in.pattern);  // refused before any work
   const Shape o_shape = {in.shape.batch, in.shape.num_heads, in.shape.seq_len_q,
                          in.shape.head_dim_v};
-  const Shape lse_shape = {in.shape.batch, in.shape.num_heads, in.shape.seq_len_q};
-  Tolerance o_tol{}, lse_tol{};
-  Tensor<double> o = read_candidate(a.candidate, "--candidate",
-                                    conv.bshd ? bshd_of(o_shape) : o_shape, a, &o_tol);
-  if (conv.bshd) o = to_bhsd(std::move(o), o_shape);
-  Tensor<double> lse;
-  if (!a.candidate_lse.empty())
-    lse = read_candidate(a.candidate_lse, "--candidate-lse", lse_shape, a, &lse_tol);
 
   // Gradient candidates: each needs --dout; --dout needs at least one of them.
   const bool backward = !a.dout.empty();
-  require(!backward || !conv.masked_score, "--masked-score", a.conventions.masked_score,
-          "must be -inf with --dout (the gradient oracle removes masked keys)");
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--candidate-dq", a.candidate_dq},
-                                   {"--candidate-dk", a.candidate_dk}, {"--candidate-dv", a.candidate_dv}})
+                                   {"--candidate-dk", a.candidate_dk}, {"--candidate-dv", a.candidate_dv},
+                                   {"--candidate-dq-global", a.candidate_dq_global},
+                                   {"--candidate-dk-global", a.candidate_dk_global},
+                                   {"--candidate-dv-global", a.candidate_dv_global}})
     require(path.empty() || backward, flag, path, "needs --dout DO.npy (the gradient of o)");
-  require(!backward || !a.candidate_dq.empty() || !a.candidate_dk.empty() || !a.candidate_dv.empty(),
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--candidate-dq-global", a.candidate_dq_global},
+                                   {"--candidate-dk-global", a.candidate_dk_global},
+                                   {"--candidate-dv-global", a.candidate_dv_global}})
+    require(path.empty() || !a.compat.q_global.empty(), flag, path,
+            "needs --q-global, --k-global and --v-global (the projections it is the gradient of)");
+  require(!backward || !a.candidate_dq.empty() || !a.candidate_dk.empty() || !a.candidate_dv.empty() ||
+              !a.candidate_dq_global.empty() || !a.candidate_dk_global.empty() ||
+              !a.candidate_dv_global.empty(),
           "--dout", a.dout,
           "asks for gradient checks: give at least one of --candidate-dq, --candidate-dk, --candidate-dv");
   const AttentionShape& sh = in.shape;
@@ -151,10 +194,16 @@ void run_check(const CheckArgs& a) {
     Tensor<double> x;
     Tolerance tol{};
   };
+  const Shape q_shape = {sh.batch, sh.num_heads, sh.seq_len_q, sh.head_dim},
+              k_shape = {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim},
+              v_shape = {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim_v};
   std::vector<GradCandidate> grads = {
-      {"dq", a.candidate_dq, {sh.batch, sh.num_heads, sh.seq_len_q, sh.head_dim}, {}, {}},
-      {"dk", a.candidate_dk, {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim}, {}, {}},
-      {"dv", a.candidate_dv, {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim_v}, {}, {}}};
+      {"dq", a.candidate_dq, q_shape, {}, {}},
+      {"dk", a.candidate_dk, k_shape, {}, {}},
+      {"dv", a.candidate_dv, v_shape, {}, {}},
+      {"dq_global", a.candidate_dq_global, q_shape, {}, {}},  // shaped like q_global = q
+      {"dk_global", a.candidate_dk_global, k_shape, {}, {}},
+      {"dv_global", a.candidate_dv_global, v_shape, {}, {}}};
   Tensor<double> dout;
   if (backward) {
     Tolerance unused{};
@@ -165,7 +214,9 @@ void run_check(const CheckArgs& a) {
     dout.shape = o_shape;
     for (GradCandidate& g : grads) {
       if (g.path.empty()) continue;
-      g.x = read_candidate(g.path, std::string("--candidate-") + g.name,
+      std::string flag = std::string("--candidate-") + g.name;
+      std::replace(flag.begin(), flag.end(), '_', '-');  // dq_global -> --candidate-dq-global
+      g.x = read_candidate(g.path, flag,
                            conv.bshd ? bshd_of(g.shape) : g.shape, a, &g.tol);
       if (conv.bshd) g.x = to_bhsd(std::move(g.x), g.shape);
     }
@@ -178,6 +229,7 @@ void run_check(const CheckArgs& a) {
   ctx.q = &in.q, ctx.k = &in.k, ctx.v = &in.v, ctx.scale = scale_ptr;
   ctx.conv = conv, ctx.raw_spec = &raw, ctx.rule = by_reference ? &rule : nullptr;
   ctx.compat = compat;
+  ctx.probes = probe_options;
   // The convention hint names a peer convention's flags: not when they were given.
   ctx.hint = a.compat.compat.empty() && a.compat.q_global.empty();
   Tensor<uint8_t> gm;
@@ -188,8 +240,10 @@ void run_check(const CheckArgs& a) {
   // Under a compatibility mode the oracle is that mode's float64 definition (contract §3.12),
   // its lse in the base --lse-base names; otherwise convention_oracle's.
   AttentionResult oracle;
+  CompatRequest request;
   if (compat) {
-    oracle = compat_attend(a.compat, in, scale_ptr, "a1_dense_masked");
+    request = read_compat(a.compat, conv.bshd);
+    oracle = compat_attend(request, in, scale_ptr, "a1_dense_masked");
     if (conv.lse_base2)
       for (double& x : oracle.lse.data) x /= std::log(2.0);
   } else {
@@ -200,12 +254,17 @@ void run_check(const CheckArgs& a) {
   if (!a.compat.compat.empty()) j["compat"] = a.compat.compat;
   if (!a.compat.global_mask.empty()) j["global_mask"] = a.compat.global_mask;
   if (!a.compat.q_global.empty()) j["global_projections"] = true;
-  if (backward)
-    check_gradients_against_oracle(j, in.q, in.k, in.v, in.pattern, scale_ptr, dout,
-                                   {grads[0].path.empty() ? nullptr : &grads[0].x, grads[0].tol},
-                                   {grads[1].path.empty() ? nullptr : &grads[1].x, grads[1].tol},
-                                   {grads[2].path.empty() ? nullptr : &grads[2].x, grads[2].tol},
-                                   conv);
+  if (backward) {  // the gradient definition of these conventions (contract §7)
+    const ReferenceGradients ref =
+        reference_gradients(in, scale_ptr, conv, compat ? &request : nullptr, dout);
+    const Tensor<double>* refs[6] = {&ref.g.dq, &ref.g.dk, &ref.g.dv,
+                                     &ref.g.dq_global, &ref.g.dk_global, &ref.g.dv_global};
+    std::vector<NamedGradientCandidate> named;
+    for (size_t t = 0; t < grads.size(); ++t)
+      named.push_back({grads[t].name, refs[t],
+                       {grads[t].path.empty() ? nullptr : &grads[t].x, grads[t].tol}});
+    check_gradients_against(j, ref.oracle, named);
+  }
   const bool pass = j.at("pass").get<bool>();
   if (a.format == "text") {
     std::cout << check_summary_text(j);
@@ -248,6 +307,13 @@ void register_check(CLI::App& app) {
                   "DK.npy: dk to judge, k's shape [batch, num_heads, seq_len_k, head_dim]; needs --dout");
   cmd->add_option("--candidate-dv", args->candidate_dv,
                   "DV.npy: dv to judge, v's shape [batch, num_heads, seq_len_k, head_dim_v]; needs --dout");
+  cmd->add_option("--candidate-dq-global", args->candidate_dq_global,
+                  "DQG.npy: gradient of --q-global to judge (its shape); needs --dout and the "
+                  "global projections (contract §7.5)");
+  cmd->add_option("--candidate-dk-global", args->candidate_dk_global,
+                  "DKG.npy: gradient of --k-global to judge (its shape); needs --dout");
+  cmd->add_option("--candidate-dv-global", args->candidate_dv_global,
+                  "DVG.npy: gradient of --v-global to judge (its shape); needs --dout");
   cmd->add_option("--format", args->format,
                   "json (default): the report as JSON on stdout, a summary of a failure on "
                   "stderr; text: the human summary on stdout");
@@ -258,6 +324,11 @@ void register_check(CLI::App& app) {
   cmd->add_option("--factor", args->factor, "F for --tolerance-rule reference-error, >= 1; default 2");
   cmd->add_option("--floor", args->floor,
                   "absolute error floor for --tolerance-rule reference-error, >= 0; default 1e-6");
+  cmd->add_option("--probes", args->probes,
+                  "auto (default): the cause probes run within --probe-budget; always: every "
+                  "probe on every failing row, no budget; never: none (contract §4.9)");
+  cmd->add_option("--probe-budget", args->probe_budget,
+                  "SECONDS: wall-clock budget of the cause probes, finite > 0; default 5");
   cmd->add_option("--naive-dtype", args->naive_dtype,
                   "float32 | float16 | bfloat16: the naive implementation's precision; default "
                   "the candidate file's dtype (bfloat16 values arrive in a float32 file)");

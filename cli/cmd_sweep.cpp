@@ -16,10 +16,10 @@
 #include <iostream>
 #include <memory>
 
-#include "bench/peak_probe.h"
 #include "cli/commands.h"
 #include "api/inputs.h"
 #include "api/pattern_file.h"
+#include "api/peak_probe.h"
 #include "api/seq_range.h"
 #include "cli/sweep.h"
 #include "core/error.h"
@@ -99,13 +99,7 @@ std::vector<const Kernel*> choose_kernels(const SweepArgs& a, const Pattern& pro
     return out;
   }
   for (const std::string& name : split_commas(a.impl)) {
-    const Kernel* k = nullptr;
-    try {
-      k = &find_kernel(name);
-    } catch (const InvalidArgument& e) {
-      const std::string what = e.what();
-      throw InvalidArgument("--impl", name, what.substr(what.find(": ") + 2));
-    }
+    const Kernel* k = &find_kernel(name);  // FieldError(impl): main() names --impl
     require(k->exact, "--impl", name,
             "is an approximation; sweep times only kernels held to the oracle's tolerance");
     require(k->serves(probe), "--impl", name,
@@ -169,7 +163,7 @@ void run_sweep_command(const SweepArgs& a) {
   check_output_path(json_path, "--out");
   check_output_path(csv_path, "--out");
 
-  const bench::Peak peak = bench::measure_peak();
+  const api::Peak peak = api::measure_peak();
   SweepResult r = run_sweep(c);
   r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
 
@@ -186,7 +180,7 @@ void run_sweep_command(const SweepArgs& a) {
   doc["max_seconds"] = c.max_seconds;
   doc["dense_baseline"] = c.dense_baseline ? nlohmann::json(c.dense_baseline->name) : nlohmann::json(nullptr);
   doc["peak_fma"] = {{"gflops", peak.gflops}, {"cpu_gflops", peak.cpu_gflops},
-                     {"what", "float32 FMA throughput of all OpenMP threads (bench/peak_probe.h)"}};
+                     {"what", "float32 FMA throughput of all OpenMP threads (api/peak_probe.h)"}};
   doc["fit_from"] = c.fit_from;
   doc["fits"] = sweep_fits(r, c.fit_from);
   doc["notes"] = r.notes;

@@ -23,22 +23,30 @@ def random_table(spec: Spec, num_heads: int, seq_len: int) -> np.ndarray: ...
 def block_mask(spec: Spec, num_heads: int, seq_len_q: int, seq_len_k: int,
                block_size: int) -> Dict[str, np.ndarray]: ...
 # (o, lse, rows with a NaN lse, dq, dk, dv); the gradients are None without dout.
+# (o, lse, NaN lse rows, dq, dk, dv, dq_global, dk_global, dv_global); projections: [] or
+# [q_global, k_global, v_global].
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str,
            scale: Optional[float], key_padding_mask: Optional[np.ndarray],
-           dout: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, int,
-                                                Optional[np.ndarray], Optional[np.ndarray],
-                                                Optional[np.ndarray]]: ...
+           dout: Optional[np.ndarray], masked_score: str, compat: str,
+           global_mask: Optional[np.ndarray],
+           projections: List[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, int,
+                                                   Optional[np.ndarray], Optional[np.ndarray],
+                                                   Optional[np.ndarray], Optional[np.ndarray],
+                                                   Optional[np.ndarray], Optional[np.ndarray]]: ...
 # (seconds of each timed call, o and lse of the last one).
 def time_impl(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str,
               scale: Optional[float], key_padding_mask: Optional[np.ndarray], repeats: int,
               warmup: int) -> Tuple[List[float], np.ndarray, np.ndarray]: ...
-# grads: [dq, dk, dv] candidates (None: not checked), grad_dtypes their own dtypes.
+# grads: [dq, dk, dv, dq_global, dk_global, dv_global] candidates (None: not checked),
+# grad_dtypes their own dtypes; compat, global_mask, projections as for attend.
 def check(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray,
           o_dtype: str, lse: Optional[np.ndarray], lse_dtype: str, atol: Optional[float],
           rtol: Optional[float], scale: Optional[float],
           key_padding_mask: Optional[np.ndarray], conventions: Dict[str, str],
           dout: Optional[np.ndarray], grads: List[Optional[np.ndarray]],
-          grad_dtypes: List[str]) -> Dict[str, Any]: ...
+          grad_dtypes: List[str], compat: str, global_mask: Optional[np.ndarray],
+          projections: List[np.ndarray], layout: str, probes: str,
+          probe_budget: float) -> Dict[str, Any]: ...
 def performer_favor(q: np.ndarray, k: np.ndarray, v: np.ndarray, num_features: int,
                     seed: int, orthogonal: bool,
                     scale: Optional[float]) -> Tuple[np.ndarray, np.ndarray]: ...
@@ -53,4 +61,3 @@ def extend_positions(table: np.ndarray, length: int, alpha: float) -> np.ndarray
 def impls() -> List[Dict[str, Any]]: ...
 def grad_impls() -> List[Dict[str, Any]]: ...
 def cpu_isa() -> str: ...
-def python_names(text: str) -> str: ...

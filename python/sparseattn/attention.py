@@ -106,10 +106,65 @@ class AttendResult(NamedTuple):
     dv: np.ndarray
 
 
+class AttendGlobalResult(NamedTuple):
+    """What :func:`attend` returns when ``dout`` is given with Longformer's global
+    projections (``q_global``, ``k_global``, ``v_global``): ``o, lse, dq, dk, dv,
+    dq_global, dk_global, dv_global = attend(...)``.
+
+    Attributes
+    ----------
+    o, lse, dq, dk, dv
+        As :class:`AttendResult`: dq, dk, dv come from the rows that read q, k, v.
+    dq_global : ndarray, q_global's shape
+    dk_global : ndarray, k_global's shape
+    dv_global : ndarray, v_global's shape
+        The gradients of ``sum(dout * o)`` with respect to the global projections: the
+        global query rows read only them (docs/contract.md §7.5), float64.
+    """
+
+    o: np.ndarray
+    lse: np.ndarray
+    dq: np.ndarray
+    dk: np.ndarray
+    dv: np.ndarray
+    dq_global: np.ndarray
+    dk_global: np.ndarray
+    dv_global: np.ndarray
+
+
+def _compat_args(compat: Optional[str], global_mask: Any, q_global: Any, k_global: Any,
+                 v_global: Any, bshd: bool) -> Tuple[str, Optional[np.ndarray], List[np.ndarray]]:
+    """The compatibility mode's arguments (docs/contract.md §3.12) as the binding takes them:
+    compat ("" or "hf-bigbird"), the global mask (uint8 [batch, seq_len_k]) and the three
+    projections (bhsd), or [] when none is given."""
+    if compat not in (None, "hf-bigbird"):
+        raise _arrays.invalid("compat", compat, "must be hf-bigbird or None")
+    gm = None if global_mask is None else _arrays.mask_array(global_mask, "global_mask")
+    given = [x is not None for x in (q_global, k_global, v_global)]
+    if any(given) and not all(given):
+        raise _arrays.invalid("q_global", "None" if q_global is None else _given(q_global),
+                              "q_global, k_global and v_global go together")
+    proj: List[np.ndarray] = []
+    if all(given):
+        for x, n in ((q_global, "q_global"), (k_global, "k_global"), (v_global, "v_global")):
+            a = _arrays.float_array(x, n)
+            if bshd and a.ndim >= 3:
+                a = np.ascontiguousarray(np.swapaxes(a, -3, -2))
+            proj.append(a)
+    return compat or "", gm, proj
+
+
+def _masked_score_text(masked_score: Union[str, float]) -> str:
+    return masked_score if isinstance(masked_score, str) else repr(float(masked_score))
+
+
 def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_masked",
            scale: Optional[float] = None, key_padding_mask: Any = None,
            dout: Any = None, *, layout: str = "bhsd", lse_base: str = "e",
-           key_padding_polarity: str = "keep") -> Union[Tuple[np.ndarray, np.ndarray], AttendResult]:
+           key_padding_polarity: str = "keep", masked_score: Union[str, float] = "-inf",
+           compat: Optional[str] = None, global_mask: Any = None, q_global: Any = None,
+           k_global: Any = None, v_global: Any = None,
+           ) -> Union[Tuple[np.ndarray, np.ndarray], AttendResult, AttendGlobalResult]:
     """Sparse attention with one registered kernel (default: the float64 oracle), and
     with ``dout`` its backward pass.
 
@@ -149,6 +204,22 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
         ``layout="bshd"`` takes q, k, v and returns o (and dout, dq, dk, dv) as [batch, seq_len, num_heads, d]
         (lse stays [batch, num_heads, seq_len_q]); ``lse_base="2"`` returns lse / ln 2;
         ``key_padding_polarity="ignore"`` reads True as padding (PyTorch's mask).
+    masked_score : str or float
+        ``"-inf"`` (default): masked keys leave the softmax. A finite value (``-1e9``,
+        ``-1e6``): every masked score *is* that value (``masked_fill``; a row with no
+        allowed key gets the mean of v), as ``sparseattn attend --masked-score``
+        (contract §1.6); needs ``impl="a1_dense_masked"``. With ``dout`` the gradients
+        are that function's (contract §7.6).
+    compat, global_mask, q_global, k_global, v_global
+        The compatibility modes of ``sparseattn attend`` (docs/contract.md §3.12,
+        docs/peers.md): ``compat="hf-bigbird"`` (HF's block listing, a block listed twice
+        counted twice; pattern bigbird with a ``random_table``; ``impl`` a1_dense_masked or
+        cpu_k07_hf_listing); ``global_mask`` [batch, seq_len_k] bool (Longformer's per-batch
+        global tokens); ``q_global``, ``k_global``, ``v_global`` shaped like q, k, v
+        (Longformer's global projections: a global query's row reads only them). With
+        ``dout`` under any of these ``impl`` must be ``a1_dense_masked`` and the gradients
+        are the mode's float64 definition (contract §7.4–§7.5); with the projections the
+        result also carries ``dq_global``, ``dk_global``, ``dv_global``.
 
     Returns
     -------
@@ -164,6 +235,8 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
         (dO V^T - rowsum(dO * O))``, ``dQ = scale dS K``, ``dK = scale dS^T Q``), in the
         backward kernel's dtype. A fully masked row's dq and a padded or unattended key's
         dk, dv are exactly 0 (contract §7.2). For PyTorch: ``torch.from_numpy(r.dq)``.
+    dq_global, dk_global, dv_global : ndarray (with ``dout`` and the projections only)
+        Then the result is an :class:`AttendGlobalResult`.
 
     Raises
     ------
@@ -204,7 +277,10 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     pad = _padding(key_padding_mask)
     if pad is not None and key_padding_polarity == "ignore":
         pad = np.ascontiguousarray((pad == 0).astype(pad.dtype))
-    o, lse, nan_rows, dq, dk, dv = _C.attend(qa, ka, va, p._spec, impl, _scale(scale), pad, da)
+    mode, gm, proj = _compat_args(compat, global_mask, q_global, k_global, v_global, bshd)
+    o, lse, nan_rows, dq, dk, dv, dqg, dkg, dvg = _C.attend(
+        qa, ka, va, p._spec, impl, _scale(scale), pad, da, _masked_score_text(masked_score),
+        mode, gm, proj)
     if nan_rows:
         warnings.warn(f"{impl} has no lse estimate for {nan_rows} rows (NaN there)",
                       RuntimeWarning, stacklevel=2)
@@ -219,7 +295,13 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     dq, dk, dv = dq.reshape(qa.shape), dk.reshape(ka.shape), dv.reshape(va.shape)
     if bshd:
         dq, dk, dv = swap(dq), swap(dk), swap(dv)
-    return AttendResult(o, lse, dq, dk, dv)
+    if dqg is None:
+        return AttendResult(o, lse, dq, dk, dv)
+    # The projections' gradients keep the projections' shapes as given.
+    dqg, dkg, dvg = (g.reshape(x.shape) for g, x in zip((dqg, dkg, dvg), proj))
+    if bshd:
+        dqg, dkg, dvg = swap(dqg), swap(dkg), swap(dvg)
+    return AttendGlobalResult(o, lse, dq, dk, dv, dqg, dkg, dvg)
 
 
 class Timing(NamedTuple):
@@ -242,14 +324,18 @@ class Timing(NamedTuple):
 def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: int = 5,
               warmup: int = 1, scale: Optional[float] = None,
               key_padding_mask: Any = None) -> Timing:
-    """Times one registered kernel on prepared inputs: kernel time only.
+    """Times one registered kernel on prepared inputs: kernel time only, once it is checked.
 
     The inputs are converted and the pattern built once, untimed (the same preparation
     :func:`attend` does: q, k, v to float64 for the oracle, rounded to float32 for the
     float32 kernels); then the kernel's ``run`` is called ``warmup`` times untimed and
     ``repeats`` times timed, each call into a fresh output (its allocation is part of the
-    call), with the GIL released. Used by ``tools/peers_bench.py`` (``make peers-bench``,
-    docs/benchmarks.md "Peers").
+    call), with the GIL released. The first untimed call is checked against the float64
+    oracle at the kernel's registry tolerance (contract §4.2, §4.7; the whole output up
+    to 2048² query-key pairs, 16 rows of every (batch, head) above): an exact kernel that
+    fails is never timed. The C++ harness ``api/measure.h`` does all of this, as for the
+    benchmarks. Used by ``tools/peers_bench.py`` (``make peers-bench``, docs/benchmarks.md
+    "Peers").
 
     Parameters
     ----------
@@ -263,7 +349,8 @@ def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: i
     repeats : int
         Timed calls, >= 1.
     warmup : int
-        Untimed calls before them, >= 0.
+        Untimed calls before them, >= 0; the first is the checked one, which is made
+        even when ``warmup`` is 0.
     scale : float, optional
         Score scale, finite; default ``1/sqrt(head_dim)`` (contract §4).
     key_padding_mask : array of bool, [batch, seq_len_k], optional
@@ -280,8 +367,10 @@ def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: i
     ------
     ValueError
         Bad ``repeats`` (``invalid repeats = 0: ...``) or ``warmup``, an unknown ``impl``
-        or one that does not serve the pattern (``invalid impl = ...``), and every input
-        error :func:`attend` raises (contract §5).
+        or one that does not serve the pattern (``invalid impl = ...``), an exact kernel
+        whose checked call fails (``invalid impl = NAME: failed its check against the
+        oracle a1_dense_masked (o: ...): not timed``), and every input error
+        :func:`attend` raises (contract §5).
     MemoryError
         A buffer that would not fit in memory.
 
@@ -332,6 +421,8 @@ class TensorReport:
     error_over_tolerance: Optional[float] = None
     error_over_tolerance_means: str = ""
     rows_truncated: Optional[str] = None
+    # A gradient's failing rows: "query" (dq, dq_global) or "key" rows (dk, dv, ...).
+    rows_are: str = ""
     # The keys of the JSON object it was read from: to_dict() writes back those (a gradient
     # report carries core/check.h's fields, not the location fields).
     keys: Tuple[str, ...] = field(default=(), repr=False, compare=False)
@@ -379,12 +470,26 @@ class TensorReport:
                      f"oracle {self.worst_reference})")
         nonfinite = (f"; {self.num_nonfinite} non-finite where the oracle is finite"
                      if self.num_nonfinite else "")
+        # core/check.h's max_abs_error and max_rel_error range over the elements where both
+        # values are finite, while its worst element is the one of largest budget use: a
+        # NaN or an unmatched infinity. Then the greatest difference is that element's own
+        # (nan or inf), and the finite-only maxima are named as such.
+        greatest_abs, greatest_rel, finite_only = self.max_abs_error, self.max_rel_error, ""
+        c, r = self.worst_candidate, self.worst_reference
+        if c is not None and r is not None and c != r and not (math.isfinite(c)
+                                                               and math.isfinite(r)):
+            greatest_abs = abs(c - r)  # nan for a NaN, inf for an unmatched infinity
+            greatest_rel = greatest_abs / abs(r) if r != 0 and math.isfinite(r) else greatest_abs
+            finite_only = (f" (over the elements where both are finite: absolute "
+                           f"{self.max_abs_error:.6g}, relative {self.max_rel_error:.6g})")
+        budget = ""
+        if self.budget_used is not None:
+            budget = (f" ({self.budget_used:.3g}x the budget)" if math.isfinite(self.budget_used)
+                      else " (a non-finite mismatch: no budget covers it)")
         return (f"{self.tensor}: mismatched elements {self.num_mismatched} / "
                 f"{self.num_elements} ({share:.1f}%){nonfinite}; greatest absolute "
-                f"difference {self.max_abs_error:.6g}{where}; greatest relative difference "
-                f"{self.max_rel_error:.6g}; allowed {tol}"
-                + ("" if self.budget_used is None else
-                   f" ({self.budget_used:.3g}x the budget)")
+                f"difference {greatest_abs:.6g}{where}; greatest relative difference "
+                f"{greatest_rel:.6g}{finite_only}; allowed {tol}{budget}"
                 + (f". {self.reason}" if self.reason else ""))
 
 
@@ -410,6 +515,10 @@ class CheckReport:
         ``dout`` was given.
     dq, dk, dv : TensorReport or None
         Present when that candidate gradient was given (with ``dout``).
+    dq_global, dk_global, dv_global : TensorReport or None
+        The global projections' gradients, when given (contract §7.5).
+    compat : str or None
+        ``"hf-bigbird"`` when that mode's definition was the oracle.
     """
 
     oracle: str
@@ -422,6 +531,11 @@ class CheckReport:
     dq: Optional[TensorReport] = None
     dk: Optional[TensorReport] = None
     dv: Optional[TensorReport] = None
+    dq_global: Optional[TensorReport] = None
+    dk_global: Optional[TensorReport] = None
+    dv_global: Optional[TensorReport] = None
+    compat: Optional[str] = None
+    global_projections: Optional[bool] = None
     # On failure: the mistake the candidate matches (cause probes, contract §4.9), e.g.
     # "scale 1/head_dim (candidate matches the oracle with --scale 0.125)".
     probable_cause: Optional[str] = None
@@ -434,7 +548,8 @@ class CheckReport:
         return self.passed
 
     def _tensors(self) -> List[TensorReport]:
-        return [t for t in (self.o, self.lse, self.dq, self.dk, self.dv) if t is not None]
+        return [t for t in (self.o, self.lse, self.dq, self.dk, self.dv, self.dq_global,
+                            self.dk_global, self.dv_global) if t is not None]
 
     def to_dict(self) -> Dict[str, Any]:
         """The JSON object ``sparseattn check`` prints, field for field."""
@@ -449,9 +564,13 @@ class CheckReport:
             d["probes"] = self.probes
         if self.hint is not None:
             d["hint"] = self.hint
+        if self.compat is not None:
+            d["compat"] = self.compat
+        if self.global_projections is not None:
+            d["global_projections"] = self.global_projections
         if self.gradient_oracle is not None:
             d["gradient_oracle"] = self.gradient_oracle
-        for name in ("dq", "dk", "dv"):
+        for name in _GRADIENTS:
             t = getattr(self, name)
             if t is not None:
                 d[name] = t.to_dict()
@@ -474,13 +593,14 @@ class CheckReport:
             bad = next(t for t in self._tensors() if not t.passed)
             idx = bad.worst_index
             if len(idx) >= 3:
-                row = "key row" if bad.tensor in ("dk", "dv") else "query row"
+                row = "key row" if bad.tensor in ("dk", "dv", "dk_global", "dv_global") else "query row"
                 lines.append(f"worst element: batch {idx[0]}, head {idx[1]}, {row} {idx[2]}")
             for t in self._tensors():
                 if t is None or t.passed:
                     continue
                 for bh, rows in t.rows.items():
-                    lines.append(f"{t.tensor} fails at (batch, head) {bh}: query rows {rows}")
+                    lines.append(f"{t.tensor} fails at (batch, head) {bh}: "
+                                 f"{t.rows_are or 'query'} rows {rows}")
                 if t.worst_row:
                     w = t.worst_row
 
@@ -507,12 +627,20 @@ class CheckReport:
 
 def _hint(bad: TensorReport) -> str:
     """The likely cause of a failure, read off the report alone."""
-    gradient = bad.tensor in ("dq", "dk", "dv")
+    gradient = bad.tensor in _GRADIENTS
     if bad.num_nonfinite:
         if gradient:
             return ("the candidate gradient has NaN/Inf where the oracle is finite; a fully "
                     "masked row's dq and a padded key's dk, dv must be exactly 0, never NaN "
                     "(docs/contract.md §7.2)")
+        w = bad.worst_row
+        if w and not w.get("fully_masked", True) and w.get("num_allowed_keys", 0) > 0:
+            return (f"the candidate has NaN/Inf where the oracle is finite, on query row "
+                    f"{w['row']}, which has "
+                    f"{w['num_allowed_keys']} allowed keys (it is not masked): most likely exp "
+                    f"overflowed (inf / inf) or underflowed everywhere (0 / 0); subtract the "
+                    f"row maximum over the allowed keys before exponentiating "
+                    f"(docs/contract.md §2.1)")
         return ("the candidate has NaN/Inf where the oracle is finite; a row with no allowed "
                 "key must give o = 0 and lse = -inf, never NaN (docs/contract.md §2)")
     if bad.num_mismatched >= 0.9 * bad.num_elements:
@@ -531,6 +659,9 @@ def _hint(bad: TensorReport) -> str:
                 "the queries that attend the key)")
     return ("some elements differ: compare pattern.mask(...) with the keys the candidate "
             "used near the worst row (boundaries, global tokens, random blocks, padding)")
+
+
+_GRADIENTS = ("dq", "dk", "dv", "dq_global", "dk_global", "dv_global")
 
 
 def _candidate(x: Any, name: str) -> Tuple[np.ndarray, str]:
@@ -553,7 +684,12 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
           dq: Any = None, dk: Any = None, dv: Any = None, *,
           layout: str = "bhsd", lse_base: str = "e", padded_queries: str = "zero",
           key_padding_polarity: str = "keep", causal_align: str = "bottom-right",
-          masked_score: Union[str, float] = "-inf", padding_align: str = "full") -> CheckReport:
+          masked_score: Union[str, float] = "-inf", padding_align: str = "full",
+          compat: Optional[str] = None,
+          global_mask: Any = None, q_global: Any = None, k_global: Any = None,
+          v_global: Any = None, dq_global: Any = None, dk_global: Any = None,
+          dv_global: Any = None, probes: str = "auto",
+          probe_budget: float = 5.0) -> CheckReport:
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -587,10 +723,26 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         The convention flags of ``sparseattn check`` (docs/conventions.md, contract §1.6):
         ``layout="bshd"`` reads q, k, v, o (and dout, dq, dk, dv) as [batch, seq_len, num_heads, d];
         ``lse_base="2"``; ``padded_queries="any"``; ``key_padding_polarity="ignore"``
-        (PyTorch's mask); ``causal_align="top-left"``; ``masked_score=-1e9``;
-        ``padding_align="valid"``: each batch element's causal diagonal and window placed by
-        its valid key count under right padding, as FlashAttention does (contract §2.6;
-        ``key_padding_mask`` must then be right padding).
+        (PyTorch's mask); ``causal_align="top-left"``; ``masked_score=-1e9``. With
+        ``dout`` under a finite ``masked_score`` the gradients are judged against that
+        function's (``masked_score_grad``, contract §7.6). ``padding_align="valid"``: each
+        batch element's causal diagonal and window placed by its valid key count under
+        right padding, as FlashAttention does (contract §2.6; ``key_padding_mask`` must
+        then be right padding).
+    compat, global_mask, q_global, k_global, v_global
+        As :func:`attend`: the oracle is the compatibility mode's float64 definition
+        (contract §3.12) and, with ``dout``, so are the gradients (``hf_listing_grad``,
+        ``longformer_compat_grad``; contract §7.4–§7.5).
+    dq_global, dk_global, dv_global : array, the projections' shapes, optional
+        Candidate gradients of the global projections; each needs ``dout`` and
+        ``q_global``, ``k_global``, ``v_global``.
+    probes : {"auto", "always", "never"}
+        The cause probes of a failing check (docs/contract.md §4.9): ``"auto"`` runs them
+        within ``probe_budget``, ``"always"`` on every failing row with no budget,
+        ``"never"`` not at all. ``sparseattn check --probes``.
+    probe_budget : float
+        Seconds of wall clock the probes may take, finite, > 0 (default 5); the report's
+        ``probes["not_run"]`` lists those it left out. ``sparseattn check --probe-budget``.
 
     Returns
     -------
@@ -601,7 +753,9 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     Raises
     ------
     ValueError
-        As :func:`attend`; a candidate of the wrong shape or dtype; a gradient without
+        As :func:`attend`; a candidate of the wrong shape or dtype (naming
+        ``layout="bshd"`` when the shapes fit it, grouped-query attention when q and k
+        differ only in num_heads); ``probes`` or ``probe_budget`` out of range; a gradient without
         ``dout`` (``invalid dq = ...: needs dout``), ``dout`` without a gradient, a
         ``dout`` of the wrong shape or holding NaN/Inf (``invalid dout ...``);
         ``padding_align="valid"`` without ``key_padding_mask`` or with a row that is not
@@ -620,10 +774,13 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     r = None if rtol is None else _arrays.real("rtol", rtol, 0.0)
     conventions = {"lse_base": str(lse_base), "padded_queries": padded_queries,
                    "key_padding_polarity": key_padding_polarity, "causal_align": causal_align,
-                   "masked_score": masked_score if isinstance(masked_score, str)
-                   else repr(float(masked_score)), "padding_align": padding_align}
+                   "masked_score": _masked_score_text(masked_score),
+                   "padding_align": padding_align}
+    mode, gm, proj = _compat_args(compat, global_mask, q_global, k_global, v_global,
+                                  layout == "bshd")
     # Gradient candidates: each needs dout; dout needs at least one (as the CLI's flags).
-    given = {"dq": dq, "dk": dk, "dv": dv}
+    given = {"dq": dq, "dk": dk, "dv": dv, "dq_global": dq_global, "dk_global": dk_global,
+             "dv_global": dv_global}
     for name, x in given.items():
         if x is not None and dout is None:
             raise _arrays.invalid(name, _given(x), "needs dout (the gradient of o)")
@@ -642,7 +799,8 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         grads.append(ga)
         dtypes.append(g_dtype)
     d = _C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r, _scale(scale),
-                 _padding(key_padding_mask), conventions, da, grads, dtypes)
+                 _padding(key_padding_mask), conventions, da, grads, dtypes, mode, gm, proj,
+                 layout, str(probes), _arrays.real("probe_budget", probe_budget, 0.0))
 
     def report(name: str) -> Optional[TensorReport]:
         return TensorReport._from(d[name]) if name in d else None
@@ -650,7 +808,9 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     return CheckReport(oracle=d["oracle"], pattern=d["pattern"], shape=d["shape"],
                        o=TensorReport._from(d["o"]), lse=report("lse"), passed=d["pass"],
                        gradient_oracle=d.get("gradient_oracle"), dq=report("dq"),
-                       dk=report("dk"), dv=report("dv"),
+                       dk=report("dk"), dv=report("dv"), dq_global=report("dq_global"),
+                       dk_global=report("dk_global"), dv_global=report("dv_global"),
+                       compat=d.get("compat"), global_projections=d.get("global_projections"),
                        probable_cause=d.get("probable_cause"), probes=d.get("probes"),
                        conventions=d.get("conventions", ""), hint=d.get("hint"))
 

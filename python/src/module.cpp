@@ -23,8 +23,10 @@
 #include <vector>
 
 #include "api/inputs.h"
+#include "api/measure.h"
 #include "api/pattern_flags.h"
 #include "api/results.h"
+#include "api/shape_hint.h"
 #include "core/error.h"
 #include "graph/layer_graph.h"
 #include "optimized/cpu/isa.h"
@@ -43,50 +45,21 @@ namespace {
 
 // ---- errors -------------------------------------------------------------------------------
 
-// "--num-random-blocks" -> "num_random_blocks", "--global" -> "global_tokens" (the Python
-// keyword), for every flag named in the message; the field name "global" the same way.
-std::string python_names(const std::string& text) {
-  auto keyword = [](std::string flag) {
-    for (char& c : flag)
-      if (c == '-') c = '_';
-    return flag == "global" ? std::string("global_tokens") : flag;
-  };
-  std::string out;
-  for (size_t i = 0; i < text.size();) {
-    const bool starts = text.compare(i, 2, "--") == 0 && i + 2 < text.size() &&
-                        std::islower(static_cast<unsigned char>(text[i + 2])) &&
-                        (i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) ||
-                                     text[i - 1] == '-'));
-    if (!starts) {
-      out += text[i++];
-      continue;
-    }
-    size_t end = i + 2;
-    while (end < text.size() && (std::islower(static_cast<unsigned char>(text[end])) ||
-                                 std::isdigit(static_cast<unsigned char>(text[end])) ||
-                                 text[end] == '-'))
-      ++end;
-    out += keyword(text.substr(i + 2, end - i - 2));
-    i = end;
-  }
-  for (const char* field : {"invalid global ", "invalid global["}) {
-    const std::string f = field;
-    if (out.compare(0, f.size(), f) == 0) out = "invalid global_tokens" + out.substr(f.size() - 1);
-  }
-  return out;
-}
-
+// The library names a bad parameter by its field (core/field.h); Python spells it as its
+// keyword ("global_tokens", "window"). Every other error already names a Python argument
+// (q, k, v, dout, ...), so its text passes unchanged: nothing here reads error text.
 void translate(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
+  } catch (const FieldError& e) {
+    PyErr_SetString(e.is_memory_limit() ? PyExc_MemoryError : PyExc_ValueError,
+                    e.spelled(Spelling::keyword).what());
+  } catch (const MemoryLimitError& e) {
+    PyErr_SetString(PyExc_MemoryError, e.what());
   } catch (const InvalidArgument& e) {
-    const std::string msg = python_names(e.what());
-    if (msg.find("must fit in physical memory") != std::string::npos)
-      PyErr_SetString(PyExc_MemoryError, msg.c_str());
-    else
-      PyErr_SetString(PyExc_ValueError, msg.c_str());
+    PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const sparseattn::RuntimeError& e) {
-    PyErr_SetString(PyExc_RuntimeError, python_names(e.what()).c_str());
+    PyErr_SetString(PyExc_RuntimeError, e.what());
   }
 }
 
@@ -116,55 +89,35 @@ py::object to_python(const nlohmann::json& j) {
 
 // ---- patterns -----------------------------------------------------------------------------
 
-// The pattern's parameters as the CLI reads them (api::to_spec: the same range checks and
-// messages); arrays come from NumPy instead of .npy files.
+// The pattern's parameters straight into the typed spec, then validate_spec() (pattern/):
+// the same checks, and the same messages spelled as keywords, as the command line's.
 PatternSpec make_spec(const std::string& kind, bool causal, int64_t window, int64_t dilation,
                       const std::vector<int64_t>& global_tokens, int64_t num_random,
                       int64_t block_size, int64_t num_random_blocks, int64_t num_global_tokens,
                       uint64_t seed, std::optional<py::array> random_table,
                       std::optional<py::array> segment_ids, std::optional<py::array> mask,
                       const std::vector<PatternSpec>& per_head) {
-  if (kind == "per-head") {
-    require(!per_head.empty(), "heads", "[]", "must list at least one pattern (one per head)");
-    PatternSpec s;
-    s.kind = PatternKind::per_head;
-    for (size_t h = 0; h < per_head.size(); ++h) {
-      require(per_head[h].kind != PatternKind::per_head, "heads[" + std::to_string(h) + "]",
-              describe(per_head[h]), "must not itself be per-head");
-      require(!per_head[h].key_padding_mask.has_value(), "heads[" + std::to_string(h) + "]",
-              describe(per_head[h]), "must not carry a key_padding_mask (give it to attend)");
-    }
-    s.per_head = per_head;
-    return s;
-  }
-  if (kind == "hierarchical" || kind == "explicit") {
-    PatternSpec s;
-    s.kind = parse_pattern_kind(kind);
-    if (segment_ids) {
-      const Tensor<int64_t> ids = int_tensor(*segment_ids, "segment_ids");
-      require(ids.rank() == 1, "segment_ids shape", shape_text(ids.shape),
-              "must be [seq_len] (one id per token)");
-      s.segment_ids = ids.data;
-    }
-    if (mask) s.mask = mask_tensor(*mask, "mask");
-    return s;
-  }
-  api::PatternFlags f;
-  f.pattern = kind;
-  f.causal = causal;
-  f.window = window;
-  f.dilation = dilation;
-  for (int64_t g : global_tokens) {
-    // parse_positions reads "3,17"; a negative entry must still be refused by its rule.
-    f.global += (f.global.empty() ? "" : ",") + std::to_string(g);
-  }
-  f.num_random = num_random;
-  f.block_size = block_size;
-  f.num_random_blocks = num_random_blocks;
-  f.num_global_tokens = num_global_tokens;
-  f.seed = seed;
-  PatternSpec s = api::to_spec(f);
+  PatternSpec s;
+  s.kind = parse_pattern_kind(kind);
+  s.causal = causal;
+  s.window = window;
+  s.dilation = dilation;
+  s.global = global_tokens;
+  s.num_random = num_random;
+  s.block_size = block_size;
+  s.num_random_blocks = num_random_blocks;
+  s.num_global_tokens = num_global_tokens;
+  s.seed = seed;
+  s.per_head = per_head;
   if (random_table) s.random_table = int_tensor(*random_table, "random_table");
+  if (segment_ids) {
+    const Tensor<int64_t> ids = int_tensor(*segment_ids, "segment_ids");
+    require_field(ids.rank() == 1, Field::segment_ids, " shape", shape_text(ids.shape),
+                  "must be [seq_len] (one id per token)");
+    s.segment_ids = ids.data;
+  }
+  if (mask) s.mask = mask_tensor(*mask, "mask");
+  validate_spec(s);
   return s;
 }
 
@@ -307,58 +260,141 @@ int64_t count_nan(const Tensor<T>& x) {
   return n;
 }
 
+// The compatibility mode of one call (contract §3.12) from the binding's arguments:
+// compat "" or "hf-bigbird"; global_mask [B, L_k] 0/1; projections (q_global, k_global,
+// v_global), each shaped like q, k, v, finite. No GIL needed.
+api::CompatRequest compat_request(const std::string& compat, const std::optional<Tensor<uint8_t>>& gm,
+                                  const std::vector<ArrayView>& proj) {
+  api::CompatRequest r;
+  r.compat = compat;
+  r.global_mask = gm;
+  require(proj.empty() || proj.size() == 3, "q_global", "", "q_global, k_global and v_global go together");
+  if (proj.size() == 3) {
+    const char* names[3] = {"q_global", "k_global", "v_global"};
+    std::optional<Tensor<double>>* out[3] = {&r.q_global, &r.k_global, &r.v_global};
+    for (int t = 0; t < 3; ++t) {
+      Tensor<double> x = to_tensor(proj[static_cast<size_t>(t)]);
+      api::require_finite(x, names[t]);
+      *out[t] = std::move(x);
+    }
+  }
+  return r;
+}
+
 // Returns (o [B,H,Lq,Dv], lse [B,H,Lq], rows whose lse is NaN: an approximation's
-// undefined estimate, dq, dk, dv). o is never NaN: a kernel that produced one is refused,
-// as the CLI does. Given dout [B,H,Lq,Dv] (contract §7), the backward entry the CLI's
-// `attend --impl <impl> --dout` runs (api::backward_for) consumes this forward pass's o and
-// lse and dq [B,H,Lq,D], dk [B,H,Lk,D], dv [B,H,Lk,Dv] come back in its dtype; otherwise
-// they are None. dout is checked (shape, finiteness) before any O(n^2) work.
+// undefined estimate, dq, dk, dv, dq_global, dk_global, dv_global). o is never NaN: a
+// kernel that produced one is refused, as the CLI does. Given dout [B,H,Lq,Dv] (contract
+// §7), the backward entry the CLI's `attend --impl <impl> --dout` runs (api::backward_for)
+// consumes this forward pass's o and lse and dq [B,H,Lq,D], dk [B,H,Lk,D], dv [B,H,Lk,Dv]
+// come back in its dtype; otherwise they are None. dout is checked (shape, finiteness)
+// before any O(n^2) work. Under a finite masked_score ("-inf" or a real, as the CLI's
+// --masked-score) or a compatibility mode (compat, global_mask, projections: `attend
+// --compat/--global-mask/--q-global...`) the forward is that convention's and, with dout,
+// impl must be a1_dense_masked and the gradients are its float64 definition
+// (api::reference_gradients, contract §7.4-§7.6); dq_global, dk_global, dv_global (the
+// projections' shapes) come back under the projections only.
 py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
                  const PatternSpec& spec, const std::string& impl, std::optional<double> scale,
-                 std::optional<py::array> key_padding_mask, std::optional<py::array> dout_arr) {
+                 std::optional<py::array> key_padding_mask, std::optional<py::array> dout_arr,
+                 const std::string& masked_score, const std::string& compat,
+                 std::optional<py::array> global_mask, std::vector<py::array> projections) {
   const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
                   vv = float_view(v_arr, "v");
   std::optional<ArrayView> dv;
   if (dout_arr) dv = float_view(*dout_arr, "dout");
   const PatternSpec s = with_padding(spec, key_padding_mask);
+  std::optional<Tensor<uint8_t>> gm;
+  if (global_mask) gm = mask_tensor(*global_mask, "global_mask");
+  std::vector<ArrayView> pv;
+  const char* proj_names[3] = {"q_global", "k_global", "v_global"};
+  for (size_t t = 0; t < projections.size() && t < 3; ++t)
+    pv.push_back(float_view(projections[t], proj_names[t]));
+  api::ConventionFlags cf;
+  cf.masked_score = masked_score;
+  const api::Conventions conv = api::parse_conventions(cf);
   Output out;
   GradOutput gout;
+  api::ReferenceGradients ref;  // the float64 definitions' gradients (other conventions)
+  bool by_definition = false;   // o and the gradients come from a definition, not a kernel
   const GradKernel* grad = nullptr;
   {
     py::gil_scoped_release nogil;
     Inputs in = read_inputs(qv, kv, &vv);
     const AttentionShape& a = in.shape;
     const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
-    const Kernel& kernel = api::serving_kernel(impl, pattern);
-    Tensor<double> dout;
-    if (dv) {
-      grad = &api::backward_for(impl);
-      dout = api::checked_dout(to_tensor(*dv), a, "dout");
+    const api::CompatRequest request = compat_request(compat, gm, pv);
+    const bool compat_mode = !request.compat.empty() || request.longformer();
+    if (conv.masked_score || compat_mode) {
+      // The other conventions' float64 definitions (contract §1.6, §3.12, §7.4-§7.6).
+      by_definition = true;
+      require(!conv.masked_score || !compat_mode, "masked_score", masked_score,
+              "must be -inf under the compatibility modes (their definitions remove masked keys)");
+      require(!conv.masked_score || impl == "a1_dense_masked", "masked_score", masked_score,
+              "needs impl a1_dense_masked (the kernels remove masked keys)");
+      require(!dv || impl == "a1_dense_masked", "impl", impl,
+              "must be a1_dense_masked with dout under masked_score or a compatibility mode "
+              "(the gradients are the float64 definitions, contract §7.4-§7.6)");
+      Tensor<double> dout;
+      if (dv) dout = api::checked_dout(to_tensor(*dv), a, "dout");
+      const api::AttentionInputs ai{std::move(in.q), std::move(in.k), std::move(in.v), a, pattern};
+      AttentionResult r = compat_mode ? api::compat_attend(request, ai, scale_ptr(scale), impl)
+                                      : api::convention_oracle(ai.q, ai.k, ai.v, pattern,
+                                                               scale_ptr(scale), conv);
+      if (dv) ref = api::reference_gradients(ai, scale_ptr(scale), conv,
+                                             compat_mode ? &request : nullptr, dout);
+      // The kernel's own dtype, as the CLI's default --dtype: float32 for k07 and the CPU
+      // kernels (their o widened exactly), float64 for the reference ladder.
+      const bool f32 = impl == "cpu_k07_hf_listing" || find_kernel(impl).dtype != DType::float64;
+      if (f32) out.o32 = tensor_cast<float>(r.o), out.lse32 = tensor_cast<float>(r.lse);
+      else out.o = std::move(r.o), out.lse = std::move(r.lse);
+    } else {
+      const Kernel& kernel = api::serving_kernel(impl, pattern);
+      Tensor<double> dout;
+      if (dv) {
+        grad = &api::backward_for(impl);
+        dout = api::checked_dout(to_tensor(*dv), a, "dout");
+      }
+      const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
+                                           pattern, scale_ptr(scale));
+      kernel.run(problem, out);
+      const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
+      require(o_nan == 0, "impl", kernel.name,
+              "produced " + std::to_string(o_nan) + " NaN values in o");
+      if (grad != nullptr) gout = api::run_backward(*grad, problem, out, std::move(dout), impl);
     }
-    const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
-                                         pattern, scale_ptr(scale));
-    kernel.run(problem, out);
-    const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
-    require(o_nan == 0, "impl", kernel.name,
-            "produced " + std::to_string(o_nan) + " NaN values in o");
-    if (grad != nullptr) gout = api::run_backward(*grad, problem, out, std::move(dout), impl);
   }
   const int64_t lse_nan = count_nan(out.lse) + count_nan(out.lse32);
   const bool f64 = out.o.numel() > 0 || out.o32.numel() == 0;
   py::object o = f64 ? to_numpy(std::move(out.o)) : to_numpy(std::move(out.o32));
   py::object lse = f64 ? to_numpy(std::move(out.lse)) : to_numpy(std::move(out.lse32));
-  if (grad == nullptr) return py::make_tuple(o, lse, lse_nan, py::none(), py::none(), py::none());
+  const py::object none = py::none();
+  if (by_definition) {
+    if (!dv) return py::make_tuple(o, lse, lse_nan, none, none, none, none, none, none);
+    auto opt = [](Tensor<double>& t) -> py::object {
+      return t.numel() ? py::object(to_numpy(std::move(t))) : py::object(py::none());
+    };
+    CompatGradientResult& g = ref.g;
+    return py::make_tuple(o, lse, lse_nan, to_numpy(std::move(g.dq)), to_numpy(std::move(g.dk)),
+                          to_numpy(std::move(g.dv)), opt(g.dq_global), opt(g.dk_global),
+                          opt(g.dv_global));
+  }
+  if (grad == nullptr) return py::make_tuple(o, lse, lse_nan, none, none, none, none, none, none);
   if (grad->dtype == DType::float64)
     return py::make_tuple(o, lse, lse_nan, to_numpy(std::move(gout.dq)),
-                          to_numpy(std::move(gout.dk)), to_numpy(std::move(gout.dv)));
+                          to_numpy(std::move(gout.dk)), to_numpy(std::move(gout.dv)), none, none, none);
   return py::make_tuple(o, lse, lse_nan, to_numpy(std::move(gout.dq32)),
-                        to_numpy(std::move(gout.dk32)), to_numpy(std::move(gout.dv32)));
+                        to_numpy(std::move(gout.dk32)), to_numpy(std::move(gout.dv32)), none, none, none);
 }
 
-// Kernel time only (docs/benchmarks.md, "Peers"): the Problem is prepared once (the
-// conversion to float64 and the float32 rounding make_problem() does are not timed), then
-// `warmup` untimed calls and `repeats` timed calls of the registry kernel's run(), each
-// into a fresh Output as `attend` uses one (allocating the output is part of a call).
+// Kernel time only (docs/benchmarks.md, "Peers"), through the harness (api/measure.h): the
+// Problem is prepared once (the conversion to float64 and the float32 rounding
+// make_problem() does are not timed); the first call is checked against the oracle
+// (api/oracle.h: the whole output up to 2048² query-key pairs, 16 rows of every (batch,
+// head) above) at the kernel's registry tolerance and is the first of the `warmup`
+// untimed calls (the one call made even when warmup = 0); an exact kernel that fails is
+// refused, never timed (invalid impl = NAME: failed its check ...). Then the other warmup
+// calls and `repeats` timed calls of the registry kernel's run(), each into a fresh
+// Output as `attend` uses one (allocating the output is part of a call).
 // Returns (seconds [repeats] of wall clock per call, steady_clock; o and lse of the last
 // timed call, in the kernel's dtype). The GIL is released for the whole loop.
 py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
@@ -379,14 +415,16 @@ py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::ar
     const Kernel& kernel = api::serving_kernel(impl, pattern);
     const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
                                          pattern, scale_ptr(scale));
-    for (int64_t i = 0; i < warmup + repeats; ++i) {
-      Output call;
-      const auto start = std::chrono::steady_clock::now();
-      kernel.run(problem, call);
-      const auto stop = std::chrono::steady_clock::now();
-      if (i >= warmup) seconds.push_back(std::chrono::duration<double>(stop - start).count());
-      out = std::move(call);  // freed before the next call starts its clock
-    }
+    api::TimingPlan plan;
+    plan.repeats = repeats;
+    plan.warmup = std::max<int64_t>(warmup - 1, 0);  // the checked call is the first
+    plan.keep_output = true;
+    api::Measurement m = api::measure(kernel, problem, api::make_oracle(problem), plan);
+    require(m.timed, "impl", kernel.name,
+            "failed its check against the oracle a1_dense_masked (" + m.check.failure +
+                "): not timed");
+    seconds = std::move(m.seconds);
+    out = std::move(m.output);
     const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
     require(o_nan == 0, "impl", kernel.name,
             "produced " + std::to_string(o_nan) + " NaN values in o");
@@ -400,7 +438,10 @@ py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::ar
 // `check`: o_dtype / lse_dtype (and grad_dtypes for dq, dk, dv) name the candidate's own
 // dtype before any widening ("float16" arrives widened to float64), which picks its
 // tolerance as the CLI does. Given dout, the candidate gradients (any of dq, dk, dv) are
-// judged against b1_dense_masked_grad as `check --dout --candidate-dq ...` does.
+// judged against b1_dense_masked_grad as `check --dout --candidate-dq ...` does — or, under
+// a finite masked_score or a compatibility mode (compat, global_mask, projections, as
+// `check --compat/--global-mask/--q-global...`), against that convention's float64
+// definitions (contract §7.4-§7.6), dq_global, dk_global, dv_global (grad_arrs[3..5]) too.
 py::object check(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
                  const PatternSpec& spec, const py::array& o_arr, const std::string& o_dtype,
                  std::optional<py::array> lse_arr, const std::string& lse_dtype,
@@ -408,7 +449,9 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
                  std::optional<double> scale, std::optional<py::array> key_padding_mask,
                  const std::map<std::string, std::string>& conventions,
                  std::optional<py::array> dout_arr, std::vector<std::optional<py::array>> grad_arrs,
-                 std::vector<std::string> grad_dtypes) {
+                 std::vector<std::string> grad_dtypes, const std::string& compat,
+                 std::optional<py::array> global_mask, std::vector<py::array> projections,
+                 const std::string& layout, const std::string& probes, double probe_budget) {
   // Convention flags (api/conventions.h) by their CLI names without "--"; the layout is
   // handled in Python (a transpose), so bhsd arrives here.
   api::ConventionFlags cf;
@@ -423,8 +466,8 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
                                "key_padding_polarity, causal_align, masked_score or padding_align");
   }
   const api::Conventions conv = api::parse_conventions(cf);
-  require(!conv.masked_score || !dout_arr, "masked_score", cf.masked_score,
-          "must be -inf with dout (the gradient oracle removes masked keys)");
+  const api::ProbeOptions probe_options =
+      api::parse_probe_options(probes, probe_budget, "probes", "probe_budget");
   auto tol_of = [&](const std::string& dtype) {
     Tolerance t = api::tolerance_for(dtype == "float16"   ? api::CandidateDtype::float16
                                      : dtype == "float32" ? api::CandidateDtype::float32
@@ -433,52 +476,123 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
     if (rtol) t.rtol = *rtol;
     return t;
   };
-  require(grad_arrs.size() == 3 && grad_dtypes.size() == 3, "gradients", grad_arrs.size(),
-          "must be (dq, dk, dv)");
-  const char* grad_names[3] = {"dq", "dk", "dv"};
+  require(grad_arrs.size() == 6 && grad_dtypes.size() == 6, "gradients", grad_arrs.size(),
+          "must be (dq, dk, dv, dq_global, dk_global, dv_global)");
+  const char* grad_names[6] = {"dq", "dk", "dv", "dq_global", "dk_global", "dv_global"};
   const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
                   vv = float_view(v_arr, "v"), ov = float_view(o_arr, "o");
-  std::optional<ArrayView> lv, dov, gv[3];
+  std::optional<ArrayView> lv, dov, gv[6];
   if (lse_arr) lv = float_view(*lse_arr, "lse");
   if (dout_arr) dov = float_view(*dout_arr, "dout");
-  for (int t = 0; t < 3; ++t)
+  for (int t = 0; t < 6; ++t)
     if (grad_arrs[t]) gv[t] = float_view(*grad_arrs[t], grad_names[t]);
+  std::optional<Tensor<uint8_t>> gm;
+  if (global_mask) gm = mask_tensor(*global_mask, "global_mask");
+  std::vector<ArrayView> pv;
+  const char* proj_names[3] = {"q_global", "k_global", "v_global"};
+  for (size_t t = 0; t < projections.size() && t < 3; ++t)
+    pv.push_back(float_view(projections[t], proj_names[t]));
+  for (int t = 3; t < 6; ++t)
+    require(!gv[t] || pv.size() == 3, grad_names[t], "array",
+            "needs q_global, k_global and v_global (the projections it is the gradient of)");
   const PatternSpec s = with_padding(spec, key_padding_mask);
   const Tolerance o_tol = tol_of(o_dtype), lse_tol = tol_of(lse_dtype);
   nlohmann::json j;
   {
     py::gil_scoped_release nogil;
-    const Inputs in = read_inputs(qv, kv, &vv);
-    const AttentionShape& a = in.shape;
-    const Pattern pattern = api::apply_pattern_conventions(
-        materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k)), conv);
-    // Candidates' shapes are checked before the oracle's O(n^2) work.
-    Tensor<double> o = to_tensor(ov);
-    api::require_candidate_shape(o.shape, {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
-    Tensor<double> lse;
-    if (lv) {
-      lse = to_tensor(*lv);
-      api::require_candidate_shape(lse.shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
+    // A shape error that the other layout or grouped-query attention explains says so
+    // (api/shape_hint.h): check_shapes(true) repeats the shape checks below with q/k/v/o
+    // read in the other layout (they arrive bhsd: Python transposed them for "bshd").
+    auto check_shapes = [&](bool swap) {
+      auto shape4 = [swap](const Shape& s, const char* what) {
+        const Shape x = as_rank4(s, what);
+        return swap ? Shape{x[0], x[2], x[1], x[3]} : x;
+      };
+      const AttentionShape a = attention_shape(shape4(qv.shape, "q"), shape4(kv.shape, "k"),
+                                               shape4(vv.shape, "v"));
+      materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
+      api::require_candidate_shape(shape4(ov.shape, "o"),
+                                   {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
+      if (lv) api::require_candidate_shape(lv->shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
+    };
+    Inputs in;
+    Pattern pattern;
+    Tensor<double> o, lse;
+    try {
+      in = read_inputs(qv, kv, &vv);
+      const AttentionShape& a = in.shape;
+      pattern = api::apply_pattern_conventions(
+          materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k)), conv);
+      // Candidates' shapes are checked before the oracle's O(n^2) work.
+      o = to_tensor(ov);
+      api::require_candidate_shape(o.shape, {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
+      if (lv) {
+        lse = to_tensor(*lv);
+        api::require_candidate_shape(lse.shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
+      }
+    } catch (const InvalidArgument& e) {
+      std::string hint;
+      try {
+        hint = api::shape_error_hint(
+            e, as_rank4(qv.shape, "q"), as_rank4(kv.shape, "k"), as_rank4(vv.shape, "v"),
+            [&] { check_shapes(true); },
+            layout == "bshd" ? "layout=\"bhsd\"" : "layout=\"bshd\"", layout != "bshd");
+      } catch (const std::exception&) {
+      }
+      api::throw_with_hint(e, hint);
     }
-    Tensor<double> dout, grads[3];
-    api::GradientCandidate cands[3];
+    const AttentionShape& a = in.shape;
+    Tensor<double> dout, grads[6];
+    api::GradientCandidate cands[6];
     if (dov) {
       dout = api::checked_dout(to_tensor(*dov), a, "dout");
-      const Shape want[3] = {{a.batch, a.num_heads, a.seq_len_q, a.head_dim},
+      const Shape want[6] = {{a.batch, a.num_heads, a.seq_len_q, a.head_dim},
+                             {a.batch, a.num_heads, a.seq_len_k, a.head_dim},
+                             {a.batch, a.num_heads, a.seq_len_k, a.head_dim_v},
+                             {a.batch, a.num_heads, a.seq_len_q, a.head_dim},
                              {a.batch, a.num_heads, a.seq_len_k, a.head_dim},
                              {a.batch, a.num_heads, a.seq_len_k, a.head_dim_v}};
-      for (int t = 0; t < 3; ++t) {
+      for (int t = 0; t < 6; ++t) {
         if (!gv[t]) continue;
         grads[t] = to_tensor(*gv[t]);
         api::require_candidate_shape(grads[t].shape, want[t], grad_names[t]);
         cands[t] = {&grads[t], tol_of(grad_dtypes[t])};
       }
     }
-    j = api::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
-                                  lv ? &lse : nullptr, lse_tol, conv, &s);
-    if (dov)
-      api::check_gradients_against_oracle(j, in.q, in.k, in.v, pattern, scale_ptr(scale), dout,
-                                          cands[0], cands[1], cands[2], conv);
+    const api::CompatRequest request = compat_request(compat, gm, pv);
+    const bool compat_mode = !request.compat.empty() || request.longformer();
+    if (compat_mode) {
+      // The mode's float64 definition is the oracle (contract §3.12), as `check --compat`.
+      require(!conv.masked_score, "masked_score", cf.masked_score,
+              "must be -inf under the compatibility modes (their definitions remove masked keys)");
+      const api::AttentionInputs ai{in.q, in.k, in.v, a, pattern};
+      AttentionResult oracle = api::compat_attend(request, ai, scale_ptr(scale), "a1_dense_masked");
+      if (conv.lse_base2)
+        for (double& x : oracle.lse.data) x /= std::log(2.0);
+      api::CheckContext ctx;
+      ctx.q = &in.q, ctx.k = &in.k, ctx.v = &in.v, ctx.scale = scale_ptr(scale);
+      ctx.conv = conv, ctx.raw_spec = &s, ctx.compat = true;
+      ctx.hint = request.compat.empty() && !request.projections();
+      ctx.probes = probe_options;
+      if (gm) ctx.global_mask = &*gm;
+      j = api::check_against(oracle, pattern, a, o, o_tol, lv ? &lse : nullptr, lse_tol, ctx);
+      if (!request.compat.empty()) j["compat"] = request.compat;
+      if (request.projections()) j["global_projections"] = true;
+    } else {
+      j = api::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
+                                    lv ? &lse : nullptr, lse_tol, conv, &s, nullptr,
+                                    probe_options);
+    }
+    if (dov) {  // the gradient definition of these conventions (contract §7)
+      const api::AttentionInputs ai{in.q, in.k, in.v, a, pattern};
+      const api::ReferenceGradients ref = api::reference_gradients(
+          ai, scale_ptr(scale), conv, compat_mode ? &request : nullptr, dout);
+      const Tensor<double>* refs[6] = {&ref.g.dq, &ref.g.dk, &ref.g.dv,
+                                       &ref.g.dq_global, &ref.g.dk_global, &ref.g.dv_global};
+      std::vector<api::NamedGradientCandidate> named;
+      for (int t = 0; t < 6; ++t) named.push_back({grad_names[t], refs[t], cands[t]});
+      api::check_gradients_against(j, ref.oracle, named);
+    }
   }
   return to_python(j);
 }
@@ -621,5 +735,4 @@ PYBIND11_MODULE(_sparseattn, m) {
   m.def("impls", [] { return to_python(api::impls_json()); });
   m.def("cpu_isa", [] { return cpu::isa_summary(); });
   m.def("grad_impls", [] { return to_python(api::grad_impls_json()); });
-  m.def("python_names", &python_names);
 }

@@ -47,6 +47,43 @@ def test_nan_is_a_string_in_the_dict_and_nan_in_the_attribute():
     assert report.o.rows == {"0,1": "5"}
 
 
+def test_the_greatest_difference_of_a_nan_mismatch_is_the_nan():
+    # core/check.h's max_abs_error ranges over the finite elements only (here the tiny
+    # perturbation below); the report's sentence must name the NaN it points at.
+    q, k, v = _inputs(2)
+    p = sa.Pattern.window(1)
+    o, lse = sa.attend(q, k, v, p)
+    o[0, 0, 3, 1] += 1e-13          # within tolerance: the only finite difference
+    o[0, 1, 5, 0] = np.nan
+    report = sa.check(q, k, v, p, o, lse)
+    assert 0 < report.o.max_abs_error < 1e-12  # the JSON field keeps its meaning
+    line = report.o.line()
+    assert "greatest absolute difference nan at index (0, 1, 5, 0) (candidate nan" in line, line
+    assert "greatest relative difference nan" in line, line
+    assert f"where both are finite: absolute {report.o.max_abs_error:.6g}" in line, line
+    assert "x the budget" not in line, line
+    # Row 5 of head 1 has three allowed keys: the hint says overflow, not "masked row".
+    summary = report.summary()
+    assert ("hint: the candidate has NaN/Inf where the oracle is finite, on query row 5, which "
+            "has 3 allowed keys (it is not masked)") in summary, summary
+    assert "subtract the row maximum" in summary, summary
+    assert "a row with no allowed key" not in summary, summary
+
+
+def test_a_finite_lse_where_the_oracle_has_minus_inf_is_an_infinite_difference():
+    q, k, v = _inputs(4)
+    mask = np.ones((24, 24), dtype=bool)
+    mask[7] = False                  # a fully masked row: oracle lse = -inf
+    p = sa.Pattern.explicit(mask)
+    o, lse = sa.attend(q, k, v, p)
+    lse[0, 0, 7] = 0.0
+    report = sa.check(q, k, v, p, o, lse)
+    assert not report.passed and report.lse.worst_index == (0, 0, 7)
+    line = report.lse.line()
+    assert "greatest absolute difference inf at index (0, 0, 7) (candidate 0.0, oracle -inf)" \
+        in line, line
+
+
 def test_attend_conventions_match_the_default_rearranged():
     q, k, v = _inputs(3)
     p = sa.Pattern.window(1)
@@ -63,7 +100,7 @@ def test_attend_conventions_match_the_default_rearranged():
     assert not np.array_equal(o1, o)
 
 
-def test_gradients_under_bshd_layout_and_masked_score_with_dout_refused():
+def test_gradients_under_bshd_layout_and_masked_score_with_dout():
     # dout and the gradients follow layout= (contract §1.6, §7): attend returns them bshd
     # and check reads them bshd, the same numbers as bhsd transposed.
     q, k, v = _inputs(4)
@@ -80,12 +117,11 @@ def test_gradients_under_bshd_layout_and_masked_score_with_dout_refused():
                     layout="bshd").passed
     bad = sa.check(q, k, v, p, r.o, dout=dout, dq=r.dq * 2)
     assert not bad.passed and bad.dq is not None and not bad.dq.passed
-    try:
-        sa.check(q, k, v, p, r.o, dout=dout, dq=r.dq, masked_score=-1e9)
-    except ValueError as e:
-        assert "masked_score" in str(e)
-    else:
-        raise AssertionError("masked_score with dout must be refused")
+    # With a finite masked score the gradients are judged against that function's
+    # (contract §7.6); here every row has an allowed key, so exp(-1e9) = 0 leaves b1's.
+    ms = sa.check(q, k, v, p, r.o, dout=dout, dq=r.dq, masked_score=-1e9)
+    assert ms.passed and ms.gradient_oracle == "masked_score_grad"
+    assert not sa.check(q, k, v, p, r.o, dout=dout, dq=r.dq * 2, masked_score=-1e9).passed
 
 
 def _flash_reference(q, k, v, valid_keys, causal, window):
@@ -140,7 +176,7 @@ def test_padding_align_valid_refuses_padding_that_is_not_right_padding():
     with pytest.raises(ValueError, match=r"invalid key_padding_mask = batch element 1: "):
         sa.check(q, k, v, sa.Pattern.dense(causal=True), o, lse, key_padding_mask=keep,
                  padding_align="valid")
-    with pytest.raises(ValueError, match=r"invalid padding_align = valid: needs key_padding_mask"):
+    with pytest.raises(ValueError, match=r"invalid padding_align = valid: needs a key padding mask"):
         sa.check(q, k, v, sa.Pattern.dense(causal=True), o, lse, padding_align="valid")
     with pytest.raises(ValueError, match=r"invalid padding_align = middle"):
         sa.check(q, k, v, sa.Pattern.dense(causal=True), o, lse, padding_align="middle")

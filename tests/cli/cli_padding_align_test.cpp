@@ -304,7 +304,7 @@ TEST_F(PaddingAlign, RefusalsExitTwoAndWriteNothing) {
   const RunResult none = run("attend --q " + path("q.npy") + " --k " + path("k.npy") + " --v " +
                              path("v.npy") + out + " --causal --padding-align valid");
   EXPECT_EQ(none.exit_code, 2);
-  EXPECT_NE(none.err.find("invalid --padding-align = valid: needs --key-padding-mask"),
+  EXPECT_NE(none.err.find("invalid --padding-align = valid: needs a key padding mask"),
             std::string::npos) << none.err;
 }
 
