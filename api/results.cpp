@@ -1,9 +1,12 @@
 #include "api/results.h"
 
 #include <cmath>
+#include <optional>
+#include <tuple>
 #include <utility>
 
 #include "api/check_report.h"
+#include "api/gradient_probes.h"
 #include "api/convention_hint.h"
 #include "api/inputs.h"
 #include "core/error.h"
@@ -170,33 +173,6 @@ void require_candidate_shape(const Shape& shape, const Shape& want, const std::s
 
 namespace {
 
-// One tensor's report: core/check.h's fields (non-finite values as strings), located.
-nlohmann::json tensor_report(const Tensor<double>& cand, const Tensor<double>& ref, Tolerance tol,
-                             const Pattern& pattern, const std::vector<uint8_t>& skip,
-                             const std::string& name, bool* pass) {
-  // Skipped rows (--padded-queries any) take the oracle's values: never compared.
-  Tensor<double> c = cand;
-  if (!skip.empty()) {
-    const int64_t rows = ref.shape[2], width = ref.numel() / (ref.shape[0] * ref.shape[1] * rows);
-    for (int64_t e = 0; e < ref.numel(); ++e) {
-      const int64_t row = e / width, i = row % rows, b = row / (rows * ref.shape[1]);
-      if (skip[static_cast<size_t>(b * rows + i)]) c.data[e] = ref.data[e];
-    }
-  }
-  const CheckReport r = check_close(c, ref, tol);
-  nlohmann::json j = nlohmann::json::parse(report_json(r, name, tol));
-  j["worst_candidate"] = number_json(r.worst_candidate);
-  j["worst_reference"] = number_json(r.worst_reference);
-  j["budget_used"] = number_json(r.budget_used);
-  if (r.num_nonfinite > 0)  // a NaN/Inf where the oracle is finite is named first
-    j["reason"] = r.reason;
-  Tensor<double> shaped = c;
-  shaped.shape = ref.shape;
-  locate_failures(j, shaped, ref, tol, pattern, skip);
-  *pass = r.pass;
-  return j;
-}
-
 // Never judge a candidate against a wrong reference (contract §5: no silent NaN or wrong
 // answer). The oracle is float64: where the scores scale * q·k or the outputs leave its
 // range (inputs near 1e308) it produces NaN or ±inf instead of the result, and every
@@ -218,12 +194,12 @@ void require_finite_oracle(const AttentionResult& oracle) {
 
 }  // namespace
 
-nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
-                                    const Tensor<double>& v, const Pattern& pattern,
-                                    const double* scale, const Tensor<double>& o,
-                                    Tolerance o_tol, const Tensor<double>* lse,
-                                    Tolerance lse_tol, const Conventions& conv,
-                                    const PatternSpec* raw_spec, const ToleranceRule* rule) {
+CheckResult check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
+                                 const Tensor<double>& v, const Pattern& pattern,
+                                 const double* scale, const Tensor<double>& o, Tolerance o_tol,
+                                 const Tensor<double>* lse, Tolerance lse_tol,
+                                 const Conventions& conv, const PatternSpec* raw_spec,
+                                 const ToleranceRule* rule) {
   const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
   CheckContext ctx;
   ctx.q = &q, ctx.k = &k, ctx.v = &v, ctx.scale = scale;
@@ -232,10 +208,35 @@ nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double
                        lse, lse_tol, ctx);
 }
 
-nlohmann::json check_against(const AttentionResult& oracle, const Pattern& pattern,
-                             const AttentionShape& s, const Tensor<double>& o, Tolerance o_tol,
-                             const Tensor<double>* lse, Tolerance lse_tol,
-                             const CheckContext& ctx) {
+namespace {
+
+// The cause of a check where no tensor compared anything (contract §4.9): the probes would
+// re-run the oracle only to compare nothing again.
+const char* kNothingCompared =
+    "nothing compared: every query row is skipped (--padded-queries any skips padded query "
+    "rows, and every query row here is padding: query i sits at key position i + seq_len_k - "
+    "seq_len_q, contract §2); a check that compares nothing fails";
+
+// A tensor judged by the reference-error rule (contract §4.10): the rule's verdict, the
+// failing rows located against its bound on one element's error.
+TensorReport by_reference_error(const std::string& name, const Tensor<double>& c,
+                                const Tensor<double>& ref, const Tensor<double>& naive,
+                                const ToleranceRule& rule, const Pattern& pattern,
+                                const std::vector<uint8_t>& skip) {
+  const ReferenceErrorVerdict v = judge_reference_error(c, ref, naive, rule, skip);
+  TensorReport t = tensor_report(name, c, ref, {v.bound(), 0.0}, pattern, skip);
+  t.pass = v.pass && !t.nothing_compared;
+  if (!t.pass && t.reason.empty())
+    t.reason = "mean |error| " + std::to_string(v.candidate_mean) + " above factor x naive mean + floor";
+  t.reference_error = v;
+  return t;
+}
+
+}  // namespace
+
+CheckResult check_against(const AttentionResult& oracle, const Pattern& pattern,
+                          const AttentionShape& s, const Tensor<double>& o, Tolerance o_tol,
+                          const Tensor<double>* lse, Tolerance lse_tol, const CheckContext& ctx) {
   require_finite_oracle(oracle);
   const Conventions& conv = ctx.conv;
   const ToleranceRule* rule = ctx.rule;
@@ -250,79 +251,66 @@ nlohmann::json check_against(const AttentionResult& oracle, const Pattern& patte
       for (int64_t i = 0; i < s.seq_len_q; ++i)
         skip[static_cast<size_t>(b * s.seq_len_q + i)] = !pattern.query_valid(b, i);
   }
-  nlohmann::json j;
-  j["oracle"] = conv.masked_score ? "dense definition with masked scores = --masked-score"
-                                  : "a1_dense_masked";
-  j["pattern"] = describe(pattern.spec);
-  j["shape"] = {{"batch", s.batch},         {"num_heads", s.num_heads},
-                {"seq_len_q", s.seq_len_q}, {"seq_len_k", s.seq_len_k},
-                {"head_dim", s.head_dim},   {"head_dim_v", s.head_dim_v}};
-  j["conventions"] = conv.describe();
-  bool pass = true, p = true;
+  CheckResult r;
+  r.oracle = conv.masked_score ? "dense definition with masked scores = --masked-score"
+                               : "a1_dense_masked";
+  r.pattern = describe(pattern.spec);
+  r.shape = s;
+  r.conventions = conv.describe();
   Tensor<double> o4 = o;
   o4.shape = oracle.o.shape;
-  j["o"] = tensor_report(o4, oracle.o, o_tol, pattern, skip, "o", &p);
-  pass = pass && p;
   Tensor<double> lse3;
   if (lse != nullptr) {
     lse3 = *lse;
     lse3.shape = oracle.lse.shape;
-    j["lse"] = tensor_report(lse3, oracle.lse, lse_tol, pattern, skip, "lse", &p);
-    pass = pass && p;
   }
-  if (rule != nullptr) {  // the verdict is the reference-error rule's (contract §4.10)
+  if (rule == nullptr) {
+    r.o = tensor_report("o", o4, oracle.o, o_tol, pattern, skip);
+    if (lse != nullptr) r.lse = tensor_report("lse", lse3, oracle.lse, lse_tol, pattern, skip);
+  } else {  // the verdict is the reference-error rule's (contract §4.10)
     const AttentionResult naive =
         naive_low_precision(*ctx.q, *ctx.k, *ctx.v, pattern, ctx.scale, rule->dtype);
-    nlohmann::json r = judge_reference_error(o4, oracle.o, naive.o, *rule, skip);
-    pass = r["pass"].get<bool>();
-    // Located against the rule's bound on the largest error: factor * naive max + floor.
-    auto relocate = [&](const char* name, const Tensor<double>& c, const Tensor<double>& ref,
-                        const nlohmann::json& verdict) {
-      const Tolerance bound{rule->factor * verdict["naive"]["max_abs_error"].get<double>() +
-                                rule->floor, 0.0};
-      bool unused = false;
-      nlohmann::json t = tensor_report(c, ref, bound, pattern, skip, name, &unused);
-      t["pass"] = verdict["pass"];
-      t["reference_error"] = verdict;
-      return t;
-    };
-    j["o"] = relocate("o", o4, oracle.o, r);
+    r.o = by_reference_error("o", o4, oracle.o, naive.o, *rule, pattern, skip);
     if (lse != nullptr) {
       Tensor<double> naive_lse = naive.lse;
       if (conv.lse_base2)
         for (double& x : naive_lse.data) x /= std::log(2.0);
-      r = judge_reference_error(lse3, oracle.lse, naive_lse, *rule, skip);
-      j["lse"] = relocate("lse", lse3, oracle.lse, r);
-      pass = pass && r["pass"].get<bool>();
+      r.lse = by_reference_error("lse", lse3, oracle.lse, naive_lse, *rule, pattern, skip);
     }
-    j["tolerance_rule"] = "reference-error";
+    r.tolerance_rule = "reference-error";
   }
+  r.pass = r.o.pass && (!r.lse || r.lse->pass);
   if (!skip.empty()) {
     int64_t n = 0;
     for (uint8_t x : skip) n += x;
-    j["rows_not_compared"] = n * s.num_heads;
+    r.rows_not_compared = n * s.num_heads;
   }
-  if (!pass && have_inputs && !ctx.compat) {
-    const ProbeInputs in{*ctx.q, *ctx.k, *ctx.v, pattern, ctx.scale, conv, o4, o_tol,
-                         lse ? &lse3 : nullptr, lse_tol, skip, oracle, ctx.raw_spec};
-    const nlohmann::json probes = probe_causes(in);
-    j["probable_cause"] = probes["probable_cause"];
-    j["probes"] = probes["probes"];
-  } else if (!pass) {  // the probes re-run the normal oracle: not this one
-    j["probable_cause"] = "unknown: probes skipped";
-    j["probes"] = {{"tried", nlohmann::json::array()},
-                   {"skipped", ctx.compat ? "the probes re-run the normal oracle a1_dense_masked, "
-                                            "not the compatibility mode's (contract §3.12)"
-                                          : "the inputs q, k, v were not given"}};
+  if (!r.pass) {
+    const bool nothing = r.o.nothing_compared && (!r.lse || r.lse->nothing_compared);
+    if (nothing) {
+      r.probable_cause = kNothingCompared;
+      r.probes = {{"tried", nlohmann::json::array()}, {"skipped", "nothing was compared"}};
+    } else if (have_inputs && !ctx.compat) {
+      const ProbeInputs in{*ctx.q, *ctx.k, *ctx.v, pattern, ctx.scale, conv, o4, o_tol,
+                           lse ? &lse3 : nullptr, lse_tol, skip, oracle, ctx.raw_spec};
+      const nlohmann::json probes = probe_causes(in);
+      r.probable_cause = probes["probable_cause"].get<std::string>();
+      r.probes = probes["probes"];
+    } else {  // the probes re-run the normal oracle: not this one
+      r.probable_cause = "unknown: probes skipped";
+      r.probes = {{"tried", nlohmann::json::array()},
+                  {"skipped", ctx.compat ? "the probes re-run the normal oracle a1_dense_masked, "
+                                           "not the compatibility mode's (contract §3.12)"
+                                         : "the inputs q, k, v were not given"}};
+    }
+    for (TensorReport* t : {&r.o, r.lse ? &*r.lse : nullptr})
+      if (t && !t->pass) t->probable_cause = t->nothing_compared ? kNothingCompared : r.probable_cause;
   }
   // On failure, which peer convention would explain it (not when the flags of that
   // convention were given: then there is nothing left to suggest).
-  if (ctx.hint && !j.at("o").at("pass").get<bool>()) {
-    const std::string hint = convention_hint(pattern, o4, oracle.o, o_tol, ctx.global_mask);
-    if (!hint.empty()) j["hint"] = hint;
-  }
-  j["pass"] = pass;
-  return j;
+  if (ctx.hint && !r.o.pass && !r.o.nothing_compared)
+    r.hint = convention_hint(pattern, o4, oracle.o, o_tol, ctx.global_mask);
+  return r;
 }
 
 nlohmann::json grad_impls_json() {
@@ -382,30 +370,41 @@ GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Ou
   return gout;
 }
 
-void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
+void check_gradients_against_oracle(CheckResult& r, const Tensor<double>& q,
                                     const Tensor<double>& k, const Tensor<double>& v,
                                     const Pattern& pattern, const double* scale,
                                     const Tensor<double>& dout, const GradientCandidate& dq,
                                     const GradientCandidate& dk, const GradientCandidate& dv) {
+  require(r.tolerance_rule.empty(), "--tolerance-rule", r.tolerance_rule,
+          "judges o and lse only (its yardstick is a naive forward pass): with --dout, use "
+          "--tolerance-rule table (contract §4.10)");
   const GradientResult g = b1_dense_masked_grad(q, k, v, dout, pattern, scale);
-  j["gradient_oracle"] = "b1_dense_masked_grad";
-  bool pass = j.at("pass").get<bool>();
-  const std::pair<const char*, const GradientCandidate*> cands[3] = {
-      {"dq", &dq}, {"dk", &dk}, {"dv", &dv}};
-  const Tensor<double>* refs[3] = {&g.dq, &g.dk, &g.dv};
-  for (int t = 0; t < 3; ++t) {
-    const auto& [name, c] = cands[t];
+  r.gradient_oracle = "b1_dense_masked_grad";
+  const std::tuple<const char*, const GradientCandidate*, const Tensor<double>*, RowKind,
+                   std::optional<TensorReport>*>
+      cands[3] = {{"dq", &dq, &g.dq, RowKind::query, &r.dq},
+                  {"dk", &dk, &g.dk, RowKind::key, &r.dk},
+                  {"dv", &dv, &g.dv, RowKind::key, &r.dv}};
+  bool failed = false;
+  for (const auto& [name, c, ref, rows_are, out] : cands) {
     if (c->x == nullptr) continue;
-    const CheckReport r = check_close(*c->x, *refs[t], c->tol);
-    nlohmann::json gj = nlohmann::json::parse(report_json(r, name, c->tol));
-    gj["worst_candidate"] = number_json(r.worst_candidate);  // "nan"/"inf", never null
-    gj["worst_reference"] = number_json(r.worst_reference);
-    gj["budget_used"] = number_json(r.budget_used);
-    gj["error_over_tolerance"] = number_json(r.budget_used);
-    j[name] = gj;
-    pass = pass && r.pass;
+    *out = tensor_report(name, *c->x, *ref, c->tol, pattern, {}, rows_are);
+    failed = failed || !(*out)->pass;
   }
-  j["pass"] = pass;
+  if (!failed) return;
+  r.pass = false;
+  const GradientCause cause =
+      gradient_cause(q, k, v, dout, pattern, scale, g, {r.dq ? &*r.dq : nullptr,
+                     r.dk ? &*r.dk : nullptr, r.dv ? &*r.dv : nullptr},
+                     {dq.x, dk.x, dv.x});
+  for (std::optional<TensorReport>* t : {&r.dq, &r.dk, &r.dv})
+    if (*t && !(*t)->pass) (*t)->probable_cause = cause.probable_cause;
+  if (r.probable_cause.empty()) {  // o and lse pass: the gradients' cause is the report's
+    r.probable_cause = cause.probable_cause;
+    r.probes = cause.probes;
+  } else if (r.probes.is_object()) {
+    r.probes["gradient"] = cause.probes;
+  }
 }
 
 ReachResult compute_reach(const graph::LayerStack& stack, const ReachRequest& request) {

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/check_result.h"
 #include "api/conventions.h"
 #include "api/tolerance_rule.h"
 #include "core/check.h"
@@ -59,19 +60,21 @@ void require_candidate_shape(const Shape& got, const Shape& want, const std::str
 
 // `check`: runs the oracle a1_dense_masked (convention_oracle under `conv`) on q/k/v
 // (already rank 4, bhsd) and judges o (and lse when given, in the base `conv` names) with
-// core/check.h's checker. Returns the JSON object the CLI prints: oracle, pattern, shape,
-// conventions, o (and lse) reports located per (batch, head) and row (api/check_report.h,
-// contract §4.9), pass; on failure probable_cause and probes. With --padded-queries any,
-// padded query rows are not compared. With `rule` (contract §4.10) each tensor's verdict
-// is judge_reference_error's ("reference_error" in its report) instead of the fixed table's. `raw_spec`: the pattern as given, before its
-// parameters were canonicalized for these sizes (the layout probe re-sizes it). o is bhsd here (the caller transposes a bshd file).
-nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
-                                    const Tensor<double>& v, const Pattern& pattern,
-                                    const double* scale, const Tensor<double>& o,
-                                    Tolerance o_tol, const Tensor<double>* lse,
-                                    Tolerance lse_tol, const Conventions& conv = {},
-                                    const PatternSpec* raw_spec = nullptr,
-                                    const ToleranceRule* rule = nullptr);
+// core/check.h's checker. Returns the report (api/check_result.h; api/check_render.h writes
+// it as the JSON the CLI prints and as text): oracle, pattern, shape, conventions, o (and
+// lse) reports located per (batch, head) and row (contract §4.9), pass; on failure
+// probable_cause and probes. With --padded-queries any, padded query rows are not compared;
+// a tensor with nothing left to compare fails. With `rule` (contract §4.10) each tensor's
+// verdict is judge_reference_error's (reference_error in its report) instead of the fixed
+// table's. `raw_spec`: the pattern as given, before its parameters were canonicalized for
+// these sizes (the layout probe re-sizes it). o is bhsd here (the caller transposes a bshd
+// file).
+CheckResult check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
+                                 const Tensor<double>& v, const Pattern& pattern,
+                                 const double* scale, const Tensor<double>& o, Tolerance o_tol,
+                                 const Tensor<double>* lse, Tolerance lse_tol,
+                                 const Conventions& conv = {}, const PatternSpec* raw_spec = nullptr,
+                                 const ToleranceRule* rule = nullptr);
 
 // What check_against's explaining report needs besides the oracle. q/k/v/scale: the inputs
 // (bhsd) the cause probes and the reference-error rule re-run; null: the probes are
@@ -93,13 +96,12 @@ struct CheckContext {
 };
 
 // `check` against `oracle` (convention_oracle's, or a compatibility mode's float64
-// definition, contract §3.12): the JSON of check_against_oracle (which wraps this), with
-// the report fields of api/check_report.h, probes and hint as `ctx` allows. `oracle`, o and
-// lse are bhsd. Throws InvalidArgument("--q, --k, --v") where the oracle is not finite.
-nlohmann::json check_against(const AttentionResult& oracle, const Pattern& pattern,
-                             const AttentionShape& shape, const Tensor<double>& o,
-                             Tolerance o_tol, const Tensor<double>* lse, Tolerance lse_tol,
-                             const CheckContext& ctx = {});
+// definition, contract §3.12): the report of check_against_oracle (which wraps this), with
+// probes and hint as `ctx` allows. `oracle`, o and lse are bhsd. Throws
+// InvalidArgument("--q, --k, --v") where the oracle is not finite.
+CheckResult check_against(const AttentionResult& oracle, const Pattern& pattern,
+                          const AttentionShape& shape, const Tensor<double>& o, Tolerance o_tol,
+                          const Tensor<double>* lse, Tolerance lse_tol, const CheckContext& ctx = {});
 // `impls --backward --json`: one object per backward registry entry (name, target, dtype,
 // forward, patterns, reference, atol, rtol, summary), in ladder order (docs/backward.md).
 nlohmann::json grad_impls_json();
@@ -126,14 +128,17 @@ GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Ou
 
 // `check --dout`: judges candidate gradients against the gradient oracle
 // b1_dense_masked_grad on q/k/v/dout (rank 4, dout from checked_dout) with core/check.h's
-// checker. Each non-null candidate (already shape-checked) is reported under its name
-// ("dq", "dk", "dv") with the fields of "o"; adds "gradient_oracle" and ANDs the verdicts
-// into j["pass"] (j is check_against_oracle's object).
+// checker. Each non-null candidate (already shape-checked) gets a report with the fields of
+// o's (r.dq, r.dk, r.dv; dq's rows are query rows, dk's and dv's key rows), failing ones a
+// probable cause from the gradient probes (api/gradient_probes.h); sets gradient_oracle and
+// ANDs the verdicts into r.pass (r is check_against_oracle's). Throws
+// InvalidArgument("--tolerance-rule") when r was judged by the reference-error rule, which
+// judges o and lse only (contract §4.10).
 struct GradientCandidate {
   const Tensor<double>* x = nullptr;  // nullptr: not checked
   Tolerance tol{};
 };
-void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
+void check_gradients_against_oracle(CheckResult& r, const Tensor<double>& q,
                                     const Tensor<double>& k, const Tensor<double>& v,
                                     const Pattern& pattern, const double* scale,
                                     const Tensor<double>& dout, const GradientCandidate& dq,

@@ -17,7 +17,10 @@
 // ("dq", "dk", "dv") with the report shape of "o".
 // A failing report locates and explains (contract §4.9): failing rows per (batch, head),
 // the worst row against its allowed keys, non-finite values as strings, probable_cause
-// from re-running the oracle under the usual mistakes; --format text prints a summary.
+// from re-running the oracle under the usual mistakes; --format text prints a summary
+// (api/check_render.h, the same text as Python's CheckReport.summary()). A tensor of which
+// nothing is compared (every row skipped) fails. --tolerance-rule reference-error judges o
+// and lse only and is refused with --dout.
 // Convention flags (contract §1.6): --layout, --lse-base, --padded-queries,
 // --key-padding-polarity, --causal-align, --masked-score. --tolerance-rule
 // reference-error --factor F judges against a naive low-precision run (contract §4.10).
@@ -29,7 +32,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
-#include "api/check_report.h"
+#include "api/check_render.h"
 #include "cli/commands.h"
 #include "api/compat_flags.h"
 #include "api/conventions.h"
@@ -110,6 +113,9 @@ void run_check(const CheckArgs& a) {
           "gradients are not available under the compatibility flags (contract §3.12)");
   require(!compat || !by_reference, "--tolerance-rule", a.tolerance_rule,
           "must be table under the compatibility flags (the naive run is the normal pattern's)");
+  require(!by_reference || a.dout.empty(), "--tolerance-rule", a.tolerance_rule,
+          "judges o and lse only (its yardstick is a naive forward pass): with --dout, use "
+          "--tolerance-rule table (contract §4.10)");
   require(!compat || !conv.masked_score, "--masked-score", a.conventions.masked_score,
           "must be -inf under the compatibility flags (their definitions remove masked keys)");
   AttentionInputs in = load_inputs_with(a.q, a.k, a.v, pattern_flags, conv);
@@ -191,22 +197,22 @@ void run_check(const CheckArgs& a) {
   } else {
     oracle = convention_oracle(in.q, in.k, in.v, in.pattern, scale_ptr, conv);
   }
-  nlohmann::json j = check_against(oracle, in.pattern, in.shape, o, o_tol,
-                                   a.candidate_lse.empty() ? nullptr : &lse, lse_tol, ctx);
-  if (!a.compat.compat.empty()) j["compat"] = a.compat.compat;
-  if (!a.compat.global_mask.empty()) j["global_mask"] = a.compat.global_mask;
-  if (!a.compat.q_global.empty()) j["global_projections"] = true;
+  CheckResult r = check_against(oracle, in.pattern, in.shape, o, o_tol,
+                                a.candidate_lse.empty() ? nullptr : &lse, lse_tol, ctx);
+  r.compat = a.compat.compat;
+  r.global_mask = a.compat.global_mask;
+  r.global_projections = !a.compat.q_global.empty();
   if (backward)
-    check_gradients_against_oracle(j, in.q, in.k, in.v, in.pattern, scale_ptr, dout,
+    check_gradients_against_oracle(r, in.q, in.k, in.v, in.pattern, scale_ptr, dout,
                                    {grads[0].path.empty() ? nullptr : &grads[0].x, grads[0].tol},
                                    {grads[1].path.empty() ? nullptr : &grads[1].x, grads[1].tol},
                                    {grads[2].path.empty() ? nullptr : &grads[2].x, grads[2].tol});
-  const bool pass = j.at("pass").get<bool>();
+  const bool pass = r.pass;
   if (a.format == "text") {
-    std::cout << check_summary_text(j);
+    std::cout << check_text(r);
   } else {
-    std::cout << j.dump(2) << "\n";
-    if (!pass) std::cerr << check_summary_text(j);  // the human summary of a failure
+    std::cout << check_json(r).dump(2) << "\n";
+    if (!pass) std::cerr << check_text(r);  // the human summary of a failure
   }
   exit_code_ref() = pass ? 0 : 1;
 }

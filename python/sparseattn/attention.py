@@ -6,9 +6,7 @@ leading dimensions mean 1 (rank 2 or 3 inputs), and outputs keep q's leading dim
 """
 from __future__ import annotations
 
-import math
 import warnings
-from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
@@ -16,6 +14,7 @@ import numpy as np
 from . import _arrays
 from . import _sparseattn as _C
 from .pattern import Pattern
+from .report import CheckReport, TensorReport  # noqa: F401 (re-exported)
 
 
 def _pattern(pattern: Any) -> Pattern:
@@ -302,237 +301,6 @@ def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: i
     return Timing(np.asarray(seconds, dtype=np.float64), o, lse)
 
 
-@dataclass(frozen=True)
-class TensorReport:
-    """The checker's verdict on one tensor (core/check.h; the ``o``, ``lse``, ``dq``,
-    ``dk``, ``dv`` objects of ``sparseattn check``). ``passed`` is the JSON's ``pass``."""
-
-    tensor: str
-    passed: bool
-    reason: str
-    num_elements: int
-    num_nonfinite: int
-    num_mismatched: int
-    max_abs_error: float
-    max_rel_error: float
-    worst_index: Tuple[int, ...]
-    worst_candidate: Optional[float]
-    worst_reference: Optional[float]
-    budget_used: Optional[float]
-    atol: float
-    rtol: float
-    # Where it fails (contract §4.9): element mismatches per "batch,head", failing query
-    # rows per "batch,head" as ranges ("1-32,40"), the worst row in full (expected and
-    # candidate first elements, allowed_keys, fully_masked, padded_query), the first
-    # NaN/Inf where the oracle is finite, and the worst error over its tolerance.
-    mismatches: Dict[str, int] = field(default_factory=dict)
-    rows: Dict[str, str] = field(default_factory=dict)
-    worst_row: Optional[Dict[str, Any]] = None
-    first_nonfinite: Optional[Dict[str, Any]] = None
-    error_over_tolerance: Optional[float] = None
-    error_over_tolerance_means: str = ""
-    rows_truncated: Optional[str] = None
-    # The keys of the JSON object it was read from: to_dict() writes back those (a gradient
-    # report carries core/check.h's fields, not the location fields).
-    keys: Tuple[str, ...] = field(default=(), repr=False, compare=False)
-
-    _NUMBERS = ("worst_candidate", "worst_reference", "budget_used", "error_over_tolerance")
-
-    @staticmethod
-    def _from(d: Dict[str, Any]) -> "TensorReport":
-        d = dict(d)
-        d["passed"] = d.pop("pass")
-        d["worst_index"] = tuple(d["worst_index"])
-        for key in TensorReport._NUMBERS:  # "nan", "inf", "-inf" in the JSON
-            if isinstance(d.get(key), str):
-                d[key] = float(d[key])
-        known = {f.name for f in fields(TensorReport)} - {"keys"}
-        d["keys"] = tuple(k for k in d if k != "passed") + ("pass",)
-        return TensorReport(**{k: val for k, val in d.items() if k in known or k == "keys"})
-
-    def to_dict(self) -> Dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "keys"}
-        d["pass"] = d.pop("passed")
-        d["worst_index"] = list(self.worst_index)
-        for key in self._NUMBERS:
-            x = d.get(key)
-            if isinstance(x, float) and not math.isfinite(x):
-                d[key] = "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
-        for key in ("worst_row", "first_nonfinite", "rows_truncated", "error_over_tolerance"):
-            if d.get(key) is None:
-                d.pop(key, None)
-        if self.keys:
-            d = {k: val for k, val in d.items() if k in self.keys}
-        return d
-
-    def line(self) -> str:
-        """One line in the manner of ``torch.testing.assert_close``."""
-        tol = f"atol {self.atol:g}, rtol {self.rtol:g}"
-        if self.passed:
-            used = "" if self.budget_used is None else f", {self.budget_used:.3g} of the budget"
-            return (f"{self.tensor}: ok ({self.num_elements} elements, greatest absolute "
-                    f"difference {self.max_abs_error:.3g}{used}; {tol})")
-        share = 100.0 * self.num_mismatched / max(self.num_elements, 1)
-        where = ""
-        if self.worst_index:
-            where = (f" at index {self.worst_index} (candidate {self.worst_candidate}, "
-                     f"oracle {self.worst_reference})")
-        nonfinite = (f"; {self.num_nonfinite} non-finite where the oracle is finite"
-                     if self.num_nonfinite else "")
-        return (f"{self.tensor}: mismatched elements {self.num_mismatched} / "
-                f"{self.num_elements} ({share:.1f}%){nonfinite}; greatest absolute "
-                f"difference {self.max_abs_error:.6g}{where}; greatest relative difference "
-                f"{self.max_rel_error:.6g}; allowed {tol}"
-                + ("" if self.budget_used is None else
-                   f" ({self.budget_used:.3g}x the budget)")
-                + (f". {self.reason}" if self.reason else ""))
-
-
-@dataclass(frozen=True)
-class CheckReport:
-    """``sparseattn check``'s JSON as attributes (``passed`` is the JSON's ``pass``).
-
-    Attributes
-    ----------
-    oracle : str
-        ``"a1_dense_masked"``, the float64 oracle (contract §4).
-    pattern : str
-        The pattern's description.
-    shape : dict
-        batch, num_heads, seq_len_q, seq_len_k, head_dim, head_dim_v.
-    o : TensorReport
-    lse : TensorReport or None
-        Present when a candidate lse was given.
-    passed : bool
-        Every checked tensor within ``atol + rtol * |oracle|``, element by element.
-    gradient_oracle : str or None
-        ``"b1_dense_masked_grad"``, the float64 gradient oracle (contract §7.3), when
-        ``dout`` was given.
-    dq, dk, dv : TensorReport or None
-        Present when that candidate gradient was given (with ``dout``).
-    """
-
-    oracle: str
-    pattern: str
-    shape: Dict[str, int]
-    o: TensorReport
-    lse: Optional[TensorReport]
-    passed: bool
-    gradient_oracle: Optional[str] = None
-    dq: Optional[TensorReport] = None
-    dk: Optional[TensorReport] = None
-    dv: Optional[TensorReport] = None
-    # On failure: the mistake the candidate matches (cause probes, contract §4.9), e.g.
-    # "scale 1/head_dim (candidate matches the oracle with --scale 0.125)".
-    probable_cause: Optional[str] = None
-    probes: Optional[Dict[str, Any]] = None
-    conventions: str = ""
-    # On a failing o: the peer convention that would explain it (api/convention_hint.h).
-    hint: Optional[str] = None
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    def _tensors(self) -> List[TensorReport]:
-        return [t for t in (self.o, self.lse, self.dq, self.dk, self.dv) if t is not None]
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The JSON object ``sparseattn check`` prints, field for field."""
-        d: Dict[str, Any] = {"oracle": self.oracle, "pattern": self.pattern,
-                             "shape": dict(self.shape), "o": self.o.to_dict()}
-        if self.conventions:
-            d["conventions"] = self.conventions
-        if self.lse is not None:
-            d["lse"] = self.lse.to_dict()
-        if self.probable_cause is not None:
-            d["probable_cause"] = self.probable_cause
-            d["probes"] = self.probes
-        if self.hint is not None:
-            d["hint"] = self.hint
-        if self.gradient_oracle is not None:
-            d["gradient_oracle"] = self.gradient_oracle
-        for name in ("dq", "dk", "dv"):
-            t = getattr(self, name)
-            if t is not None:
-                d[name] = t.to_dict()
-        d["pass"] = self.passed
-        return d
-
-    def summary(self) -> str:
-        """A few human lines: verdict, pattern and shape, one line per tensor."""
-        s = self.shape
-        head = ("matches the float64 oracle" if self.passed
-                else "does NOT match the float64 oracle")
-        oracle = self.oracle + ("" if self.gradient_oracle is None
-                                else f" / {self.gradient_oracle}")
-        lines = [f"sparseattn check: candidate {head} {oracle}",
-                 f"pattern {self.pattern}; batch {s['batch']}, num_heads {s['num_heads']}, "
-                 f"seq_len_q {s['seq_len_q']}, seq_len_k {s['seq_len_k']}, head_dim "
-                 f"{s['head_dim']}, head_dim_v {s['head_dim_v']}"]
-        lines += [t.line() for t in self._tensors()]
-        if not self.passed:
-            bad = next(t for t in self._tensors() if not t.passed)
-            idx = bad.worst_index
-            if len(idx) >= 3:
-                row = "key row" if bad.tensor in ("dk", "dv") else "query row"
-                lines.append(f"worst element: batch {idx[0]}, head {idx[1]}, {row} {idx[2]}")
-            for t in self._tensors():
-                if t is None or t.passed:
-                    continue
-                for bh, rows in t.rows.items():
-                    lines.append(f"{t.tensor} fails at (batch, head) {bh}: query rows {rows}")
-                if t.worst_row:
-                    w = t.worst_row
-
-                    def short(xs: List[Any]) -> str:
-                        return "[" + ", ".join(f"{x:.6g}" if isinstance(x, float) else str(x)
-                                               for x in xs) + "]"
-                    lines.append(
-                        f"{t.tensor} worst row batch {w['batch']}, head {w['head']}, row "
-                        f"{w['row']}: expected {short(w['expected'])}, candidate {short(w['candidate'])}; "
-                        f"allowed keys {w['allowed_keys'] or 'none'}"
-                        + (" (fully masked)" if w["fully_masked"] else "")
-                        + (" (padded query)" if w["padded_query"] else ""))
-            if self.probable_cause and not self.probable_cause.startswith("unknown"):
-                lines.append("probable cause: " + self.probable_cause)
-            else:
-                lines.append("hint: " + _hint(bad))
-            if self.hint:
-                lines.append("convention hint: " + self.hint)
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary()
-
-
-def _hint(bad: TensorReport) -> str:
-    """The likely cause of a failure, read off the report alone."""
-    gradient = bad.tensor in ("dq", "dk", "dv")
-    if bad.num_nonfinite:
-        if gradient:
-            return ("the candidate gradient has NaN/Inf where the oracle is finite; a fully "
-                    "masked row's dq and a padded key's dk, dv must be exactly 0, never NaN "
-                    "(docs/contract.md §7.2)")
-        return ("the candidate has NaN/Inf where the oracle is finite; a row with no allowed "
-                "key must give o = 0 and lse = -inf, never NaN (docs/contract.md §2)")
-    if bad.num_mismatched >= 0.9 * bad.num_elements:
-        if gradient:
-            return ("almost every element differs: compare dout (the gradient of o, o's "
-                    "shape), the scale (dq and dk carry its factor, dv does not), the "
-                    "softmax Jacobian term rowsum(dout * o) (docs/backward.md) and the "
-                    "pattern's parameters")
-        return ("almost every element differs: compare the pattern's parameters (window is "
-                "one-sided: HF Longformer's attention_window = 2 * window), the scale "
-                "(default 1/sqrt(head_dim)), the layout [batch, num_heads, seq_len, head_dim] "
-                "and, for lse, the natural log")
-    if gradient:
-        return ("some elements differ: compare pattern.mask(...) with the pairs the backward "
-                "pass used near the worst row (masked pairs must add nothing; dk, dv sum over "
-                "the queries that attend the key)")
-    return ("some elements differ: compare pattern.mask(...) with the keys the candidate "
-            "used near the worst row (boundaries, global tokens, random blocks, padding)")
-
-
 def _candidate(x: Any, name: str) -> Tuple[np.ndarray, str]:
     a = _arrays.to_numpy(x, name)
     if a.dtype.kind != "f" or a.dtype.itemsize not in (2, 4, 8):
@@ -636,18 +404,9 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
             ga = np.ascontiguousarray(np.swapaxes(ga, -3, -2))
         grads.append(ga)
         dtypes.append(g_dtype)
-    d = _C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r, _scale(scale),
-                 _padding(key_padding_mask), conventions, da, grads, dtypes)
-
-    def report(name: str) -> Optional[TensorReport]:
-        return TensorReport._from(d[name]) if name in d else None
-
-    return CheckReport(oracle=d["oracle"], pattern=d["pattern"], shape=d["shape"],
-                       o=TensorReport._from(d["o"]), lse=report("lse"), passed=d["pass"],
-                       gradient_oracle=d.get("gradient_oracle"), dq=report("dq"),
-                       dk=report("dk"), dv=report("dv"),
-                       probable_cause=d.get("probable_cause"), probes=d.get("probes"),
-                       conventions=d.get("conventions", ""), hint=d.get("hint"))
+    return CheckReport._from(_C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r,
+                                      _scale(scale), _padding(key_padding_mask), conventions,
+                                      da, grads, dtypes))
 
 
 def performer_favor(q: Any, k: Any, v: Any, num_features: int = 256, seed: int = 0,

@@ -29,6 +29,7 @@
 #include "graph/layer_graph.h"
 #include "optimized/cpu/isa.h"
 #include "python/src/arrays.h"
+#include "python/src/report_bindings.h"
 #include "realdata/locality.h"
 #include "realdata/position_extension.h"
 #include "reference/approx/nystrom.h"
@@ -401,7 +402,7 @@ py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::ar
 // dtype before any widening ("float16" arrives widened to float64), which picks its
 // tolerance as the CLI does. Given dout, the candidate gradients (any of dq, dk, dv) are
 // judged against b1_dense_masked_grad as `check --dout --candidate-dq ...` does.
-py::object check(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
+api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
                  const PatternSpec& spec, const py::array& o_arr, const std::string& o_dtype,
                  std::optional<py::array> lse_arr, const std::string& lse_dtype,
                  std::optional<double> atol, std::optional<double> rtol,
@@ -444,7 +445,7 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
     if (grad_arrs[t]) gv[t] = float_view(*grad_arrs[t], grad_names[t]);
   const PatternSpec s = with_padding(spec, key_padding_mask);
   const Tolerance o_tol = tol_of(o_dtype), lse_tol = tol_of(lse_dtype);
-  nlohmann::json j;
+  api::CheckResult j;  // bound in report_bindings.cpp
   {
     py::gil_scoped_release nogil;
     const Inputs in = read_inputs(qv, kv, &vv);
@@ -479,7 +480,7 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
       api::check_gradients_against_oracle(j, in.q, in.k, in.v, pattern, scale_ptr(scale), dout,
                                           cands[0], cands[1], cands[2]);
   }
-  return to_python(j);
+  return j;
 }
 
 // Approximations (reference/approx/): dense, not causal, no key padding.
@@ -611,6 +612,7 @@ PYBIND11_MODULE(_sparseattn, m) {
   m.def("block_mask", &block_mask);
   m.def("attend", &attend);
   m.def("time_impl", &time_impl);
+  register_report_bindings(m);  // CheckResult, TensorReport and their renderers
   m.def("check", &check);
   m.def("performer_favor", &approx_performer_favor);
   m.def("nystrom", &approx_nystrom);
