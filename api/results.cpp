@@ -7,6 +7,7 @@
 
 #include "api/check_report.h"
 #include "api/gradient_probes.h"
+#include "api/info_result.h"
 #include "api/convention_hint.h"
 #include "api/inputs.h"
 #include "core/error.h"
@@ -61,77 +62,12 @@ const Kernel& serving_kernel(const std::string& name, const Pattern& pattern) {
   return *kernel;
 }
 
-// What a tiled kernel does with the layout: it computes every pair of every listed tile,
-// partial ones included (tiled_flops, and the share of them spent on masked pairs),
-// reads q once and k, v once per listed tile (bytes_tiled, float32) against every tensor
-// once (bytes_min); and the layout's own memory (layout_bytes: row_ptr, col, bits_at,
-// bits; heads that share a layout counted once). Key padding ignored, like the counts.
 nlohmann::json tile_json(const Pattern& p, int64_t head_dim) {
-  int64_t tile_pairs = 0, kv_columns = 0, layout_bytes = 0;
-  std::vector<const HeadLayout*> seen;
-  for (int64_t h = 0; h < p.sizes.num_heads; ++h) {
-    const HeadLayout& L = p.head(h);
-    for (int64_t qt = 0; qt < L.num_q_tiles(); ++qt) {
-      const int64_t rows = std::min(L.tile, L.seq_len_q - qt * L.tile);
-      for (int64_t e = L.row_ptr[qt]; e < L.row_ptr[qt + 1]; ++e) {
-        const int64_t cols = std::min(L.tile, L.seq_len_k - int64_t{L.col[e]} * L.tile);
-        tile_pairs += rows * cols;
-        kv_columns += cols;
-      }
-    }
-    if (std::find(seen.begin(), seen.end(), &L) != seen.end()) continue;
-    seen.push_back(&L);
-    layout_bytes += static_cast<int64_t>(L.row_ptr.size() * sizeof(int64_t) + L.col.size() * sizeof(int32_t) +
-                                         L.bits_at.size() * sizeof(int64_t) + L.bits.size() * sizeof(uint64_t));
-  }
-  PatternStats st = pattern_stats(p);
-  const double flops = attention_flops(st, head_dim, head_dim);
-  st.nnz = tile_pairs;
-  const double tiled_flops = attention_flops(st, head_dim, head_dim);
-  const double H = static_cast<double>(p.sizes.num_heads), D = static_cast<double>(head_dim);
-  const double q_o_lse = 4.0 * H * static_cast<double>(p.sizes.seq_len_q) * (2 * D + 1);
-  return {{"tile_pairs", tile_pairs},
-          {"tiled_flops", tiled_flops},
-          {"partial_tile_waste", tiled_flops > 0 ? 1.0 - flops / tiled_flops : 0.0},
-          {"bytes_min", q_o_lse + 4.0 * H * static_cast<double>(p.sizes.seq_len_k) * 2 * D},
-          {"bytes_tiled", q_o_lse + 4.0 * static_cast<double>(kv_columns) * 2 * D},
-          {"layout_bytes", layout_bytes}};
+  return tile_cost_json(tile_cost(p, head_dim));
 }
 
 nlohmann::json info_json(const Pattern& pattern, int64_t head_dim) {
-  const PatternStats st = pattern_stats(pattern);
-  const double flops = attention_flops(st, head_dim, head_dim);
-  PatternStats dense = st;
-  dense.nnz = st.dense_pairs;
-  const double dense_flops = attention_flops(dense, head_dim, head_dim);
-  nlohmann::json j = {
-      {"pattern", describe(pattern.spec)},
-      {"num_heads", pattern.sizes.num_heads},
-      {"seq_len_q", pattern.sizes.seq_len_q},
-      {"seq_len_k", pattern.sizes.seq_len_k},
-      {"head_dim", head_dim},
-      {"nnz", st.nnz},
-      {"dense_pairs", st.dense_pairs},
-      {"density", st.density},
-      {"keys_per_row", {{"min", st.row_min}, {"mean", st.row_mean}, {"max", st.row_max}}},
-      {"empty_rows", st.empty_rows},
-      {"tiles", {{"listed", st.num_tiles}, {"full", st.full_tiles},
-                 {"partial", st.num_tiles - st.full_tiles}}},
-      {"random_draws", pattern.random_draws.numel()},
-      {"random_draws_shape", pattern.random_draws.shape},
-      {"random_draws_layout",
-       pattern.spec.kind == PatternKind::bigbird       ? "[num_heads, nb - 2, num_random_blocks] key-block indices of query blocks 1..nb-2 (HF rand_attn); mask --random-table-out writes them"
-       : pattern.spec.kind == PatternKind::bigbird_etc ? "[num_heads, nb, num_random_blocks] key-block indices; mask --random-table-out writes them"
-       : pattern.spec.kind == PatternKind::random      ? "[num_heads, seq_len_q, num_random] key indices, -1 where a row has fewer; mask --random-table-out writes them"
-                                                       : "none"},
-      {"random_shortfall", pattern.random_shortfall},
-      {"flops", flops},
-      {"dense_flops", dense_flops},
-      {"flops_fraction", dense_flops > 0 ? flops / dense_flops : 0.0},
-      {"clamped", pattern.clamped},
-  };
-  j.update(tile_json(pattern, head_dim));
-  return j;
+  return info_json(info_result(pattern, head_dim));
 }
 
 Tensor<uint8_t> allowed_mask(const Pattern& pattern) {

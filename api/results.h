@@ -37,11 +37,13 @@ nlohmann::json impls_json();
 const Kernel& serving_kernel(const std::string& name, const Pattern& pattern);
 
 // What a tiled kernel does with the layout: tile_pairs, tiled_flops, partial_tile_waste,
-// bytes_min, bytes_tiled, layout_bytes (key padding ignored, like the counts).
+// bytes_min, bytes_tiled, layout_bytes (key padding ignored, like the counts):
+// tile_cost_json(tile_cost(...)) of api/info_result.h.
 nlohmann::json tile_json(const Pattern& pattern, int64_t head_dim);
 
 // `info --json`: nnz, density, keys per row, tiles, random draws and FLOPs (4 · nnz ·
-// head_dim per batch element, the FlashAttention paper's count) of a materialized pattern.
+// head_dim per batch element, the FlashAttention paper's count) of a materialized pattern:
+// info_json(info_result(...)) of api/info_result.h, which also writes `info`'s text.
 nlohmann::json info_json(const Pattern& pattern, int64_t head_dim);
 
 // `mask`: the allowed mask [batch, num_heads, seq_len_q, seq_len_k], 1 = may attend:
