@@ -80,6 +80,11 @@ std::string reading_hint(const TensorReport& t) {
     return "the candidate has NaN/Inf where the oracle is finite; a row with no allowed key must "
            "give o = 0 and lse = -inf, never NaN (docs/contract.md §2)";
   }
+  if (t.worst_row && t.worst_row->padded && t.rows_are == RowKind::query)
+    return "the worst row is a padded query: query i sits at key position i + seq_len_k - "
+           "seq_len_q (contract §2), which the key padding mask marks as padding, so its o is 0 "
+           "and its lse -inf; a decode step on a partly filled cache needs its own position kept "
+           "in the mask (or seq_len_k = the filled length)";
   if (t.num_mismatched >= 0.9 * static_cast<double>(t.num_compared)) {
     if (gradient)
       return "almost every element differs: compare dout (the gradient of o, o's shape), the "
