@@ -22,14 +22,41 @@ std::string g(double x, int digits) {
   return buf;
 }
 
-// The shortest %g text that reads back as x (a value the reader may paste back).
+// x as Python's repr() writes it: the shortest digits that read back as x, fixed
+// notation for exponents -4..15 (always with a decimal point, "0.0"), else "1.5e-07".
+// Values a reader may paste back; Python's old report printed them so.
 std::string exact(double x) {
   if (!std::isfinite(x)) return g(x, 1);
-  for (int digits = 1; digits < 17; ++digits) {
-    const std::string s = g(x, digits);
-    if (std::strtod(s.c_str(), nullptr) == x) return s;
+  char buf[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*e", digits - 1, x);
+    if (std::strtod(buf, nullptr) == x) break;
   }
-  return g(x, 17);
+  const std::string e = buf;  // [-]d[.ddd]e[+-]XX
+  const size_t at = e.find('e');
+  const bool negative = e[0] == '-';
+  std::string mantissa = e.substr(negative ? 1 : 0, at - (negative ? 1 : 0));
+  const int exponent = std::atoi(e.c_str() + at + 1);
+  std::string digits;
+  for (char c : mantissa)
+    if (c != '.') digits += c;
+  std::string out;
+  if (exponent >= -4 && exponent < 16) {
+    if (exponent < 0) {
+      out = "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+    } else if (static_cast<size_t>(exponent) + 1 >= digits.size()) {
+      out = digits + std::string(static_cast<size_t>(exponent) + 1 - digits.size(), '0') + ".0";
+    } else {
+      out = digits.substr(0, static_cast<size_t>(exponent) + 1) + "." +
+            digits.substr(static_cast<size_t>(exponent) + 1);
+    }
+  } else {
+    out = digits.substr(0, 1) + (digits.size() > 1 ? "." + digits.substr(1) : "");
+    char ex[8];
+    std::snprintf(ex, sizeof ex, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    out += ex;
+  }
+  return (negative ? "-" : "") + out;
 }
 
 std::string index_text(const Shape& idx) {
@@ -77,6 +104,13 @@ std::string reading_hint(const TensorReport& t) {
     if (gradient)
       return "the candidate gradient has NaN/Inf where the oracle is finite; a fully masked row's "
              "dq and a padded key's dk, dv must be exactly 0, never NaN (docs/contract.md §7.2)";
+    const std::optional<WorstRow>& w = t.worst_row;
+    if (w && t.rows_are == RowKind::query && !w->fully_masked && w->num_allowed > 0)
+      return "the candidate has NaN/Inf where the oracle is finite, on query row " +
+             std::to_string(w->row) + ", which has " + std::to_string(w->num_allowed) +
+             " allowed keys (it is not masked): most likely exp overflowed (inf / inf) or "
+             "underflowed everywhere (0 / 0); subtract the row maximum over the allowed keys "
+             "before exponentiating (docs/contract.md §2.1)";
     return "the candidate has NaN/Inf where the oracle is finite; a row with no allowed key must "
            "give o = 0 and lse = -inf, never NaN (docs/contract.md §2)";
   }
@@ -116,6 +150,8 @@ nlohmann::json tensor_json(const TensorReport& t) {
       {"num_mismatched", t.num_mismatched},
       {"max_abs_error", number_json(t.max_abs_error)},
       {"max_rel_error", number_json(t.max_rel_error)},
+      {"max_abs_error_finite", t.max_abs_error_finite},
+      {"max_rel_error_finite", t.max_rel_error_finite},
       {"worst_index", index_json(t.worst_index)},
       {"worst_candidate", number_json(t.worst_candidate)},
       {"worst_reference", number_json(t.worst_reference)},
@@ -217,8 +253,13 @@ std::string tensor_line(const TensorReport& t) {
   if (!t.worst_index.empty())
     s += " at index " + index_text(t.worst_index) + " (candidate " + exact(t.worst_candidate) +
          ", oracle " + exact(t.worst_reference) + ")";
-  s += "; greatest relative difference " + g(t.max_rel_error, 6) + "; allowed " + tol + "; " +
-       eot + rule;
+  s += "; greatest relative difference " + g(t.max_rel_error, 6);
+  if (!std::isfinite(t.max_abs_error))  // the worst element is a NaN or an unmatched infinity
+    s += " (over the elements where both are finite: absolute " + g(t.max_abs_error_finite, 6) +
+         ", relative " + g(t.max_rel_error_finite, 6) + ")";
+  s += "; allowed " + tol + "; " + eot;
+  if (std::isinf(t.error_over_tolerance)) s += " (a non-finite mismatch: no budget covers it)";
+  s += rule;
   if (!t.reason.empty()) s += ". " + t.reason;
   return s;
 }

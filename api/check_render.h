@@ -14,7 +14,8 @@
 namespace sparseattn::api {
 
 // One tensor's report as JSON: core/check.h's fields (tensor, pass, reason, num_elements,
-// num_nonfinite, num_mismatched, max_abs_error, max_rel_error, worst_index, worst_candidate,
+// num_nonfinite, num_mismatched, max_abs_error, max_rel_error (and their _finite maxima over
+// the elements where both values are finite), worst_index, worst_candidate,
 // worst_reference, budget_used, atol, rtol), num_compared, nothing_compared, rows_are,
 // mismatches, rows, rows_truncated, worst_row, first_nonfinite, error_over_tolerance (=
 // budget_used) and its meaning, reference_error, probable_cause. Non-finite numbers are

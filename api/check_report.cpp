@@ -131,8 +131,8 @@ TensorReport tensor_report(const std::string& name, const Tensor<double>& cand,
   t.num_compared = compared;
   t.num_nonfinite = k.num_nonfinite;
   t.num_mismatched = k.num_mismatched;
-  t.max_abs_error = k.max_abs_error;
-  t.max_rel_error = k.max_rel_error;
+  t.max_abs_error = t.max_abs_error_finite = k.max_abs_error;
+  t.max_rel_error = t.max_rel_error_finite = k.max_rel_error;
   t.error_over_tolerance = k.budget_used;
   t.reason = k.reason;
   t.pass = k.pass && compared > 0;

@@ -55,6 +55,8 @@ struct TensorReport {
   // value, +inf when another non-finite mismatch is.
   double max_abs_error = 0.0;
   double max_rel_error = 0.0;
+  // core/check.h's maxima, over the compared elements where both values are finite.
+  double max_abs_error_finite = 0.0, max_rel_error_finite = 0.0;
   // The worst element: the first NaN mismatch if there is one, else the largest
   // |candidate - oracle| / (atol + rtol*|oracle|) (the first non-finite mismatch: +inf).
   Shape worst_index;

@@ -6,6 +6,7 @@
 
 #include "api/inputs.h"
 #include "core/error.h"
+#include "core/field.h"
 #include "core/npy.h"
 
 namespace sparseattn::api {
@@ -47,22 +48,30 @@ void add_convention_flags(CLI::App* cmd, ConventionFlags& f, bool tensors) {
 }
 
 Conventions parse_conventions(const ConventionFlags& f) {
+  // Each value is named by its field (core/field.h); the command line and Python spell it.
   Conventions c;
-  require(f.layout == "bhsd" || f.layout == "bshd", "--layout", f.layout, "must be bhsd or bshd");
+  require_field(f.layout == "bhsd" || f.layout == "bshd", Field::layout, "", f.layout,
+                "must be bhsd or bshd");
   c.bshd = f.layout == "bshd";
-  require(f.lse_base == "e" || f.lse_base == "2", "--lse-base", f.lse_base, "must be e or 2");
+  require_field(f.lse_base == "e" || f.lse_base == "2", Field::lse_base, "", f.lse_base,
+                "must be e or 2");
   c.lse_base2 = f.lse_base == "2";
-  require(f.padded_queries == "zero" || f.padded_queries == "any", "--padded-queries",
-          f.padded_queries, "must be zero or any");
+  require_field(f.padded_queries == "zero" || f.padded_queries == "any", Field::padded_queries, "",
+                f.padded_queries, "must be zero or any");
   c.padded_queries_any = f.padded_queries == "any";
-  require(f.key_padding_polarity == "keep" || f.key_padding_polarity == "ignore",
-          "--key-padding-polarity", f.key_padding_polarity, "must be keep or ignore");
+  require_field(f.key_padding_polarity == "keep" || f.key_padding_polarity == "ignore",
+                Field::key_padding_polarity, "", f.key_padding_polarity, "must be keep or ignore");
   c.key_padding_ignore = f.key_padding_polarity == "ignore";
-  require(f.causal_align == "bottom-right" || f.causal_align == "top-left", "--causal-align",
-          f.causal_align, "must be bottom-right or top-left");
+  require_field(f.causal_align == "bottom-right" || f.causal_align == "top-left",
+                Field::causal_align, "", f.causal_align, "must be bottom-right or top-left");
   c.causal_top_left = f.causal_align == "top-left";
-  if (f.masked_score != "-inf")
-    c.masked_score = parse_finite("--masked-score", f.masked_score, -INFINITY);
+  if (f.masked_score != "-inf") {
+    try {
+      c.masked_score = parse_finite("masked_score", f.masked_score, -INFINITY);
+    } catch (const InvalidArgument&) {
+      throw FieldError(Field::masked_score, "", f.masked_score, "must be -inf or a finite real number");
+    }
+  }
   return c;
 }
 

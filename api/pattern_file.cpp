@@ -17,22 +17,10 @@ std::string field(const std::string& where, const std::string& key) {
   return where + (!where.empty() && where.back() == ']' ? "." : ": ") + key;
 }
 
-// An error of to_spec() names a flag ("--window", "--segment-ids shape"); in a file the
-// user wrote a field, so name that ("p.json: [1].window"). Other errors pass unchanged.
-[[noreturn]] void rethrow_as_field(const InvalidArgument& e, const std::string& where) {
-  const std::string& arg = e.argument();
-  const std::string what = e.what();
-  const std::string head = "invalid " + arg + " = ";
-  const size_t colon = what.find(": ", head.size());
-  if (arg.rfind("--", 0) != 0 || what.compare(0, head.size(), head) != 0 ||
-      colon == std::string::npos)
-    throw e;
-  const size_t end = std::min(arg.find_first_of(" [", 2), arg.size());
-  std::string key = arg.substr(2, end - 2);
-  for (char& c : key)
-    if (c == '-') c = '_';
-  throw InvalidArgument(field(where, key) + arg.substr(end),
-                        what.substr(head.size(), colon - head.size()), what.substr(colon + 2));
+// A field's error inside a file names the field where the user wrote it ("p.json: [1].window",
+// "p.json: heads[1].window"): `where` is the object's own path in the file.
+[[noreturn]] void throw_at(const FieldError& e, const std::string& where) {
+  throw InvalidArgument(field(where, e.argument_as(Spelling::name)), e.value(), e.allowed());
 }
 
 int64_t get_int(const nlohmann::json& v, const std::string& name) {
@@ -53,14 +41,16 @@ std::string get_path(const nlohmann::json& v, const std::string& name, const std
                                              : (std::filesystem::path(base_dir) / p).string();
 }
 
+// One object -> its validated spec; a range or kind error names the field at `where`.
 PatternSpec spec_of(const nlohmann::json& object, const std::string& where,
                     const std::string& base_dir) {
-  const PatternFlags f = flags_from_json(object, where, base_dir);
+  PatternSpec spec = spec_from_json(object, where, base_dir);
   try {
-    return to_spec(f);
-  } catch (const InvalidArgument& e) {
-    rethrow_as_field(e, where);
+    validate_spec(spec);
+  } catch (const FieldError& e) {
+    throw_at(e, where);
   }
+  return spec;
 }
 
 }  // namespace
@@ -85,11 +75,11 @@ nlohmann::json read_json_file(const std::string& flag, const std::string& path) 
   }
 }
 
-PatternFlags flags_from_json(const nlohmann::json& o, const std::string& where,
-                             const std::string& base_dir) {
+PatternSpec spec_from_json(const nlohmann::json& o, const std::string& where,
+                           const std::string& base_dir) {
   require(o.is_object(), where, o.dump(),
           "must be an object of pattern flags, e.g. {\"pattern\": \"window\", \"window\": 64}");
-  PatternFlags f;
+  PatternSpec s;
   for (const auto& [raw_key, value] : o.items()) {
     std::string key = raw_key;
     for (char& c : key)
@@ -97,50 +87,59 @@ PatternFlags flags_from_json(const nlohmann::json& o, const std::string& where,
     const std::string name = field(where, raw_key);
     if (key == "pattern") {
       require(value.is_string(), name, value.dump(), "must be a string naming the kind, e.g. \"window\"");
-      f.pattern = value.get<std::string>();
-      require(f.pattern != "per-head" && f.pattern != "per_head", name, value.dump(),
+      const std::string kind = value.get<std::string>();
+      require(kind != "per-head" && kind != "per_head", name, value.dump(),
               "a per-head pattern is written as a list of patterns, one per head");
+      try {
+        s.kind = parse_pattern_kind(kind);
+      } catch (const FieldError& e) {
+        throw InvalidArgument(name, e.value(), e.allowed());
+      }
     } else if (key == "window") {
-      f.window = get_int(value, name);
+      s.window = get_int(value, name);
     } else if (key == "dilation") {
-      f.dilation = get_int(value, name);
+      s.dilation = get_int(value, name);
     } else if (key == "causal") {
       require(value.is_boolean(), name, value.dump(), "must be true or false");
-      f.causal = value.get<bool>();
+      s.causal = value.get<bool>();
     } else if (key == "global") {
       if (value.is_array()) {
-        for (size_t g = 0; g < value.size(); ++g) {
-          const int64_t pos = get_int(value[g], name + "[" + std::to_string(g) + "]");
-          require(pos >= 0, name + "[" + std::to_string(g) + "]", pos,
-                  "must be a token position, an integer >= 0");
-          f.global += (f.global.empty() ? "" : ",") + std::to_string(pos);
-        }
         require(!value.empty(), name, value.dump(), "must list at least one token position");
+        for (size_t g = 0; g < value.size(); ++g)
+          s.global.push_back(get_int(value[g], name + "[" + std::to_string(g) + "]"));
       } else {
-        require(value.is_string(), name, value.dump(),
-                "must be a list of token positions, e.g. [0, 511]");
-        f.global = value.get<std::string>();
+        // The flag's "I,J" text is accepted too; it is read as the flag reads it.
+        require(value.is_string(), name, value.dump(), "must be a list of token positions, e.g. [0, 511]");
+        try {
+          s.global = parse_positions(value.get<std::string>());
+        } catch (const InvalidArgument& e) {
+          throw InvalidArgument(name, value.get<std::string>(),
+                                "must be a list of token positions, integers >= 0 (e.g. [0, 511])");
+        }
       }
     } else if (key == "num_random") {
-      f.num_random = get_int(value, name);
+      s.num_random = get_int(value, name);
     } else if (key == "block_size") {
-      f.block_size = get_int(value, name);
+      s.block_size = get_int(value, name);
     } else if (key == "num_random_blocks") {
-      f.num_random_blocks = get_int(value, name);
+      s.num_random_blocks = get_int(value, name);
     } else if (key == "num_global_tokens") {
-      f.num_global_tokens = get_int(value, name);
+      s.num_global_tokens = get_int(value, name);
     } else if (key == "seed") {
       require(value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() >= 0),
               name, value.dump(), "must be a JSON integer in [0, 2^64)");
-      f.seed = value.get<uint64_t>();
+      s.seed = value.get<uint64_t>();
     } else if (key == "random_table") {
-      f.random_table = get_path(value, name, base_dir);
+      s.random_table = read_npy_int(get_path(value, name, base_dir), name);
     } else if (key == "segment_ids") {
-      f.segment_ids = get_path(value, name, base_dir);
+      const Tensor<int64_t> ids = read_npy_int(get_path(value, name, base_dir), name);
+      require(ids.rank() == 1, name + " shape", shape_text(ids.shape),
+              "must be [seq_len] (one id per token)");
+      s.segment_ids = ids.data;
     } else if (key == "mask") {
-      f.mask = get_path(value, name, base_dir);
+      s.mask = read_npy_mask(get_path(value, name, base_dir), name);
     } else if (key == "key_padding_mask") {
-      f.key_padding_mask = get_path(value, name, base_dir);
+      s.key_padding_mask = read_npy_mask(get_path(value, name, base_dir), name);
     } else {
       throw InvalidArgument(name, value.dump(),
                             "unknown key; keys are the pattern flags' names without \"--\" "
@@ -149,7 +148,7 @@ PatternFlags flags_from_json(const nlohmann::json& o, const std::string& where,
                             "mask, key_padding_mask, seed)");
     }
   }
-  return f;
+  return s;
 }
 
 FilePattern pattern_from_json(const nlohmann::json& entry, const std::string& where,

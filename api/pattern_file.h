@@ -1,6 +1,6 @@
-// Patterns from a JSON file (`--pattern-file P.json`, contract §3): the same pattern flags,
-// written as JSON, so a pattern that has no one-line flag form (one pattern per head, one per
-// layer) has a file form every subcommand reads.
+// Patterns from a JSON file (`--pattern-file P.json`, contract §3): the PatternSpec's fields,
+// written as JSON and read straight into the spec, so a pattern that has no one-line flag
+// form (one pattern per head, one per layer) has a file form every subcommand reads.
 //
 //   one pattern      {"pattern": "window", "window": 64, "dilation": 2}
 //   per head         [{"pattern": "window", "window": 64},
@@ -36,14 +36,16 @@ struct FilePattern {
 // Reads a JSON file; throws InvalidArgument(flag, path, ...) when unreadable or not JSON.
 nlohmann::json read_json_file(const std::string& flag, const std::string& path);
 
-// One JSON object -> the pattern flags it spells, checked for unknown keys and wrong
-// types (not yet for ranges: to_spec() does that). `where` names the object in errors
-// (e.g. "--pattern-file p.json: [1]"); relative .npy paths are joined to `base_dir`.
-PatternFlags flags_from_json(const nlohmann::json& object, const std::string& where,
-                             const std::string& base_dir);
+// One JSON object -> the PatternSpec it describes, its keys the spec's fields (the table of
+// core/field.h), its .npy files read (relative paths joined to `base_dir`). Checks unknown
+// keys and JSON types, naming `where` (e.g. "--pattern-file p.json: [1]"); ranges are
+// validate_spec()'s, which pattern_from_json() calls.
+PatternSpec spec_from_json(const nlohmann::json& object, const std::string& where,
+                           const std::string& base_dir);
 
 // One pattern entry (an object, a per-head list, or {"heads": [...]}) -> spec and heads.
-// Range errors of to_spec() are renamed to the field (`where`.window, not --window).
+// Range errors (validate_spec's FieldError) name the field where it is written
+// (`where`.window, not --window).
 // Throws InvalidArgument for {"layers": ...} (only `reach` reads those: read_layer_entries).
 FilePattern pattern_from_json(const nlohmann::json& entry, const std::string& where,
                               const std::string& base_dir);
@@ -60,7 +62,7 @@ int64_t pattern_file_heads(const PatternFlags& flags);
 // entry for pattern_from_json). Empty when the file holds one pattern.
 nlohmann::json read_layer_entries(const std::string& flag, const std::string& path);
 
-// The inverse of flags_from_json: the flags that differ from their defaults, as the JSON
+// The command line's pattern flags that differ from their defaults, as the JSON
 // object a pattern file holds (global as a list of integers). Used by the round-trip tests
 // and by `sweep` to record its pattern.
 nlohmann::json flags_to_json(const PatternFlags& flags);

@@ -9,61 +9,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <set>
-#include <utility>
 
 #include "core/error.h"
+#include "core/field.h"
 #include "core/npy.h"
 
 namespace sparseattn::api {
 
 namespace {
 
-// Which kinds read which flag. A flag set away from its default for a kind that does not
-// read it is an error: `--pattern bigbird --window 256` must not quietly run something
-// other than what the user wrote.
-struct FlagUse {
-  const char* flag;
-  std::set<PatternKind> kinds;
-};
-
-const std::set<PatternKind> kBandKinds = {PatternKind::window, PatternKind::longformer,
-                                          PatternKind::random};
-const std::set<PatternKind> kBlockKinds = {PatternKind::bigbird, PatternKind::bigbird_etc};
-
-std::string kind_list(const std::set<PatternKind>& kinds) {
-  std::string s;
-  for (PatternKind k : kinds) s += (s.empty() ? "" : ", ") + std::string(pattern_kind_name(k));
-  return s;
-}
-
-void require_used(bool is_set, const char* flag, const std::string& value, PatternKind kind,
-                  const std::set<PatternKind>& readers) {
-  if (is_set && readers.count(kind) == 0)
-    throw InvalidArgument(flag, value,
-                          std::string("not used by --pattern ") + pattern_kind_name(kind) +
-                              "; it applies to --pattern " + kind_list(readers));
-}
-
-// "3,17,4095" -> {3, 17, 4095}. Positions are checked against seq_len by materialize().
-std::vector<int64_t> parse_positions(const std::string& text) {
-  std::vector<int64_t> out;
-  if (text.empty()) return out;
-  const std::string allowed = "comma-separated token positions, integers >= 0 (e.g. 0,1,4095)";
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, end - start);
-    char* stop = nullptr;
-    errno = 0;
-    const long long v = item.empty() ? -1 : std::strtoll(item.c_str(), &stop, 10);
-    if (item.empty() || *stop != '\0' || errno == ERANGE || v < 0)
-      throw InvalidArgument("--global", text, allowed);
-    out.push_back(v);
-    start = end + 1;
-  }
-  return out;
-}
 
 // CLI11 alone reads integers with strtoll(text, 0): "010" is octal eight, "08" fails,
 // "0x10" is sixteen; it also wraps "-1" into 2^64-1 for an unsigned flag and clamps an
@@ -105,6 +59,25 @@ void make_decimal(CLI::App& app) {
 }
 
 }  // namespace
+
+std::vector<int64_t> parse_positions(const std::string& text) {
+  std::vector<int64_t> out;
+  if (text.empty()) return out;
+  const std::string allowed = "comma-separated token positions, integers >= 0 (e.g. 0,1,4095)";
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    char* stop = nullptr;
+    errno = 0;
+    const long long v = item.empty() ? -1 : std::strtoll(item.c_str(), &stop, 10);
+    if (item.empty() || *stop != '\0' || errno == ERANGE || v < 0)
+      throw InvalidArgument("--global", text, allowed);
+    out.push_back(v);
+    start = end + 1;
+  }
+  return out;
+}
 
 void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
   cmd->add_option("--pattern-file", f.pattern_file,
@@ -175,55 +148,17 @@ PatternSpec to_spec(const PatternFlags& f) {
   PatternSpec s;
   try {
     s.kind = parse_pattern_kind(f.pattern);
-  } catch (const InvalidArgument&) {
-    throw InvalidArgument("--pattern", f.pattern,
-                          "must be one of dense|window|longformer|random|bigbird|bigbird-etc|"
-                          "hierarchical|explicit");
+  } catch (const FieldError&) {
+    throw FieldError(Field::pattern, "", f.pattern,
+                     "must be one of dense|window|longformer|random|bigbird|bigbird-etc|"
+                     "hierarchical|explicit");
   }
-  if (s.kind == PatternKind::per_head)
-    throw InvalidArgument("--pattern", f.pattern,
-                          "per-head patterns are built with the library (PatternSpec::per_head), "
-                          "not from flags; use --pattern explicit with a [num_heads, n, n] mask");
-
-  require(f.window >= 0, "--window", f.window, "must be an integer >= 0 (one-sided, in steps)");
-  require(f.dilation >= 1, "--dilation", f.dilation, "must be an integer >= 1");
-  require(f.num_random >= 0, "--num-random", f.num_random, "must be an integer >= 0");
-  require(f.block_size >= 1, "--block-size", f.block_size, "must be an integer >= 1 (tokens)");
-  require(f.num_random_blocks >= 0, "--num-random-blocks", f.num_random_blocks,
-          "must be an integer >= 0");
-  require(f.num_global_tokens >= 0, "--num-global-tokens", f.num_global_tokens,
-          "must be an integer >= 0");
-
-  const PatternFlags defaults;
-  const PatternKind k = s.kind;
-  std::set<PatternKind> causal_kinds = kBandKinds;
-  causal_kinds.insert(PatternKind::dense);
-  require_used(f.causal != defaults.causal, "--causal", "true", k, causal_kinds);
-  require_used(f.window != defaults.window, "--window", std::to_string(f.window), k, kBandKinds);
-  require_used(f.dilation != defaults.dilation, "--dilation", std::to_string(f.dilation), k,
-               kBandKinds);
-  require_used(!f.global.empty(), "--global", f.global, k,
-               {PatternKind::longformer, PatternKind::random});
-  require_used(f.num_random != defaults.num_random, "--num-random", std::to_string(f.num_random),
-               k, {PatternKind::random});
-  require_used(f.block_size != defaults.block_size, "--block-size", std::to_string(f.block_size),
-               k, kBlockKinds);
-  require_used(f.num_random_blocks != defaults.num_random_blocks, "--num-random-blocks",
-               std::to_string(f.num_random_blocks), k, kBlockKinds);
-  require_used(f.num_global_tokens != defaults.num_global_tokens, "--num-global-tokens",
-               std::to_string(f.num_global_tokens), k, {PatternKind::bigbird_etc});
-  require_used(!f.random_table.empty(), "--random-table", f.random_table, k,
-               {PatternKind::bigbird, PatternKind::bigbird_etc});
-  require_used(!f.segment_ids.empty(), "--segment-ids", f.segment_ids, k,
-               {PatternKind::hierarchical});
-  require_used(!f.mask.empty(), "--mask", f.mask, k, {PatternKind::explicit_mask});
-  require_used(f.seed != defaults.seed, "--seed", std::to_string(f.seed), k,
-               {PatternKind::random, PatternKind::bigbird, PatternKind::bigbird_etc});
-  require(!(k == PatternKind::hierarchical && f.segment_ids.empty()), "--segment-ids", "none",
-          "--pattern hierarchical needs --segment-ids S.npy");
-  require(!(k == PatternKind::explicit_mask && f.mask.empty()), "--mask", "none",
-          "--pattern explicit needs --mask M.npy");
-
+  require_field(s.kind != PatternKind::per_head, Field::pattern, "", f.pattern,
+                "per-head patterns are built with the library (PatternSpec::per_head) or a "
+                "--pattern-file list, not from flags; or use --pattern explicit with a "
+                "[num_heads, n, n] mask");
+  // The flags fill the typed spec; validate_spec() (pattern/) checks every range and every
+  // field the kind would ignore, and main() spells its FieldError as the flag.
   s.causal = f.causal;
   s.window = f.window;
   s.dilation = f.dilation;
@@ -233,6 +168,13 @@ PatternSpec to_spec(const PatternFlags& f) {
   s.num_random_blocks = f.num_random_blocks;
   s.num_global_tokens = f.num_global_tokens;
   s.seed = f.seed;
+  // Files are read only after the fields are known to be right (a --mask given to bigbird
+  // is refused before its file is opened): placeholders stand for the files meanwhile.
+  PatternSpec shape_only = s;
+  if (!f.random_table.empty()) shape_only.random_table = Tensor<int64_t>();
+  if (!f.mask.empty()) shape_only.mask = Tensor<uint8_t>();
+  if (!f.segment_ids.empty()) shape_only.segment_ids = {0};
+  validate_spec(shape_only);
   if (!f.random_table.empty()) s.random_table = read_npy_int(f.random_table, "--random-table");
   if (!f.segment_ids.empty()) {
     const Tensor<int64_t> ids = read_npy_int(f.segment_ids, "--segment-ids");
@@ -243,45 +185,12 @@ PatternSpec to_spec(const PatternFlags& f) {
   if (!f.mask.empty()) s.mask = read_npy_mask(f.mask, "--mask");
   if (!f.key_padding_mask.empty())
     s.key_padding_mask = read_npy_mask(f.key_padding_mask, "--key-padding-mask");
+  validate_spec(s);
   return s;
 }
 
 Pattern build_pattern(const PatternFlags& flags, const PatternSizes& sizes) {
-  const PatternSpec spec = to_spec(flags);
-  try {
-    return materialize(spec, sizes);
-  } catch (const InvalidArgument& e) {
-    // materialize() names PatternSpec fields; map the ones that came from a flag. Its
-    // message reads "invalid <field><rest> = <value>: <allowed>".
-    static const std::pair<const char*, const char*> kFieldToFlag[] = {
-        {"window", "--window"},
-        {"dilation", "--dilation"},
-        {"block_size", "--block-size"},
-        {"num_random_blocks", "--num-random-blocks"},
-        {"num_random", "--num-random"},
-        {"num_global_tokens", "--num-global-tokens"},
-        {"global", "--global"},
-        {"random_table", "--random-table"},
-        {"segment_ids", "--segment-ids"},
-        {"mask", "--mask"},
-        {"key_padding_mask", "--key-padding-mask"},
-    };
-    const std::string& arg = e.argument();
-    for (const auto& [field, flag] : kFieldToFlag) {
-      const std::string f = field;
-      const bool match = arg == f || (arg.size() > f.size() && arg.compare(0, f.size(), f) == 0 &&
-                                      (arg[f.size()] == ' ' || arg[f.size()] == '['));
-      if (!match) continue;
-      const std::string what = e.what();
-      const std::string head = "invalid " + arg + " = ";
-      const size_t colon = what.find(": ", head.size());
-      if (what.compare(0, head.size(), head) != 0 || colon == std::string::npos) throw;
-      throw InvalidArgument(flag + arg.substr(f.size()),
-                            what.substr(head.size(), colon - head.size()),
-                            what.substr(colon + 2));
-    }
-    throw;
-  }
+  return materialize(to_spec(flags), sizes);
 }
 
 }  // namespace sparseattn::api

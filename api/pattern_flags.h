@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "pattern/pattern.h"
 #include "pattern/spec.h"
@@ -42,13 +43,18 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& flags);
 // decimal". Call once, after every option is added (register_commands() does).
 void decimal_integer_flags(CLI::App& app);
 
-// Builds the PatternSpec, loading the .npy files named by the flags. Throws
-// InvalidArgument naming the flag (e.g. "--global") for malformed values.
+// "3,17,4095" -> {3, 17, 4095}: the command line's text for global token positions. Throws
+// InvalidArgument("--global") for anything but comma-separated decimal integers >= 0.
+std::vector<int64_t> parse_positions(const std::string& text);
+
+// Builds the PatternSpec, loading the .npy files named by the flags, and validates it
+// (validate_spec). Throws InvalidArgument naming the flag for text that is not a value
+// ("--global 3,x"), and FieldError (core/field.h) for a value out of range; the command
+// line spells the field as its flag ("--window").
 PatternSpec to_spec(const PatternFlags& flags);
 
-// to_spec() then materialize(), with materialize()'s errors about a flag's value renamed
-// to that flag (e.g. "global" -> "--global", "random_table entry" -> "--random-table
-// entry"), so the user reads the name they typed.
+// to_spec() then materialize(); errors as to_spec()'s (FieldError for sizes, e.g. a global
+// position beyond seq_len).
 Pattern build_pattern(const PatternFlags& flags, const PatternSizes& sizes);
 
 }  // namespace sparseattn::api

@@ -1,5 +1,5 @@
 // The backward benchmark: every CPU backward kernel of the registry
-// (registry/backward_kernels.def) on the forward benchmark's patterns (bench/families.h),
+// (registry/backward_kernels.def) on the forward benchmark's patterns (api/families.h),
 // validated before it is timed, with the time of its own forward kernel beside it.
 //
 //   build/bench_backward [--quick] [--benchmark_out=build/bench/bench_backward.json ...]
@@ -38,11 +38,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/families.h"
+#include "api/families.h"
 #include "core/check.h"
+#include "core/seeded_inputs.h"
 #include "reference/backward/backward.h"
 #include "registry/backward.h"
-#include "tests/reference/test_inputs.h"
 
 namespace sparseattn::bench {
 namespace {
@@ -60,12 +60,12 @@ struct Case {
   bool has_oracle = false;
 };
 
-Case& case_for(const PatternFamily& family, int64_t n, int64_t head_dim) {
+Case& case_for(const api::Family& family, int64_t n, int64_t head_dim) {
   static Case current;
-  const std::string key = family.label + "/" + std::to_string(n) + "/" + std::to_string(head_dim);
+  const std::string key = family.name + "/" + std::to_string(n) + "/" + std::to_string(head_dim);
   if (current.key == key) return current;
   current = Case{};
-  current.pattern = std::make_unique<Pattern>(materialize(family.spec(n), {1, 1, n, n}));
+  current.pattern = std::make_unique<Pattern>(materialize(family.spec(n, 0), {1, 1, n, n}));
   const uint64_t seed = testing_inputs::seed_of(key);
   current.problem = make_problem(testing_inputs::random_tensor({1, 1, n, head_dim}, seed),
                                  testing_inputs::random_tensor({1, 1, n, head_dim}, seed + 1),
@@ -115,7 +115,7 @@ std::string validate(const GradKernel& kernel, Case& c, const GradOutput& out) {
   return "";
 }
 
-void run_backward(benchmark::State& state, const GradKernel* kernel, const PatternFamily* family,
+void run_backward(benchmark::State& state, const GradKernel* kernel, const api::Family* family,
                   int64_t head_dim) {
   const int64_t n = state.range(0);
   Case& c = case_for(*family, n, head_dim);
@@ -179,14 +179,14 @@ void run_backward(benchmark::State& state, const GradKernel* kernel, const Patte
 }
 
 void register_all(bool quick) {
-  static const std::vector<PatternFamily> fams = families();
-  for (const PatternFamily& family : fams) {
-    const Pattern probe = materialize(family.spec(512), {1, 1, 512, 512});
-    const int64_t max_n = quick ? 2048 : (family.dense ? 4096 : 8192);
+  for (const api::Family& family : api::families()) {
+    if (!family.cpu) continue;
+    const Pattern probe = materialize(family.spec(512, 0), {1, 1, 512, 512});
+    const int64_t max_n = quick ? 2048 : (family.dense_sizes ? 4096 : 8192);
     for (const GradKernel& kernel : grad_kernels()) {
       if (kernel.target == Target::cuda || !kernel.serves(probe)) continue;
       const bool reference = kernel.target == Target::reference;
-      const std::string name = std::string(kernel.name) + "/" + family.label + "/D64";
+      const std::string name = std::string(kernel.name) + "/" + family.name + "/D64";
       auto* b = benchmark::RegisterBenchmark(name.c_str(), run_backward, &kernel, &family, int64_t{64});
       for (int64_t n = 512; n <= (reference ? (quick ? 512 : 1024) : max_n); n *= 2) b->Arg(n);
       b->ArgName("seq_len")->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(quick ? 0.05 : 0.3);

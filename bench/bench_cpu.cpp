@@ -1,6 +1,6 @@
 // The CPU benchmark suite: every registry kernel that runs on the CPU (the optimized
 // ladder and the serial float64 references) on the patterns the issue names, timed with
-// Google Benchmark after being validated against the oracle (bench/validate.h).
+// Google Benchmark after being validated against the oracle (the harness, api/measure.h).
 //
 //   build/bench_cpu [--quick] [--benchmark_out=build/bench/bench_cpu.json ...]
 //   make bench        full sizes: sparse seq_len 512 … 65536, dense 512 … 16384,
@@ -21,7 +21,7 @@
 //                the same over that probe's rate per CPU-second (peak_cpu_gflops: one
 //                running core)
 //   bytes        q, k, v read + o, lse written once, in the kernel's dtype
-//   peak_bytes   extra heap the call needed (alloc_tracker.h), outputs included
+//   peak_bytes   extra heap the call needed (api/alloc_tracker.h), outputs included
 // and a Complexity() fit over seq_len per (kernel, pattern, head_dim) family.
 // A kernel whose output fails validation reports the checker's reason instead of a time,
 // and the run exits 1.
@@ -38,16 +38,18 @@
 #include <string>
 #include <vector>
 
-#include "bench/alloc_tracker.h"
-#include "bench/families.h"
-#include "bench/peak_probe.h"
-#include "bench/validate.h"
+#include "api/alloc_tracker.h"
+#include "api/families.h"
+#include "api/measure.h"
+#include "api/peak_probe.h"
+#include "core/seeded_inputs.h"
 #include "optimized/cpu/isa.h"
 #include "registry/registry.h"
-#include "tests/reference/test_inputs.h"
 
 namespace sparseattn::bench {
 namespace {
+
+using namespace api;  // the harness, the oracle, the families, the probes (api/)
 
 Peak g_peak;  // measured at startup (main); each benchmark probes again (run_kernel)
 
@@ -61,12 +63,12 @@ struct ProblemSet {
   std::unique_ptr<Oracle> oracle;
 };
 
-ProblemSet& problem_for(const PatternFamily& family, int64_t n, int64_t head_dim) {
+ProblemSet& problem_for(const Family& family, int64_t n, int64_t head_dim) {
   static ProblemSet current;
-  const std::string key = family.label + "/" + std::to_string(n) + "/" + std::to_string(head_dim);
+  const std::string key = family.name + "/" + std::to_string(n) + "/" + std::to_string(head_dim);
   if (current.key == key) return current;
   current = ProblemSet{};
-  current.pattern = std::make_unique<Pattern>(materialize(family.spec(n), {1, 1, n, n}));
+  current.pattern = std::make_unique<Pattern>(materialize(family.spec(n, 0), {1, 1, n, n}));
   const uint64_t seed = testing_inputs::seed_of(key);
   current.problem = make_problem(testing_inputs::random_tensor({1, 1, n, head_dim}, seed),
                                  testing_inputs::random_tensor({1, 1, n, head_dim}, seed + 1),
@@ -81,44 +83,48 @@ ProblemSet& problem_for(const PatternFamily& family, int64_t n, int64_t head_dim
 // wrong kernel fails `make bench-quick` (and CI) rather than printing a quiet error row.
 int g_errors = 0;
 
-void run_kernel(benchmark::State& state, const Kernel* kernel, const PatternFamily* family,
+void run_kernel(benchmark::State& state, const Kernel* kernel, const Family* family,
                 int64_t head_dim) {
   const int64_t n = state.range(0);
   ProblemSet& ps = problem_for(*family, n, head_dim);
   if (!ps.oracle) ps.oracle = std::make_unique<Oracle>(make_oracle(ps.problem));
 
-  // One validated call, which also measures the call's extra heap.
-  Output out;
-  const int64_t before = heap_in_use();
-  reset_heap_peak();
+  // The harness: one checked call, which also measures the call's extra heap; the timed
+  // section (the probe and Google Benchmark's loop) runs only when it passed.
+  Peak peak;
+  double cpu_seconds = 0.0;
+  TimingPlan plan;
+  plan.heap = heap_probe();
+  plan.timed_section = [&] {
+    // The peak next to this measurement: a short probe right before the timed loop, so a
+    // change of the machine's load since start-up does not skew frac_peak (a kernel timed
+    // after other jobs stopped could otherwise show more than 100%).
+    peak = measure_peak(kShortProbeRepeats, kShortProbeIterations);
+    const double cpu0 = process_cpu_seconds();
+    // One Output for the whole loop: the CPU entries keep buffers already of the right
+    // shape (optimized/cpu/entries.cpp), so the loop times the kernel, not the allocator.
+    Output o;
+    for (auto _ : state) {
+      kernel->run(ps.problem, o);
+      benchmark::DoNotOptimize(o.o32.data.data());
+      benchmark::DoNotOptimize(o.o.data.data());
+    }
+    cpu_seconds = process_cpu_seconds() - cpu0;
+  };
+  Measurement m;
   try {
-    kernel->run(ps.problem, out);
+    m = measure(*kernel, ps.problem, *ps.oracle, plan);
   } catch (const std::exception& e) {  // a kernel refusing its input is reported, not fatal
     state.SkipWithError((std::string("kernel threw: ") + e.what()).c_str());
     ++g_errors;
     return;
   }
-  const int64_t peak_bytes = heap_peak() - before;
-  const std::string failure = validate(*kernel, ps.problem, *ps.oracle, out);
-  if (!failure.empty()) {
-    state.SkipWithError(("validation failed: " + failure).c_str());
+  if (!m.timed) {
+    state.SkipWithError(("validation failed: " + m.check.failure).c_str());
     ++g_errors;
     return;
   }
-  // The peak next to this measurement: a short probe right before the timed loop, so a
-  // change of the machine's load since start-up does not skew frac_peak (a kernel timed
-  // after other jobs stopped could otherwise show more than 100%).
-  const Peak peak = measure_peak(kShortProbeRepeats, kShortProbeIterations);
-  const double cpu0 = process_cpu_seconds();
-  // One Output for the whole loop: the CPU entries keep buffers already of the right shape
-  // (optimized/cpu/entries.cpp), so the loop times the kernel, not the allocator.
-  Output o;
-  for (auto _ : state) {
-    kernel->run(ps.problem, o);
-    benchmark::DoNotOptimize(o.o32.data.data());
-    benchmark::DoNotOptimize(o.o.data.data());
-  }
-  const double cpu_seconds = process_cpu_seconds() - cpu0;
+  const int64_t peak_bytes = m.peak_bytes;
   const double flops = attention_flops(ps.stats, head_dim, head_dim);
   const double dense_flops = 4.0 * static_cast<double>(n) * n * head_dim;
   const double elem = kernel->dtype == DType::float64                                    ? 8.0
@@ -165,21 +171,21 @@ std::vector<int64_t> sizes(int64_t lo, int64_t hi) {
 void register_all(bool quick) {
   benchmark::RegisterBenchmark("peak_fma", peak_fma)->UseRealTime()->Unit(benchmark::kMillisecond);
   const double min_time = quick ? 0.05 : 0.3;
-  static const std::vector<PatternFamily> fams = families();
-  for (const PatternFamily& family : fams) {
-    const int64_t max_n = quick ? (family.dense ? 2048 : 4096) : (family.dense ? 16384 : 65536);
+  for (const Family& family : families()) {
+    if (!family.cpu) continue;
+    const int64_t max_n = quick ? (family.dense_sizes ? 2048 : 4096) : (family.dense_sizes ? 16384 : 65536);
     const int64_t max_ref_n = quick ? 512 : 4096;
     // head_dim 64 everywhere; 128 for dense, window and BigBird; 32 (the real data's) for
     // dense. The quick grid times dense 32 and 128 at n 2048 only: the smallest point of
     // the dense targets (n >= 2048), a few seconds.
     std::vector<int64_t> head_dims = {64};
-    if (family.dense) head_dims = {32, 64, 128};
-    else if (!quick && family.label != "window_w128_d2" && family.label != "longformer_w256_g2")
+    if (family.dense_sizes) head_dims = {32, 64, 128};
+    else if (!quick && family.name != "window_w128_d2" && family.name != "longformer_w256_g2")
       head_dims.push_back(128);
     for (int64_t head_dim : head_dims) {
       const bool only_2048 = quick && head_dim != 64;
       // Serves is a property of the pattern kind, so a small instance decides it.
-      const Pattern probe = materialize(family.spec(512), {1, 1, 512, 512});
+      const Pattern probe = materialize(family.spec(512, 0), {1, 1, 512, 512});
       for (const Kernel& kernel : kernels()) {
         // Exact kernels only: an approximation (Performer, ...) is not expected to meet the
         // oracle's tolerance, so validation-before-timing does not apply; its owner
@@ -189,7 +195,7 @@ void register_all(bool quick) {
         if (reference && head_dim != 64) continue;
         const int64_t lo = only_2048 ? 2048 : 512;
         const std::string name =
-            std::string(kernel.name) + "/" + family.label + "/D" + std::to_string(head_dim);
+            std::string(kernel.name) + "/" + family.name + "/D" + std::to_string(head_dim);
         auto* b = benchmark::RegisterBenchmark(name.c_str(), run_kernel, &kernel, &family, head_dim);
         for (int64_t n : sizes(lo, reference ? max_ref_n : max_n)) b->Arg(n);
         b->ArgName("seq_len")

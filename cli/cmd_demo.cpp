@@ -20,11 +20,14 @@
 //     (a0, a2..a5) run on the same heads; cpu and cuda kernels run on all H heads.
 //   * Time is per head: the best of up to 3 runs (fewer when one run is slow), divided by
 //     the heads that run processed. Speedup = a0_dense's time per head (the dense
-//     definition, measured once on the dense pattern) / this time per head.
+//     definition, measured once on the dense pattern) / this time per head. Check and
+//     time are the harness's (api/measure.h): the first run is checked, and counts as a
+//     run only when it passed.
 //   * An exact kernel that fails its check (the tolerance its registry entry declares,
-//     from core/numerics.h) makes the demo exit 1. Approximations (registry exact = false:
-//     Performer, Nystromformer) show their measured error as "approx", never pass/fail. A
-//     CUDA kernel on a machine without a device is listed as skipped with the reason.
+//     from core/numerics.h) is not timed (ms/head nan) and makes the demo exit 1.
+//     Approximations (registry exact = false: Performer, Nystromformer) show their
+//     measured error as "approx", never pass/fail. A CUDA kernel on a machine without a
+//     device is listed as skipped with the reason.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -37,6 +40,7 @@
 
 #include "cli/commands.h"
 #include "api/inputs.h"
+#include "api/measure.h"
 #include "cli/demo_patterns.h"
 #include "api/pattern_file.h"
 #include "core/check.h"
@@ -103,17 +107,6 @@ Tensor<double> seeded_tensor(const Shape& shape, uint64_t seed, uint64_t tensor_
   return t;
 }
 
-// The first `heads` heads of a [1, H, ...] tensor (batch 1: a prefix of the data).
-template <class T>
-Tensor<T> first_heads(const Tensor<T>& x, int64_t heads) {
-  Tensor<T> y;
-  y.shape = x.shape;
-  y.shape[1] = heads;
-  const int64_t per_head = x.numel() / x.shape[1];
-  y.data.assign(x.data.begin(), x.data.begin() + heads * per_head);
-  return y;
-}
-
 // --- Running and timing one kernel -------------------------------------------------
 
 struct Row {
@@ -126,39 +119,16 @@ struct Row {
 
 using Clock = std::chrono::steady_clock;
 
-// Runs `kernel` once for its output, then again (up to 3 runs in all) while a run takes
-// under half a second, keeping the fastest time.
-double run_timed(const Kernel& kernel, const Problem& problem, Output& out) {
-  double best = INFINITY;
-  double total = 0.0;
-  for (int r = 0; r < 3 && (r == 0 || total < 1.5); ++r) {
-    Output o;
-    const auto t0 = Clock::now();
-    kernel.run(problem, o);
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    total += s;
-    if (s < best) best = s;
-    if (r == 0) out = std::move(o);
-    if (s > 0.5) break;
-  }
-  return best;
-}
-
-// Checks a kernel's o and lse (their first `heads` heads) against the oracle with the
-// tolerance its registry entry declares; returns the report with the larger budget use.
-template <class T>
-CheckReport check_against(const Tensor<T>& o, const Tensor<T>& lse, const Output& oracle,
-                          int64_t heads, Tolerance tol) {
-  CheckReport r = check_close(first_heads(o, heads), oracle.o, tol);
-  if (lse.numel() == 0) return r;
-  CheckReport rl = check_close(first_heads(lse, heads), oracle.lse, tol);
-  if (!rl.reason.empty()) rl.reason = "lse: " + rl.reason;
-  const double max_abs = std::fmax(r.max_abs_error, rl.max_abs_error);
-  const bool pass = r.pass && rl.pass;
-  if ((r.pass && !rl.pass) || (r.pass == rl.pass && rl.budget_used > r.budget_used)) r = rl;
-  r.max_abs_error = max_abs;
-  r.pass = pass;
-  return r;
+// The harness's plan for every row: the checked call counts as the first run once it has
+// passed, then more runs (up to 3 in all) while they total under 1.5 s and none took over
+// half a second; the fastest is the row's time.
+TimingPlan demo_plan() {
+  TimingPlan plan;
+  plan.repeats = 3;
+  plan.time_checked_call = true;
+  plan.stop_after_total_s = 1.5;
+  plan.stop_after_call_s = 0.5;
+  return plan;
 }
 
 struct Inputs {
@@ -192,10 +162,10 @@ void run_pattern(const DemoArgs& a, const DemoPattern& dp, const Inputs& in,
   const Problem problem_ref = make_problem(in.q_ref, in.k_ref, in.v_ref, pattern_ref, nullptr);
   std::optional<Problem> problem_full;  // built on first use (cpu/cuda kernels)
 
-  // The oracle first: its run is also a1_dense_masked's row.
+  // The oracle first: its run is also a1_dense_masked's row. Every other kernel is
+  // checked against it (on heads 0..reference_heads-1) before it is timed.
   const Kernel& oracle_kernel = find_kernel("a1_dense_masked");
-  Output oracle;
-  const double oracle_s = run_timed(oracle_kernel, problem_ref, oracle);
+  const OracleRun oracle = time_oracle(problem_ref, demo_plan());
 
   for (const Kernel& k : kernels()) {
     if (!k.serves(pattern)) continue;
@@ -206,32 +176,20 @@ void run_pattern(const DemoArgs& a, const DemoPattern& dp, const Inputs& in,
     row.dtype = dtype_name(k.dtype);
     const bool reference = k.target == Target::reference;
     row.heads_run = reference ? a.reference_heads : a.num_heads;
-    const Tolerance tol{k.atol, k.rtol};
     try {
-      Output out;
-      double seconds;
+      Measurement m;
       if (&k == &oracle_kernel) {
-        out = oracle;
-        seconds = oracle_s;
-      } else if (reference) {
-        seconds = run_timed(k, problem_ref, out);
+        m = oracle.measurement;
       } else {
-        if (!problem_full) problem_full = make_problem(in.q, in.k, in.v, pattern, nullptr);
-        seconds = run_timed(k, *problem_full, out);
+        if (!reference && !problem_full) problem_full = make_problem(in.q, in.k, in.v, pattern, nullptr);
+        m = measure(k, reference ? problem_ref : *problem_full, oracle.oracle, demo_plan());
       }
-      // An approximation's lse has no exact meaning to compare; its o error is the result.
-      const Tensor<double> no_lse;
-      const Tensor<float> no_lse32;
-      const CheckReport r =
-          out.o.numel() > 0
-              ? check_against(out.o, k.exact ? out.lse : no_lse, oracle, a.reference_heads, tol)
-              : check_against(out.o32, k.exact ? out.lse32 : no_lse32, oracle, a.reference_heads,
-                              tol);
-      row.max_abs_error = r.max_abs_error;
-      row.budget_used = r.budget_used;
-      row.seconds_per_head = seconds / static_cast<double>(row.heads_run);
-      row.status = r.pass ? "pass" : "FAIL";
-      if (!r.pass) row.note = r.reason;
+      const CheckReport& r = m.check.worst();
+      row.max_abs_error = m.check.max_abs_error();
+      row.budget_used = m.check.budget_used();
+      row.seconds_per_head = m.best() / static_cast<double>(row.heads_run);  // NaN: not timed
+      row.status = m.check.pass ? "pass" : "FAIL";
+      if (!m.check.pass) row.note = (&r == &m.check.lse ? "lse: " : "") + r.reason;
       if (!k.exact) {
         // Performer, Nystromformer: their error is the measurement, not a defect.
         row.status = "approx";

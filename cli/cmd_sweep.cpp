@@ -16,10 +16,10 @@
 #include <iostream>
 #include <memory>
 
-#include "bench/peak_probe.h"
 #include "cli/commands.h"
 #include "api/inputs.h"
 #include "api/pattern_file.h"
+#include "api/peak_probe.h"
 #include "api/seq_range.h"
 #include "cli/sweep.h"
 #include "core/error.h"
@@ -169,7 +169,7 @@ void run_sweep_command(const SweepArgs& a) {
   check_output_path(json_path, "--out");
   check_output_path(csv_path, "--out");
 
-  const bench::Peak peak = bench::measure_peak();
+  const api::Peak peak = api::measure_peak();
   SweepResult r = run_sweep(c);
   r.notes.insert(r.notes.begin(), notes.begin(), notes.end());
 
@@ -186,7 +186,7 @@ void run_sweep_command(const SweepArgs& a) {
   doc["max_seconds"] = c.max_seconds;
   doc["dense_baseline"] = c.dense_baseline ? nlohmann::json(c.dense_baseline->name) : nlohmann::json(nullptr);
   doc["peak_fma"] = {{"gflops", peak.gflops}, {"cpu_gflops", peak.cpu_gflops},
-                     {"what", "float32 FMA throughput of all OpenMP threads (bench/peak_probe.h)"}};
+                     {"what", "float32 FMA throughput of all OpenMP threads (api/peak_probe.h)"}};
   doc["fit_from"] = c.fit_from;
   doc["fits"] = sweep_fits(r, c.fit_from);
   doc["notes"] = r.notes;

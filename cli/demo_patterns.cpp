@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "api/families.h"
+
 namespace sparseattn::cli {
 
 namespace {
@@ -10,43 +12,22 @@ namespace {
 int64_t scaled(int64_t at_4096, int64_t n, int64_t lo) {
   return std::max<int64_t>(lo, std::min<int64_t>(at_4096, at_4096 * n / 4096));
 }
+
+// The size parameters a kind uses (its window, block or random-key count), scaled to n.
+PatternSpec scaled_to(PatternSpec s, int64_t n) {
+  const bool windowed = s.kind == PatternKind::window || s.kind == PatternKind::longformer ||
+                        s.kind == PatternKind::random;
+  if (windowed) s.window = scaled(s.window, n, 1);
+  if (s.kind == PatternKind::random) s.num_random = scaled(s.num_random, n, 1);
+  if (s.kind == PatternKind::bigbird) s.block_size = scaled(s.block_size, n, 1);
+  return s;
+}
 }  // namespace
 
 std::vector<DemoPattern> demo_patterns(int64_t n, uint64_t seed) {
   std::vector<DemoPattern> out;
-  out.push_back({"dense", PatternSpec{}});
-
-  // Longformer-base: one-sided window 256 (HF attention_window = 512); global attention on
-  // the first 4 tokens, as for a [CLS] token and a short question (Beltagy et al. 2020, §3).
-  PatternSpec lf;
-  lf.kind = PatternKind::longformer;
-  lf.window = scaled(256, n, 1);
-  for (int64_t g = 0; g < std::min<int64_t>(4, n); ++g) lf.global.push_back(g);
-  out.push_back({"longformer", lf});
-
-  // BigBird-base ITC: block 64, 3 random blocks (Zaheer et al. 2020, App. E.1).
-  PatternSpec bb;
-  bb.kind = PatternKind::bigbird;
-  bb.block_size = scaled(64, n, 1);
-  bb.num_random_blocks = 3;
-  bb.seed = seed;
-  out.push_back({"bigbird", bb});
-
-  // A dilated window as in Longformer's upper layers: the 257 keys per row of w = 128,
-  // spread over +-256 tokens.
-  PatternSpec wd;
-  wd.kind = PatternKind::window;
-  wd.window = scaled(128, n, 1);
-  wd.dilation = 2;
-  out.push_back({"window-dilated", wd});
-
-  // Token-level random keys on top of a small window (BigBird's R + W at token level).
-  PatternSpec rnd;
-  rnd.kind = PatternKind::random;
-  rnd.window = scaled(32, n, 1);
-  rnd.num_random = scaled(64, n, 1);
-  rnd.seed = seed;
-  out.push_back({"random", rnd});
+  for (const api::Family& f : api::families())
+    if (!f.demo_label.empty()) out.push_back({f.demo_label, scaled_to(f.spec(n, seed), n)});
   return out;
 }
 

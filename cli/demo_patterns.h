@@ -1,5 +1,6 @@
 // The patterns `sparseattn demo` runs, in one place so that the demo and its
-// test (tests/cli/cli_demo_test.cpp) agree on what must appear.
+// test (tests/cli/cli_demo_test.cpp) agree on what must appear. They are the entries of
+// the one family list (api/families.h) that carry a demo label, in its order.
 #pragma once
 
 #include <cstdint>

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/field.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"sparseattn: reference and optimized sparse attention (see README.md)"};
@@ -29,6 +30,10 @@ int main(int argc, char** argv) {
     // error: exit 2, like the errors the commands raise (contract §5), not CLI11's own
     // codes 101-114.
     return app.exit(e) == 0 ? 0 : 2;
+  } catch (const sparseattn::FieldError& e) {
+    // The library names a field; the command line spells it as its flag (core/field.h).
+    std::cerr << "sparseattn: error: " << e.spelled(sparseattn::Spelling::flag).what() << "\n";
+    return 2;
   } catch (const sparseattn::InvalidArgument& e) {
     std::cerr << "sparseattn: error: " << e.what() << "\n";
     return 2;

@@ -1,5 +1,5 @@
-// The sweep engine (cli/sweep.h). Validation and the oracle are bench/validate.h's, the
-// heap count bench/alloc_tracker.h's: one checker for benchmarks and sweeps alike.
+// The sweep engine (cli/sweep.h). Check-then-time is the harness's (api/measure.h), the
+// heap count api/alloc_tracker.h's: one harness for benchmarks and sweeps alike.
 #include "cli/sweep.h"
 
 #include <sys/utsname.h>
@@ -18,11 +18,11 @@
 #include <memory>
 #include <set>
 
-#include "bench/alloc_tracker.h"
-#include "bench/validate.h"
+#include "api/alloc_tracker.h"
+#include "api/measure.h"
 #include "cli/figures.h"
 #include "core/error.h"
-#include "tests/reference/test_inputs.h"
+#include "core/seeded_inputs.h"
 
 namespace sparseattn::cli {
 
@@ -35,18 +35,12 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 // One problem (pattern, inputs, oracle) per seq_len, shared by every kernel at that n.
 struct Instance {
   std::unique_ptr<Pattern> pattern;
   Problem problem;
   PatternStats stats;
-  std::unique_ptr<bench::Oracle> oracle;  // built on first use
+  std::unique_ptr<api::Oracle> oracle;  // built on first use
 };
 
 Instance make_instance(const PatternSpec& spec, int64_t heads, int64_t n, int64_t head_dim) {
@@ -174,17 +168,19 @@ SweepResult run_sweep(const SweepConfig& c) {
                                            s.kernel->name, n));
         continue;
       }
-      if (!in.oracle) in.oracle = std::make_unique<bench::Oracle>(bench::make_oracle(in.problem));
+      if (!in.oracle) in.oracle = std::make_unique<api::Oracle>(api::make_oracle(in.problem));
       pt.oracle_full = in.oracle->full;
 
-      // 1. One call, validated, its extra heap measured. Never timed.
-      Output out;
-      const int64_t before = bench::heap_in_use();
-      bench::reset_heap_peak();
+      // The harness: one call, checked, its extra heap measured, never timed; then, only
+      // when it passed, the kernel alone `repeats` times.
+      api::TimingPlan plan;
+      plan.repeats = c.repeats;
+      plan.heap = api::heap_probe();
+      api::Measurement m;
       try {
-        s.kernel->run(in.problem, out);
-        pt.peak_bytes = bench::heap_peak() - before;
-        pt.failure = bench::validate(*s.kernel, in.problem, *in.oracle, out);
+        m = api::measure(*s.kernel, in.problem, *in.oracle, plan);
+        pt.peak_bytes = m.peak_bytes;
+        pt.failure = m.check.failure;
       } catch (const std::exception& e) {
         if (no_device(e)) {
           s.active = false;
@@ -194,7 +190,6 @@ SweepResult run_sweep(const SweepConfig& c) {
         }
         pt.failure = std::string("kernel threw: ") + e.what();
       }
-      out = Output{};
       if (!pt.failure.empty()) {
         pt.validated = false;
         s.active = false;
@@ -206,23 +201,14 @@ SweepResult run_sweep(const SweepConfig& c) {
         continue;
       }
       pt.validated = true;
-
-      // 2. The kernel alone, `repeats` times.
-      std::vector<double> times;
-      for (int r = 0; r < c.repeats; ++r) {
-        Output o;
-        const auto t0 = Clock::now();
-        s.kernel->run(in.problem, o);
-        times.push_back(seconds_since(t0));
-      }
-      pt.repeats = c.repeats;
-      pt.median_s = median_of(times);
-      pt.min_s = *std::min_element(times.begin(), times.end());
-      pt.max_s = *std::max_element(times.begin(), times.end());
+      pt.repeats = static_cast<int>(m.seconds.size());
+      pt.median_s = m.median();
+      pt.min_s = m.best();
+      pt.max_s = m.worst_time();
       s.timed.emplace_back(static_cast<double>(n), pt.median_s);
       result.points.push_back(pt);
 
-      // 3. Would the next point exceed the budget?
+      // Would the next point exceed the budget?
       if (ni + 1 < c.seq_lens.size()) {
         const int64_t next = c.seq_lens[ni + 1];
         const double per_call = predict(s, static_cast<double>(next));

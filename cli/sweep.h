@@ -1,10 +1,11 @@
 // The engine of `sparseattn sweep`: time every chosen kernel on one pattern over a range of
 // sequence lengths, each point validated against the float64 oracle before it is timed
-// (contract §4; bench/validate.h: the whole output while seq_len² <= 2048², sampled rows
-// with the oracle's formula above), and fit log(time) over log(n).
+// (contract §4; the harness api/measure.h with api/oracle.h: the whole output while
+// seq_len² <= 2048², sampled rows with the oracle's formula above), and fit log(time)
+// over log(n).
 //
 // A point is one (kernel, seq_len): one untimed call whose output is checked and whose
-// extra heap is measured (bench/alloc_tracker.h), then `repeats` timed calls of the kernel
+// extra heap is measured (api/alloc_tracker.h), then `repeats` timed calls of the kernel
 // alone (inputs prepared once, no file I/O); median, min and max of those. A kernel that
 // fails validation (or throws) is reported with the checker's reason and never timed, and
 // the sweep goes on without it. Growth stops for a kernel when its next point is predicted

@@ -26,6 +26,14 @@ class InvalidArgument : public std::invalid_argument {
   std::string argument_;
 };
 
+// Bad input that asks for more memory than the machine has (a shape whose buffer cannot
+// fit, contract §5): still the caller's argument, so an InvalidArgument; Python raises
+// MemoryError for it.
+class MemoryLimitError : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
+
 // Something outside the caller's control went wrong (a file could not be written,
 // no CUDA device). Still names what failed.
 class RuntimeError : public std::runtime_error {

@@ -36,8 +36,10 @@ int64_t checked_numel(const Shape& shape, int64_t element_bytes, const std::stri
     require(d >= 0, what, shape_text(shape), "every dimension must be >= 0");
     if (d == 0) return 0;
     // n * d * element_bytes <= limit, without overflowing.
-    require(n <= limit / element_bytes / d, what, shape_text(shape),
-            "the buffer must fit in physical memory (" + std::to_string(limit) + " bytes)");
+    if (n > limit / element_bytes / d)
+      throw MemoryLimitError(what, shape_text(shape),
+                             "the buffer must fit in physical memory (" + std::to_string(limit) +
+                                 " bytes)");
     n *= d;
   }
   return n;

@@ -7,17 +7,32 @@
 # (`pattern/materialize.cpp`; contract §3.3, §3.4; docs/patterns.md).
 # Then the peers' window conventions side by side (docs/notation.md), the most common source
 # of a "my implementation differs" report.
+#
+# **Setup.** Opened from the repository or its `notebooks/` folder, this notebook finds what
+# it needs by itself. Outside the repository, set SPARSEATTN_ROOT to the sparseattn checkout
+# (the folder with python/ and data/, after `make python` there) before starting Jupyter.
 
 # %%
 import os
 import sys
 
-ROOT = os.path.dirname(os.getcwd()) if os.path.basename(os.getcwd()) == "notebooks" else os.getcwd()
-sys.path.insert(0, os.path.join(ROOT, "python"))
+# Where the repository is (Setup, above): SPARSEATTN_ROOT, else the folder Jupyter started
+# in, the repository itself or its notebooks/. Anywhere else this cell stops with SETUP.
+SETUP = ("Outside the repository, set SPARSEATTN_ROOT to the sparseattn checkout (the folder "
+         "with python/ and data/, after `make python` there) before starting Jupyter.")
+_cwd = os.getcwd()
+ROOT = os.environ.get("SPARSEATTN_ROOT") or (
+    os.path.dirname(_cwd) if os.path.basename(_cwd) == "notebooks" else _cwd)
+if not os.path.isfile(os.path.join(ROOT, "python", "sparseattn", "__init__.py")):
+    raise FileNotFoundError(f"{ROOT} is not the sparseattn repository. {SETUP}")
+sys.path.insert(0, os.path.join(ROOT, "python"))  # the in-place build of `make python`
 
 import matplotlib.pyplot as plt
 import numpy as np
-import sparseattn as sa
+try:
+    import sparseattn as sa
+except ImportError as e:  # the checkout, without `make python` run in it
+    raise ImportError(f"{e}; run `make python` in {ROOT}. {SETUP}") from None
 
 N = 16  # small enough to read every cell of the mask
 

@@ -6,6 +6,10 @@
 # project's 2-core machine is committed: `docs/figures/bench_cpu.json` (docs/benchmarks.md
 # describes the run). Here we read it, plot time and peak memory against seq_len, and fit
 # the log-log slopes: 2 for dense (O(n²)), 1 for the sparse kernels (O(n)).
+#
+# **Setup.** Opened from the repository or its `notebooks/` folder, this notebook finds what
+# it needs by itself. Outside the repository, set SPARSEATTN_ROOT to the sparseattn checkout
+# (the folder with python/ and data/, after `make python` there) before starting Jupyter.
 
 # %%
 import json
@@ -13,8 +17,16 @@ import os
 import sys
 from collections import defaultdict
 
-ROOT = os.path.dirname(os.getcwd()) if os.path.basename(os.getcwd()) == "notebooks" else os.getcwd()
-sys.path.insert(0, os.path.join(ROOT, "python"))
+# Where the repository is (Setup, above): SPARSEATTN_ROOT, else the folder Jupyter started
+# in, the repository itself or its notebooks/. Anywhere else this cell stops with SETUP.
+SETUP = ("Outside the repository, set SPARSEATTN_ROOT to the sparseattn checkout (the folder "
+         "with python/ and data/, after `make python` there) before starting Jupyter.")
+_cwd = os.getcwd()
+ROOT = os.environ.get("SPARSEATTN_ROOT") or (
+    os.path.dirname(_cwd) if os.path.basename(_cwd) == "notebooks" else _cwd)
+if not os.path.isfile(os.path.join(ROOT, "python", "sparseattn", "__init__.py")):
+    raise FileNotFoundError(f"{ROOT} is not the sparseattn repository. {SETUP}")
+sys.path.insert(0, os.path.join(ROOT, "python"))  # the in-place build of `make python`
 
 import matplotlib.pyplot as plt
 import numpy as np

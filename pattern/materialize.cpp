@@ -6,8 +6,10 @@
 // docs/patterns.md.
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include "core/error.h"
+#include "core/field.h"
 #include "pattern/pattern.h"
 #include "pattern/prng.h"
 
@@ -18,19 +20,82 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Validation (contract §5): every parameter, before anything is built.
 
+// Which kinds read which field. A field set away from its default for a kind that does not
+// read it is an error: `--pattern bigbird --window 256` must not quietly run something other
+// than what the user wrote.
+const std::set<PatternKind> kBandKinds = {PatternKind::window, PatternKind::longformer,
+                                          PatternKind::random};
+const std::set<PatternKind> kBlockKinds = {PatternKind::bigbird, PatternKind::bigbird_etc};
+
+std::string kind_list(const std::set<PatternKind>& kinds) {
+  std::string s;
+  for (PatternKind k : kinds) s += (s.empty() ? "" : ", ") + std::string(pattern_kind_name(k));
+  return s;
+}
+
+void require_read(bool is_set, Field field, const std::string& value, PatternKind kind,
+                  const std::set<PatternKind>& readers) {
+  if (is_set && readers.count(kind) == 0)
+    throw FieldError(field, "", value,
+                     std::string("not used by pattern ") + pattern_kind_name(kind) +
+                         "; it applies to pattern " + kind_list(readers));
+}
+
+// The checks that need no sizes, for one non-per-head spec.
+void validate_one(const PatternSpec& s) {
+  require_field(s.window >= 0, Field::window, "", s.window,
+                "must be an integer >= 0 (one-sided, in steps)");
+  require_field(s.dilation >= 1, Field::dilation, "", s.dilation, "must be an integer >= 1");
+  require_field(s.tile >= 1, Field::tile, "", s.tile, "must be an integer >= 1");
+  require_field(s.block_size >= 1, Field::block_size, "", s.block_size,
+                "must be an integer >= 1 (tokens)");
+  require_field(s.num_random >= 0, Field::num_random, "", s.num_random, "must be an integer >= 0");
+  require_field(s.num_random_blocks >= 0, Field::num_random_blocks, "", s.num_random_blocks,
+                "must be an integer >= 0");
+  require_field(s.num_global_tokens >= 0, Field::num_global_tokens, "", s.num_global_tokens,
+                "must be an integer >= 0");
+  for (size_t g = 0; g < s.global.size(); ++g)
+    require_field(s.global[g] >= 0, Field::global, "[" + std::to_string(g) + "]", s.global[g],
+                  "must be a token position, an integer >= 0");
+
+  const PatternSpec d;
+  const PatternKind k = s.kind;
+  std::set<PatternKind> causal_kinds = kBandKinds;
+  causal_kinds.insert(PatternKind::dense);
+  require_read(s.causal != d.causal, Field::causal, "true", k, causal_kinds);
+  require_read(s.window != d.window, Field::window, std::to_string(s.window), k, kBandKinds);
+  require_read(s.dilation != d.dilation, Field::dilation, std::to_string(s.dilation), k,
+               kBandKinds);
+  require_read(!s.global.empty(), Field::global, "[...]", k,
+               {PatternKind::longformer, PatternKind::random});
+  require_read(s.num_random != d.num_random, Field::num_random, std::to_string(s.num_random), k,
+               {PatternKind::random});
+  require_read(s.block_size != d.block_size, Field::block_size, std::to_string(s.block_size), k,
+               kBlockKinds);
+  require_read(s.num_random_blocks != d.num_random_blocks, Field::num_random_blocks,
+               std::to_string(s.num_random_blocks), k, kBlockKinds);
+  require_read(s.num_global_tokens != d.num_global_tokens, Field::num_global_tokens,
+               std::to_string(s.num_global_tokens), k, {PatternKind::bigbird_etc});
+  require_read(s.random_table.has_value(), Field::random_table, "[...]", k,
+               {PatternKind::bigbird, PatternKind::bigbird_etc});
+  require_read(!s.segment_ids.empty(), Field::segment_ids, "[...]", k,
+               {PatternKind::hierarchical});
+  require_read(s.mask.has_value(), Field::mask, "[...]", k, {PatternKind::explicit_mask});
+  require_read(s.seed != d.seed, Field::seed, std::to_string(s.seed), k,
+               {PatternKind::random, PatternKind::bigbird, PatternKind::bigbird_etc});
+  require_read(!s.per_head.empty(), Field::heads, "[...]", k, {PatternKind::per_head});
+  require_field(!(k == PatternKind::hierarchical && s.segment_ids.empty()), Field::segment_ids, "",
+                "none", "the hierarchical pattern needs one segment id per token");
+  require_field(!(k == PatternKind::explicit_mask && !s.mask), Field::mask, "", "none",
+                "the explicit pattern needs its mask");
+}
+
+// The checks that need the sizes, for one non-per-head spec.
 void validate_common(const PatternSpec& s, const PatternSizes& z) {
-  require(s.window >= 0, "window", s.window, "must be an integer >= 0 (one-sided, tokens)");
-  require(s.dilation >= 1, "dilation", s.dilation, "must be an integer >= 1");
-  require(s.tile >= 1, "tile", s.tile, "must be an integer >= 1");
-  require(s.block_size >= 1, "block_size", s.block_size, "must be an integer >= 1");
-  require(s.num_random >= 0, "num_random", s.num_random, "must be an integer >= 0");
-  require(s.num_random_blocks >= 0, "num_random_blocks", s.num_random_blocks,
-          "must be an integer >= 0");
-  require(s.num_global_tokens >= 0, "num_global_tokens", s.num_global_tokens,
-          "must be an integer >= 0");
-  for (int64_t g : s.global)
-    require(g >= 0 && g < z.seq_len_k, "global", g,
-            "positions must be in [0, seq_len_k) = [0, " + std::to_string(z.seq_len_k) + ")");
+  for (size_t g = 0; g < s.global.size(); ++g)
+    require_field(s.global[g] < z.seq_len_k, Field::global, "[" + std::to_string(g) + "]",
+                  s.global[g],
+                  "positions must be in [0, seq_len_k) = [0, " + std::to_string(z.seq_len_k) + ")");
 }
 
 void require_self_attention(const PatternSpec& s, const PatternSizes& z) {
@@ -237,16 +302,16 @@ void validate_random_table(const PatternSpec& s, const PatternSizes& z, const Bl
   const Tensor<int64_t>& t = *s.random_table;
   const std::string want = "[num_heads (" + std::to_string(z.num_heads) + ") or 1, " +
                            std::to_string(br.rows) + ", num_random_blocks]";
-  require(t.rank() == 3, "random_table shape", shape_text(t.shape), "must be " + want);
-  require((t.dim(0) == z.num_heads || t.dim(0) == 1) && t.dim(1) == br.rows, "random_table shape",
-          shape_text(t.shape), "must be " + want);
-  require(s.num_random_blocks == 0 || s.num_random_blocks == t.dim(2), "num_random_blocks",
-          s.num_random_blocks,
+  require_field(t.rank() == 3, Field::random_table, " shape", shape_text(t.shape), "must be " + want);
+  require_field((t.dim(0) == z.num_heads || t.dim(0) == 1) && t.dim(1) == br.rows,
+                Field::random_table, " shape", shape_text(t.shape), "must be " + want);
+  require_field(s.num_random_blocks == 0 || s.num_random_blocks == t.dim(2),
+                Field::num_random_blocks, "", s.num_random_blocks,
           "must be 0 or equal the random table's last dimension (" + std::to_string(t.dim(2)) + ")");
   // -1 is "no draw", as the exported table writes where fewer than r blocks remained
   // (contract §3.10): read back, it draws nothing and counts as shortfall again.
   for (int64_t x : t.data)
-    require(x >= -1 && x < nb, "random_table entry", x,
+    require_field(x >= -1 && x < nb, Field::random_table, " entry", x,
             "key-block indices must be in [0, nb) = [0, " + std::to_string(nb) +
                 "), or -1 for no draw");
 }
@@ -352,7 +417,8 @@ void validate_kind(const PatternSpec& s, const PatternSizes& z) {
     }
     case PatternKind::bigbird_etc: {
       require_self_attention(s, z);
-      require(s.num_global_tokens <= z.seq_len_q, "num_global_tokens", s.num_global_tokens,
+      require_field(s.num_global_tokens <= z.seq_len_q, Field::num_global_tokens, "",
+                    s.num_global_tokens,
               "must be <= seq_len (" + std::to_string(z.seq_len_q) + ")");
       const int64_t nb = (z.seq_len_q - s.num_global_tokens + s.block_size - 1) / s.block_size;
       validate_random_table(s, z, BlockRandom{nb, 0, 0}, nb);
@@ -360,17 +426,17 @@ void validate_kind(const PatternSpec& s, const PatternSizes& z) {
     }
     case PatternKind::hierarchical: {
       require_self_attention(s, z);
-      require(static_cast<int64_t>(s.segment_ids.size()) == z.seq_len_q, "segment_ids length",
-              s.segment_ids.size(), "must equal seq_len (" + std::to_string(z.seq_len_q) + ")");
+      require_field(static_cast<int64_t>(s.segment_ids.size()) == z.seq_len_q, Field::segment_ids,
+                    " length", s.segment_ids.size(), "must equal seq_len (" + std::to_string(z.seq_len_q) + ")");
       for (size_t i = 1; i < s.segment_ids.size(); ++i)
-        require(s.segment_ids[i] >= s.segment_ids[i - 1], "segment_ids[" + std::to_string(i) + "]",
-                s.segment_ids[i],
+        require_field(s.segment_ids[i] >= s.segment_ids[i - 1], Field::segment_ids,
+                      "[" + std::to_string(i) + "]", s.segment_ids[i],
                 "must be >= segment_ids[" + std::to_string(i - 1) + "] = " +
                     std::to_string(s.segment_ids[i - 1]) + " (non-decreasing)");
       break;
     }
     case PatternKind::explicit_mask: {
-      require(s.mask.has_value(), "mask", "none", "pattern explicit needs a mask");
+      require_field(s.mask.has_value(), Field::mask, "", "none", "pattern explicit needs a mask");
       const Tensor<uint8_t>& m = *s.mask;
       const std::string want = "[" + std::to_string(z.seq_len_q) + ", " +
                                std::to_string(z.seq_len_k) + "] or [num_heads (" +
@@ -379,11 +445,11 @@ void validate_kind(const PatternSpec& s, const PatternSizes& z) {
       const bool rank2 = m.rank() == 2 && m.dim(0) == z.seq_len_q && m.dim(1) == z.seq_len_k;
       const bool rank3 = m.rank() == 3 && (m.dim(0) == 1 || m.dim(0) == z.num_heads) &&
                          m.dim(1) == z.seq_len_q && m.dim(2) == z.seq_len_k;
-      require(rank2 || rank3, "mask shape", shape_text(m.shape), "must be " + want);
+      require_field(rank2 || rank3, Field::mask, " shape", shape_text(m.shape), "must be " + want);
       break;
     }
     case PatternKind::per_head:
-      throw InvalidArgument("per_head", "nested", "a per-head spec's heads cannot be per-head");
+      throw FieldError(Field::heads, "", "per-head", "a per-head pattern's heads cannot be per-head");
   }
 }
 
@@ -451,6 +517,28 @@ void note_clamped(const PatternSpec& given, const PatternSpec& canonical, const 
 
 }  // namespace
 
+void validate_spec(const PatternSpec& spec) {
+  if (spec.kind != PatternKind::per_head) {
+    validate_one(spec);
+    return;
+  }
+  require_field(!spec.per_head.empty(), Field::heads, "", "[]",
+                "must list at least one pattern (one per head)");
+  for (size_t h = 0; h < spec.per_head.size(); ++h) {
+    const PatternSpec& head = spec.per_head[h];
+    const std::string at = "[" + std::to_string(h) + "]";
+    require_field(head.kind != PatternKind::per_head, Field::heads, at, describe(head),
+                  "must not itself be per-head");
+    require_field(!head.key_padding_mask, Field::heads, at, describe(head),
+                  "must not carry a key_padding_mask (it applies to the whole pattern)");
+    try {
+      validate_one(head);
+    } catch (const FieldError& e) {
+      throw e.at_head(static_cast<int64_t>(h));
+    }
+  }
+}
+
 Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
   require(sizes.batch >= 1, "batch", sizes.batch, "must be >= 1");
   require(sizes.num_heads >= 1, "num_heads", sizes.num_heads, "must be >= 1");
@@ -463,8 +551,8 @@ Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
   if (spec.key_padding_mask) {
     Tensor<uint8_t>& kpm = *p.spec.key_padding_mask;
     if (kpm.rank() == 1) kpm.shape.insert(kpm.shape.begin(), 1);  // [seq_len] = one batch
-    require(kpm.rank() == 2 && kpm.dim(0) == sizes.batch && kpm.dim(1) == sizes.seq_len_k,
-            "key_padding_mask shape", shape_text(spec.key_padding_mask->shape),
+    require_field(kpm.rank() == 2 && kpm.dim(0) == sizes.batch && kpm.dim(1) == sizes.seq_len_k,
+                  Field::key_padding_mask, " shape", shape_text(spec.key_padding_mask->shape),
             "must be [batch (" + std::to_string(sizes.batch) + "), seq_len_k (" +
                 std::to_string(sizes.seq_len_k) + ")]");
   }
@@ -472,8 +560,15 @@ Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
   // contract §3 "Parameters beyond the sequence": refuse what is out of range by the
   // given name and value, then clamp to the equivalent canonical value before anything
   // (layout, draw table, kernel) sees a parameter.
-  validate_common(spec, sizes);
-  for (const PatternSpec& h : spec.per_head) validate_common(h, sizes);
+  validate_spec(spec);
+  if (spec.kind != PatternKind::per_head) validate_common(spec, sizes);
+  for (size_t h = 0; h < spec.per_head.size(); ++h) {
+    try {
+      validate_common(spec.per_head[h], sizes);
+    } catch (const FieldError& e) {
+      throw e.at_head(static_cast<int64_t>(h));
+    }
+  }
   canonicalize_in_place(p.spec, sizes);
   note_clamped(spec, p.spec, "", p.clamped);
   for (size_t h = 0; h < spec.per_head.size() && h < p.spec.per_head.size(); ++h)
@@ -482,13 +577,17 @@ Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
 
   p.heads.resize(static_cast<size_t>(sizes.num_heads));
   if (spec.kind == PatternKind::per_head) {
-    require(static_cast<int64_t>(spec.per_head.size()) == sizes.num_heads, "per_head size",
-            spec.per_head.size(), "must equal num_heads (" + std::to_string(sizes.num_heads) + ")");
+    require_field(static_cast<int64_t>(spec.per_head.size()) == sizes.num_heads, Field::heads,
+                  " length", spec.per_head.size(), "must equal num_heads (" + std::to_string(sizes.num_heads) + ")");
     // DECISION: each head's spec is built as head h of its own pattern (the PRNG is
     // keyed with h); random_draws stays empty for per-head patterns.
     for (int64_t h = 0; h < sizes.num_heads; ++h) {
       const PatternSpec& s = p.spec.per_head[h];
-      validate_kind(s, sizes);
+      try {
+        validate_kind(s, sizes);
+      } catch (const FieldError& e) {
+        throw e.at_head(h);
+      }
       Pattern scratch;
       scratch.random_draws = Tensor<int64_t>(draws_shape(s, sizes), -1);
       p.heads[h] = std::make_shared<const HeadLayout>(build_head(s, sizes, h, scratch));

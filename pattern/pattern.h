@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/field.h"
 #include "core/tensor.h"
 #include "pattern/band.h"
 #include "pattern/layout.h"
@@ -58,8 +59,17 @@ struct Pattern {
   BandParams band() const;
 };
 
+// The checks on `spec` that need no sizes (contract §5): every range (window >= 0,
+// dilation >= 1, block_size >= 1, counts >= 0, global positions >= 0), every field set for a
+// kind that does not read it (a window given to bigbird), every field a kind needs
+// (hierarchical: segment_ids; explicit: mask), and each head of a per-head spec. Throws
+// FieldError (core/field.h) naming the field, and for a per-head spec its head; a front end
+// spells it (`--window`, `heads[3].window`, `window=`). materialize() calls it first; front
+// ends call it as soon as a spec is built, before any file is read or size is known.
+void validate_spec(const PatternSpec& spec);
+
 // Materializes `spec` for `sizes`. Validates every parameter against contract §5 and throws
-// InvalidArgument naming it (window < 0, dilation < 1, block_size < 1, global positions
+// FieldError naming it (validate_spec(), then window < 0, dilation < 1, block_size < 1, global positions
 // out of range, random table shape or entries out of range, mask shape, segment ids not
 // non-decreasing or of the wrong length, key padding shape, num_heads/seq_len < 1, block
 // patterns with seq_len_q != seq_len_k).

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/field.h"
 
 namespace sparseattn {
 
@@ -45,7 +46,7 @@ PatternKind parse_pattern_kind(const std::string& name) {
     if (name == k.name) return k.kind;
     known += (known.empty() ? "" : "|") + std::string(k.name);
   }
-  throw InvalidArgument("pattern", name, "must be one of " + known);
+  throw FieldError(Field::pattern, "", name, "must be one of " + known);
 }
 
 std::string describe(const PatternSpec& s) {

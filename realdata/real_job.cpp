@@ -5,15 +5,14 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
-#include <limits>
 #include <map>
 
 #include <fmt/core.h>
 
-#include "core/check.h"
+#include "api/measure.h"
 #include "core/error.h"
-#include "reference/attention.h"
 #include "pattern/pattern.h"
+#include "reference/attention.h"
 #include "registry/registry.h"
 
 namespace sparseattn::realdata {
@@ -64,12 +63,9 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// A kernel's output widened to float64 (float32 kernels write o32/lse32).
+// A kernel's o widened to float64 (float32 kernels write o32).
 Tensor<double> output_o(const Kernel& k, const Output& out) {
   return k.dtype == DType::float64 ? out.o : tensor_cast<double>(out.o32);
-}
-Tensor<double> output_lse(const Kernel& k, const Output& out) {
-  return k.dtype == DType::float64 ? out.lse : tensor_cast<double>(out.lse32);
 }
 
 struct VsDense {
@@ -88,20 +84,24 @@ VsDense compare_to_dense(const Tensor<double>& o, const Tensor<double>& dense) {
   return r;
 }
 
-// x[:, :heads] of a [1, H, ...] tensor (o: [1, H, n, Dv], lse: [1, H, n]).
-Tensor<double> first_heads(const Tensor<double>& x, int64_t heads) {
-  Shape shape = x.shape;
-  const int64_t per_head = x.numel() / shape[1];
-  shape[1] = heads;
-  Tensor<double> y(shape);
-  std::copy_n(x.ptr(), heads * per_head, y.ptr());
-  return y;
+using api::first_heads;
+
+// The harness's plan for every method, the oracle included: `repeats` runs into one
+// Output, the checked first run among them once it has passed; the fastest is the time.
+api::TimingPlan job_plan(int64_t repeats) {
+  api::TimingPlan plan;
+  plan.repeats = repeats;
+  plan.time_checked_call = true;
+  plan.reuse_output = true;
+  plan.keep_output = true;
+  return plan;
 }
 
 // Which registry kernels the job runs: exact ones of target reference or cpu, whose
 // inputs the stored data represents exactly (float64/32 always; float16 too, because the
 // stored tensors are float16 already, so the oracle on them is the oracle on the
-// rounded inputs). bfloat16 would need its own oracle on bf16-rounded inputs: skipped.
+// rounded inputs). bfloat16 is compared with the oracle on bf16-rounded inputs, one more
+// O(n²) oracle run per pattern: skipped.
 bool job_runs(const Kernel& k) {
   return k.exact && k.target != Target::cuda && k.dtype != DType::bfloat16 &&
          std::string(k.name) != "a1_dense_masked";
@@ -143,13 +143,9 @@ JobResult run_real_job(const JobOptions& options) {
 
       // The oracle, timed like every other method (it is also a method of the ladder).
       const Kernel& oracle_kernel = find_kernel("a1_dense_masked");
-      Output oracle;
-      double best = std::numeric_limits<double>::infinity();
-      for (int64_t rep = 0; rep < options.repeats; ++rep) {
-        const auto t0 = Clock::now();
-        oracle_kernel.run(problem, oracle);
-        best = std::min(best, seconds_since(t0));
-      }
+      const api::OracleRun run = api::time_oracle(problem, job_plan(options.repeats));
+      const api::Oracle& oracle = run.oracle;
+      const double best = run.measurement.best();
       r.oracle_seconds = best;
       const bool is_dense = &np == &options.patterns.front();
       if (is_dense) {
@@ -157,7 +153,8 @@ JobResult run_real_job(const JobOptions& options) {
         dense_lse = oracle.lse;
       }
       // The head subset for the O(n²) reference steps on the dense pattern (see
-      // JobOptions::dense_reference_heads): its own pattern, problem and oracle slice.
+      // JobOptions::dense_reference_heads): its own pattern and problem; the harness
+      // checks it on the oracle's first heads.
       const int64_t subset_heads =
           is_dense && options.dense_reference_heads > 0
               ? std::min(options.dense_reference_heads, d.num_heads) : d.num_heads;
@@ -169,8 +166,6 @@ JobResult run_real_job(const JobOptions& options) {
               ? Problem{}
               : make_problem(first_heads(layer.q, subset_heads), first_heads(layer.k, subset_heads),
                              first_heads(layer.v, subset_heads), subset_pattern, &d.scale);
-      const Tensor<double> subset_oracle_o = first_heads(oracle.o, subset_heads);
-      const Tensor<double> subset_oracle_lse = first_heads(oracle.lse, subset_heads);
       const Tensor<double> subset_dense_o = first_heads(dense_o, subset_heads);
 
       // Mass kept per head: exp(lse_A − lse_dense) = Σ_{j∈A(i)} P_ij, averaged over rows.
@@ -214,22 +209,14 @@ JobResult run_real_job(const JobOptions& options) {
         m.rtol = k.rtol;
         const bool subset = k.target == Target::reference && subset_heads < d.num_heads;
         m.heads_run = subset ? subset_heads : d.num_heads;
-        Output out;
-        double t = std::numeric_limits<double>::infinity();
-        for (int64_t rep = 0; rep < options.repeats; ++rep) {
-          const auto t0 = Clock::now();
-          k.run(subset ? subset_problem : problem, out);
-          t = std::min(t, seconds_since(t0));
-        }
-        m.seconds = t;
-        const Tensor<double> o = output_o(k, out), lse = output_lse(k, out);
-        const Tolerance tol{k.atol, k.rtol};
-        const CheckReport co = check_close(o, subset ? subset_oracle_o : oracle.o, tol);
-        const CheckReport cl = check_close(lse, subset ? subset_oracle_lse : oracle.lse, tol);
-        m.pass = co.pass && cl.pass;
-        m.failure = !co.pass ? "o: " + co.reason : (!cl.pass ? "lse: " + cl.reason : "");
-        m.max_abs_error = co.max_abs_error;
-        m.budget_used = std::max(co.budget_used, cl.budget_used);
+        const api::Measurement run_k =
+            api::measure(k, subset ? subset_problem : problem, oracle, job_plan(options.repeats));
+        m.seconds = run_k.best();  // NaN when it failed its check: not timed
+        const Tensor<double> o = output_o(k, run_k.output);
+        m.pass = run_k.check.pass;
+        m.failure = run_k.check.failure;
+        m.max_abs_error = run_k.check.o.max_abs_error;
+        m.budget_used = run_k.check.budget_used();
         const VsDense vd = compare_to_dense(o, subset ? subset_dense_o : dense_o);
         m.max_abs_vs_dense = vd.max_abs;
         m.rel_vs_dense = vd.rel;

@@ -12,7 +12,9 @@
 //                the dense oracle's, max |Δo| and ‖Δo‖_F / ‖o_dense‖_F;
 //   per method   max |o − oracle|, tolerance budget used, pass/fail (check_close), wall
 //                time (min over `repeats`), speedup = the fastest same-target kernel's
-//                time per head on the dense pattern / this time per head.
+//                time per head on the dense pattern / this time per head. Check and time
+//                are the harness's (api/measure.h): the first run is checked and counts
+//                among the `repeats` only when it passed; a failed method is not timed.
 // Kernels of target cuda are not run here (no device on the build machines).
 #pragma once
 
@@ -62,6 +64,7 @@ struct MethodResult {
   double rel_vs_dense = 0.0;      // ‖o − o_dense‖_F / ‖o_dense‖_F
   int64_t heads_run = 0;          // heads in the problem it ran on (all, or a subset)
   double seconds = 0.0;           // wall time of run() on heads_run heads, min over repeats
+                                  // (NaN when it failed its check: not timed)
   // Fastest same-target time per head on the dense pattern / this method's time per head.
   double speedup_vs_dense = 0.0;
   bool fastest_optimized = false; // the fastest optimized (cpu) kernel on this pattern

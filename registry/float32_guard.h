@@ -24,6 +24,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/field.h"
 #include "registry/registry.h"
 
 namespace sparseattn {
@@ -96,8 +97,8 @@ struct Float32Plan {
   Tensor<float> prescaled;   // filled only when the scale is folded in float64
 };
 
-// Applies the rule above for kernel `kernel_name`. Throws InvalidArgument("scale" | "q" |
-// "k" | "v", value, reason) before any work. O(numel(q) + numel(k) + numel(v)).
+// Applies the rule above for kernel `kernel_name`. Throws FieldError (Field::scale, q, k or
+// v; core/field.h) before any work. O(numel(q) + numel(k) + numel(v)).
 inline void plan_float32(const Problem& p, const char* kernel_name, Float32Plan& plan) {
   // One pass per tensor: max |x| (all three) and the largest row norm (q and k).
   const detail::Bound bq = detail::bound_of(p.q, p.shape.head_dim);
@@ -105,11 +106,12 @@ inline void plan_float32(const Problem& p, const char* kernel_name, Float32Plan&
   const detail::Bound bv = detail::bound_of(p.v, 0);
   const std::string why = std::string(" is beyond float32's range (3.4e38): the float32 kernel ") +
                           kernel_name + " cannot hold it; use a float64 kernel (a1_dense_masked)";
-  const struct { const char* name; double max_abs; } inputs[] = {
-      {"q", bq.max_abs}, {"k", bk.max_abs}, {"v", bv.max_abs}};
+  const struct { Field field; double max_abs; } inputs[] = {
+      {Field::q, bq.max_abs}, {Field::k, bk.max_abs}, {Field::v, bv.max_abs}};
   for (const auto& in : inputs) {
     const double m = in.max_abs;
-    require(m <= FLT_MAX, in.name, "a tensor with max |x| = " + to_text(m), "|x| = " + to_text(m) + why);
+    require_field(m <= FLT_MAX, in.field, "", "a tensor with max |x| = " + to_text(m),
+                  "|x| = " + to_text(m) + why);
   }
   const double s = std::fabs(p.scale);
   const double q_norm = bq.max_row_norm;
@@ -117,8 +119,8 @@ inline void plan_float32(const Problem& p, const char* kernel_name, Float32Plan&
   const double score_bound = s * q_norm * k_norm;  // may be inf in float64: refused
   const double q_scaled = s * bq.max_abs;
   if (!(score_bound <= kFloat32ScoreLimit) || !(q_scaled <= kFloat32ScoreLimit))
-    throw InvalidArgument(
-        "scale", to_text(p.scale),
+    throw FieldError(
+        Field::scale, "", to_text(p.scale),
         "scaled scores may reach |scale|·max‖q_i‖·max‖k_j‖ = " + to_text(score_bound) +
             " (and lse with them), beyond float32's range (3.4e38, limit " +
             to_text(kFloat32ScoreLimit) + " with headroom) for the float32 kernel " + kernel_name +

@@ -19,7 +19,9 @@ import glob
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,6 +50,7 @@ def main() -> int:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
+    from traitlets.config import Config
 
     paths = args.notebooks or sorted(glob.glob(os.path.join(ROOT, "notebooks", "[0-9]*.py")))
     if not paths:
@@ -69,32 +72,43 @@ def main() -> int:
                    "display_name": f"Python ({sys.executable})", "language": "python"}, f)
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         [spec_root] + [p for p in [os.environ.get("JUPYTER_PATH")] if p])
-    passed = failed = 0
-    for path in paths:
-        name = os.path.splitext(os.path.basename(path))[0]
-        nb = jupytext.read(path)
-        client = NotebookClient(nb, timeout=args.timeout, kernel_name=KERNEL,
-                                resources={"metadata": {"path": ROOT}})
-        t0 = time.perf_counter()
-        try:
-            client.execute()
-            ok, err = True, ""
-        except CellExecutionError as e:
-            ok, err = False, re.sub(r"\x1b\[[0-9;]*m", "", str(e))  # no terminal colours
-        except Exception as e:  # kernel died, timeout: a failure, never a pass
-            ok, err = False, f"{type(e).__name__}: {e}"
-        dt = time.perf_counter() - t0
-        out = os.path.join(args.out, name + ".ipynb")
-        tmp = out + ".tmp"
-        nbformat.write(nb, tmp)
-        os.replace(tmp, out)  # never a half-written file
-        if ok:
-            passed += 1
-            print(f"notebook {name}: passed in {dt:.1f} s", flush=True)
-        else:
-            failed += 1
-            print(f"notebook {name}: FAILED after {dt:.1f} s (executed copy: {out})\n"
-                  + "\n".join(err.strip().splitlines()[-25:]), flush=True)
+    # The kernel talks to us over Unix sockets (ZeroMQ's IPC transport) in a private temporary
+    # folder, not over TCP on localhost: nothing listens on a port, and ipykernel no longer
+    # prints "Kernel is running over TCP without encryption" once per notebook. The folder
+    # is short (a socket path must fit in 107 bytes) and removed at the end.
+    ipc_dir = tempfile.mkdtemp(prefix="sparseattn-nb-")
+    config = Config()
+    config.KernelManager.transport = "ipc"
+    config.KernelManager.ip = os.path.join(ipc_dir, "kernel")
+    try:
+        passed = failed = 0
+        for path in paths:
+            name = os.path.splitext(os.path.basename(path))[0]
+            nb = jupytext.read(path)
+            client = NotebookClient(nb, timeout=args.timeout, kernel_name=KERNEL, config=config,
+                                    resources={"metadata": {"path": ROOT}})
+            t0 = time.perf_counter()
+            try:
+                client.execute()
+                ok, err = True, ""
+            except CellExecutionError as e:
+                ok, err = False, re.sub(r"\x1b\[[0-9;]*m", "", str(e))  # no terminal colours
+            except Exception as e:  # kernel died, timeout: a failure, never a pass
+                ok, err = False, f"{type(e).__name__}: {e}"
+            dt = time.perf_counter() - t0
+            out = os.path.join(args.out, name + ".ipynb")
+            tmp = out + ".tmp"
+            nbformat.write(nb, tmp)
+            os.replace(tmp, out)  # never a half-written file
+            if ok:
+                passed += 1
+                print(f"notebook {name}: passed in {dt:.1f} s", flush=True)
+            else:
+                failed += 1
+                print(f"notebook {name}: FAILED after {dt:.1f} s (executed copy: {out})\n"
+                      + "\n".join(err.strip().splitlines()[-25:]), flush=True)
+    finally:
+        shutil.rmtree(ipc_dir, ignore_errors=True)
     print(f"notebooks: {passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
 

@@ -5,11 +5,13 @@
 //   build/bench_cuda --benchmark_filter='bigbird.*bf16'
 //
 // Shapes: batch 1, 16 heads, head_dim 64 and 128, seq_len 4096 ... 65536;
-// dense, window (one-sided 256 and 1024) and BigBird (block 64, 3 random blocks). The
-// float32 and naive kernels stop at the sizes noted in kFamilies: their time would eat
-// the gpu-check budget without telling anything new.
+// dense, window (one-sided 256 and 1024) and BigBird (block 64, 3 random blocks): the
+// entries of the one family list (api/families.h) that name CUDA kernels. The float32
+// and naive kernels stop at the sizes noted there: their time would eat the gpu-check
+// budget without telling anything new.
 //
-// Honest timing (only validated code is timed): a kernel is timed only after it matched the float64 oracle
+// Honest timing (only validated code is timed, the harness api/measure.h): a kernel is
+// timed only after it matched the float64 oracle (on its rounded inputs for fp16/bf16)
 // on the same pattern kind at a small size (its registry tolerance), and after a
 // poisoned run at the benchmark size left no NaN/Inf in o or lse. Inputs are generated
 // on the device and uploaded once. The launch is configured (shared-memory opt-in,
@@ -40,12 +42,13 @@
 #include <string>
 #include <vector>
 
+#include "api/families.h"
+#include "api/measure.h"
 #include "core/check.h"
 #include "optimized/cuda/device_problem.h"
 #include "optimized/cuda/device_runtime.h"
 #include "optimized/cuda/launchers.h"
 #include "optimized/cuda/packed_pattern.h"
-#include "reference/attention.h"
 #include "pattern/prng.h"
 #include "registry/registry.h"
 
@@ -58,66 +61,29 @@ const int64_t kHeadDims[] = {64, 128};
 const int64_t kSeqLens[] = {4096, 8192, 16384, 32768, 65536};
 constexpr int64_t kTargetSeqLen = 32768;  // the CUDA targets' size (docs/cuda.md)
 
-struct KernelLimit {
-  const char* name;
-  int64_t max_seq_len;  // largest seq_len benchmarked for this kernel in this family
-  int64_t max_head_dim;
-};
-
-struct Family {
-  std::string name;
-  PatternSpec spec;
-  std::vector<KernelLimit> kernels;
-};
-
-PatternSpec window_spec(int64_t w) {
-  PatternSpec s;
-  s.kind = PatternKind::window;
-  s.window = w;
-  return s;
-}
-
-std::vector<Family> families() {
-  PatternSpec dense;
-  PatternSpec bigbird;
-  bigbird.kind = PatternKind::bigbird;
-  bigbird.block_size = 64;
-  bigbird.num_random_blocks = 3;
-  bigbird.seed = 0;
-  const std::vector<KernelLimit> window_kernels = {
-      {"cuda_c05_window_bf16", 65536, 128}, {"cuda_c08_generic_bf16", 65536, 128},
-      {"cuda_c05_window_f32", 32768, 128}};
-  return {
-      {"dense", dense,
-       {{"cuda_c04_flash_dense_bf16", 65536, 128}, {"cuda_c04_flash_dense_f16", 16384, 128},
-        {"cuda_c03_flash_dense", 16384, 128}, {"cuda_c02_tiled_dense", 4096, 64},
-        {"cuda_c01_naive_dense", 4096, 64}}},
-      {"window_w256", window_spec(256), window_kernels},
-      {"window_w1024", window_spec(1024), window_kernels},
-      {"bigbird_b64_r3", bigbird,
-       {{"cuda_c07_bigbird_bf16", 65536, 128}, {"cuda_c08_generic_bf16", 65536, 128},
-        {"cuda_c07_bigbird_f32", 32768, 128}}},
-  };
-}
-
 // Patterns are materialized once per (family, seq_len) and shared by its kernels.
-const Pattern& pattern_for(const Family& f, int64_t n) {
+const Pattern& pattern_for(const api::Family& f, int64_t n) {
   static std::map<std::pair<std::string, int64_t>, std::unique_ptr<Pattern>> cache;
   auto& slot = cache[{f.name, n}];
-  if (!slot) slot = std::make_unique<Pattern>(materialize(f.spec, PatternSizes{kBatch, kHeads, n, n}));
+  if (!slot) slot = std::make_unique<Pattern>(materialize(f.spec(n, 0), PatternSizes{kBatch, kHeads, n, n}));
   return *slot;
 }
 
-// The gate: the kernel against the float64 oracle on the family's pattern at a small,
-// awkward size (not a multiple of any block), once per (kernel, family, head_dim).
-// Returns "" on pass, else the checker's report.
-std::string validate(const Kernel& kernel, const Family& f, int64_t head_dim) {
-  static std::map<std::string, std::string> done;
-  const std::string key = std::string(kernel.name) + "/" + f.name + "/" + std::to_string(head_dim);
-  const auto it = done.find(key);
-  if (it != done.end()) return it->second;
+// The check's problem: the family's pattern at a small, awkward size (not a multiple of
+// any block), 2 heads, seeded uniform inputs in [-1, 1); and its float64 oracle (the
+// harness rounds the inputs for a half-precision kernel). Built once per (family, head_dim).
+struct CheckCase {
+  std::unique_ptr<Pattern> pattern;
+  Problem problem;
+  api::Oracle oracle;
+};
+const CheckCase& check_case(const api::Family& f, int64_t head_dim) {
+  static std::map<std::pair<std::string, int64_t>, std::unique_ptr<CheckCase>> cache;
+  auto& slot = cache[{f.name, head_dim}];
+  if (slot) return *slot;
   const int64_t n = 1000;
-  const Pattern pattern = materialize(f.spec, PatternSizes{1, 2, n, n});
+  slot = std::make_unique<CheckCase>();
+  slot->pattern = std::make_unique<Pattern>(materialize(f.spec(n, 0), PatternSizes{1, 2, n, n}));
   Tensor<double> q({1, 2, n, head_dim}), k({1, 2, n, head_dim}), v({1, 2, n, head_dim});
   uint64_t state = 0x9E3779B97F4A7C15ull;
   for (Tensor<double>* t : {&q, &k, &v})
@@ -125,21 +91,9 @@ std::string validate(const Kernel& kernel, const Family& f, int64_t head_dim) {
       state = splitmix64_mix(state);
       x = static_cast<double>(state >> 11) * 0x1.0p-52 - 1.0;
     }
-  const Problem problem = make_problem(q, k, v, pattern, nullptr);
-  Output out;
-  kernel.run(problem, out);
-  const AttentionResult oracle =
-      kernel.dtype == DType::float32
-          ? a1_dense_masked(q, k, v, pattern, nullptr)
-          : a1_dense_masked(cuda::round_like_device(q, kernel.dtype), cuda::round_like_device(k, kernel.dtype),
-                            cuda::round_like_device(v, kernel.dtype), pattern, nullptr);
-  const Tolerance tol{kernel.atol, kernel.rtol};
-  const CheckReport o = check_close(out.o32, oracle.o, tol);
-  const CheckReport lse = check_close(out.lse32, oracle.lse, tol);
-  std::string verdict;
-  if (!o.pass) verdict = report_json(o, "o", tol);
-  if (!lse.pass) verdict += report_json(lse, "lse", tol);
-  return done[key] = verdict;
+  slot->problem = make_problem(q, k, v, *slot->pattern, nullptr);
+  slot->oracle = api::make_oracle(slot->problem);
+  return *slot;
 }
 
 bool all_finite(const cuda::DeviceProblem& d) {
@@ -195,59 +149,73 @@ class JsonLinesReporter : public benchmark::ConsoleReporter {
   std::ofstream out_;
 };
 
-void run_benchmark(benchmark::State& state, const Kernel* kernel, const Family* family, int64_t n,
-                   int64_t head_dim) {
-  try {
-    const std::string verdict = validate(*kernel, *family, head_dim);
-    if (!verdict.empty()) {
-      state.SkipWithError(("failed validation against a1_dense_masked: " + verdict).c_str());
-      return;
-    }
-    const Pattern& pattern = pattern_for(*family, n);
-    const cuda::CudaLauncher& launcher = cuda::find_launcher(kernel->name);
-    cuda::DeviceProblem d = cuda::random_device_problem(pattern, kBatch, head_dim, head_dim, launcher.dtype, 2026);
-    d.poison_outputs();
-    launcher.launch(d, nullptr);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    if (!all_finite(d)) {
-      state.SkipWithError("NaN/Inf in the output at the benchmark size (a row left unwritten?)");
-      return;
-    }
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    // Second warm-up, timed once to choose N (the launch is configured by now).
+// The kernel's time at the benchmark size, once the harness's check has passed: the
+// poisoned run must leave no NaN/Inf, then the timed launches.
+void time_on_device(benchmark::State& state, const Kernel* kernel, const api::Family* family,
+                    int64_t n, int64_t head_dim) {
+  const Pattern& pattern = pattern_for(*family, n);
+  const cuda::CudaLauncher& launcher = cuda::find_launcher(kernel->name);
+  cuda::DeviceProblem d = cuda::random_device_problem(pattern, kBatch, head_dim, head_dim, launcher.dtype, 2026);
+  d.poison_outputs();
+  launcher.launch(d, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  if (!all_finite(d)) {
+    state.SkipWithError("NaN/Inf in the output at the benchmark size (a row left unwritten?)");
+    return;
+  }
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  // Second warm-up, timed once to choose N (the launch is configured by now).
+  CUDA_CHECK(cudaEventRecord(start));
+  launcher.launch(d, nullptr);
+  CUDA_CHECK(cudaEventRecord(stop));
+  CUDA_CHECK(cudaEventSynchronize(stop));
+  float warm_ms = 0.f;
+  CUDA_CHECK(cudaEventElapsedTime(&warm_ms, start, stop));
+  const int launches = launches_per_timing(warm_ms);
+  for (auto _ : state) {
     CUDA_CHECK(cudaEventRecord(start));
-    launcher.launch(d, nullptr);
+    for (int r = 0; r < launches; ++r) launcher.launch(d, nullptr);
     CUDA_CHECK(cudaEventRecord(stop));
     CUDA_CHECK(cudaEventSynchronize(stop));
-    float warm_ms = 0.f;
-    CUDA_CHECK(cudaEventElapsedTime(&warm_ms, start, stop));
-    const int launches = launches_per_timing(warm_ms);
-    for (auto _ : state) {
-      CUDA_CHECK(cudaEventRecord(start));
-      for (int r = 0; r < launches; ++r) launcher.launch(d, nullptr);
-      CUDA_CHECK(cudaEventRecord(stop));
-      CUDA_CHECK(cudaEventSynchronize(stop));
-      float ms = 0.f;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      state.SetIterationTime(ms * 1e-3 / launches);
-    }
-    CUDA_CHECK(cudaEventDestroy(start));
-    CUDA_CHECK(cudaEventDestroy(stop));
-    state.counters["launches_per_timing"] = launches;
+    float ms = 0.f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    state.SetIterationTime(ms * 1e-3 / launches);
+  }
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  state.counters["launches_per_timing"] = launches;
 
-    const PatternStats stats = pattern_stats(pattern);
-    const double flops = kBatch * attention_flops(stats, head_dim, head_dim);
-    const double dense_flops = 4.0 * kBatch * kHeads * static_cast<double>(n) * n * head_dim;
-    using C = benchmark::Counter;
-    state.counters["TFLOPs"] = C(flops * 1e-12, C::kIsIterationInvariantRate);
-    state.counters["dense_equiv_TFLOPs"] = C(dense_flops * 1e-12, C::kIsIterationInvariantRate);
-    state.counters["density"] = stats.density;
-    state.counters["nnz"] = static_cast<double>(stats.nnz);
-    state.counters["seq_len"] = static_cast<double>(n);
-    state.counters["head_dim"] = static_cast<double>(head_dim);
-    state.SetLabel(describe(family->spec) + " " + dtype_name(kernel->dtype));
+  const PatternStats stats = pattern_stats(pattern);
+  const double flops = kBatch * attention_flops(stats, head_dim, head_dim);
+  const double dense_flops = 4.0 * kBatch * kHeads * static_cast<double>(n) * n * head_dim;
+  using C = benchmark::Counter;
+  state.counters["TFLOPs"] = C(flops * 1e-12, C::kIsIterationInvariantRate);
+  state.counters["dense_equiv_TFLOPs"] = C(dense_flops * 1e-12, C::kIsIterationInvariantRate);
+  state.counters["density"] = stats.density;
+  state.counters["nnz"] = static_cast<double>(stats.nnz);
+  state.counters["seq_len"] = static_cast<double>(n);
+  state.counters["head_dim"] = static_cast<double>(head_dim);
+  state.SetLabel(describe(family->spec(n, 0)) + " " + dtype_name(kernel->dtype));
+}
+
+// The harness (api/measure.h): the kernel against the float64 oracle on the family's
+// check case at its registry tolerance first; the device timing only when it passed.
+void run_benchmark(benchmark::State& state, const Kernel* kernel, const api::Family* family, int64_t n,
+                   int64_t head_dim) {
+  try {
+    const CheckCase& c = check_case(*family, head_dim);
+    api::TimingPlan plan;
+    plan.timed_section = [&] { time_on_device(state, kernel, family, n, head_dim); };
+    const api::Measurement m = api::measure(*kernel, c.problem, c.oracle, plan);
+    if (!m.timed) {
+      const Tolerance tol{kernel->atol, kernel->rtol};
+      std::string verdict;
+      if (!m.check.o.pass) verdict = report_json(m.check.o, "o", tol);
+      if (!m.check.lse.pass) verdict += report_json(m.check.lse, "lse", tol);
+      state.SkipWithError(("failed validation against a1_dense_masked: " + verdict).c_str());
+    }
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
@@ -266,11 +234,10 @@ int main(int argc, char** argv) {
   // Registered (and so run) in priority order: the targets' seq_len 32768 first, every
   // family and kernel, then the rest of the sweep; a run cut at its timeout loses the
   // least important cases.
-  static const std::vector<Family> all = families();
   for (const bool targets : {true, false})
-    for (const Family& f : all)
-      for (const KernelLimit& limit : f.kernels) {
-        const Kernel& kernel = find_kernel(limit.name);
+    for (const api::Family& f : api::families())
+      for (const api::CudaCase& limit : f.cuda) {
+        const Kernel& kernel = find_kernel(limit.kernel);
         for (int64_t d : kHeadDims)
           for (int64_t n : kSeqLens) {
             if (n > limit.max_seq_len || d > limit.max_head_dim || (n == kTargetSeqLen) != targets) continue;

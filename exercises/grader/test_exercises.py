@@ -5,12 +5,19 @@ which case, what was expected and what came back (for attention outputs: the rep
 sparseattn.check, the same diagnostics as `sparseattn check`). Failures carry no Python
 traceback of the grader: an unwritten stub says "not written yet", an exception in the
 student's code shows the student's own frames only.
+
+The stubs' rules are enforced, not only stated: inputs are compared before and after the
+call where a stub says "do not modify the inputs" (ex01, ex04), and ex05's "do not build the
+[N, M] score matrix" is a cap on the call's traced peak memory (see _ex05_memory_rule). A
+usual mistake, recognised in the answer, gets a one-line "hint:" beside the numbers.
 """
 import importlib.util
 import math
 import pathlib
 import sys
 import traceback
+import tracemalloc
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pytest
@@ -96,6 +103,39 @@ def rng(seed):
     return np.random.default_rng(seed)
 
 
+def inputs_unchanged(module: str, case: str, fn: str,
+                     given: Sequence[Tuple[str, np.ndarray, np.ndarray]]) -> None:
+    """Fails when the student's function wrote into an input array.
+
+    ``given`` lists (name, the array passed, an untouched copy of it). The stubs that say
+    "do not modify the inputs" are held to it: the caller still owns those arrays (the
+    grader's oracle call, the next tile of a fold).
+    """
+    for name, passed, before in given:
+        if passed.shape == before.shape and np.array_equal(passed, before, equal_nan=True):
+            continue
+        if passed.shape != before.shape:
+            what = f"its shape went from {list(before.shape)} to {list(passed.shape)}"
+        else:
+            changed = ~((passed == before) | (np.isnan(passed) & np.isnan(before))
+                        if passed.dtype.kind == "f" else passed == before)
+            i = tuple(int(x) for x in np.argwhere(changed)[0])
+            what = (f"{int(changed.sum())} of {changed.size} entries changed, the first at {i}: "
+                    f"{before[i].item()!r} became {passed[i].item()!r}")
+        pytest.fail(f"{module}, {case}: {fn} modified its input `{name}` ({what}). The "
+                    f"docstring says: do not modify the inputs. Compute into new arrays "
+                    f"(np.where, copies) instead of assigning into the arguments.",
+                    pytrace=False)
+
+
+def with_hint(summary: str, hint: str) -> str:
+    """The checker's summary with its generic "hint:" line replaced by the grader's own."""
+    if not hint:
+        return summary
+    kept = [line for line in summary.splitlines() if not line.startswith("hint: ")]
+    return "\n".join(kept + ["hint: " + hint])
+
+
 # ---------------------------------------------------------------------------------------
 # ex01 — masked softmax (contract §2.1, §2.3)
 
@@ -113,11 +153,29 @@ def ex01_cases():
     yield "every row fully masked", r.normal(size=(3, 4)), np.zeros((3, 4), dtype=bool)
 
 
+def _ex01_hint(p: np.ndarray, lse: np.ndarray, mask: np.ndarray) -> str:
+    """Names overflow when a row WITH allowed keys came back non-finite (no max
+    subtracted); "" otherwise (the checker's own hint then stands)."""
+    unmasked = mask.any(axis=1)
+    broken = unmasked & ~(np.isfinite(p).all(axis=1) & np.isfinite(lse))
+    if not broken.any():
+        return ""
+    i = int(np.argmax(broken))
+    return (f"row {i} has {int(mask[i].sum())} allowed keys (it is not masked) yet its p or lse "
+            f"is not finite: exp of a large score overflows to inf (and of a very negative one "
+            f"underflows to 0), so the quotient is inf/inf or 0/0. Subtract the row maximum over "
+            f"the allowed entries before exponentiating: p = exp(s - max) / sum exp(s - max), "
+            f"lse = max + log(sum exp(s - max)) (contract §2.1)")
+
+
 def test_ex01_masked_softmax(solutions_dir):
     mod, path = load(solutions_dir, "ex01_masked_softmax")
     for name, s, m in ex01_cases():
         n, k = s.shape
-        out = call("ex01", path, mod.masked_softmax, s.copy(), m.copy())
+        s_in, m_in = s.copy(), m.copy()
+        out = call("ex01", path, mod.masked_softmax, s_in, m_in)
+        inputs_unchanged("ex01", f"case '{name}'", "masked_softmax",
+                         [("scores", s_in, s), ("mask", m_in, m)])
         if not isinstance(out, tuple) or len(out) != 2:
             pytest.fail("ex01: masked_softmax must return the pair (p, lse)", pytrace=False)
         p = as_array("ex01", "p", out[0], (n, k))
@@ -126,7 +184,7 @@ def test_ex01_masked_softmax(solutions_dir):
         rep = sa.check(q, np.eye(k), np.eye(k), sa.Pattern.explicit(m), p, lse, scale=1.0)
         if not rep.passed:
             pytest.fail(f"ex01, case '{name}': p (as o) and lse against the oracle:\n"
-                        f"{rep.summary()}", pytrace=False)
+                        f"{with_hint(rep.summary(), _ex01_hint(p, lse, m))}", pytrace=False)
 
 
 # ---------------------------------------------------------------------------------------
@@ -169,6 +227,21 @@ EX03 = [(16, 2, 1, 0), (20, 2, 2, 3), (24, 4, 1, 7), (10, 2, 3, 1), (7, 2, 1, 5)
         (3, 4, 0, 0)]
 
 
+def _ex03_hint(q: int, got_row: List[int], nb: int, table: np.ndarray) -> str:
+    """Names the random-table row mix-up: query block q's random blocks are row q - 1
+    (block 0 is global and draws nothing), and the student's row q matches another row."""
+    if q in (0, nb - 1):
+        return ""
+    fixed = {0, nb - 1} | {kb for kb in (q - 1, q, q + 1) if 0 <= kb < nb}
+    for r in range(len(table)):
+        extra = {int(x) for x in table[r] if x >= 0} - fixed  # what row r alone would add
+        if r != q - 1 and extra and got_row == sorted(fixed | extra):
+            return (f"\n  hint: query block {q} took the random blocks of random_table row {r}; "
+                    f"its own are row {q - 1} = {table[q - 1].tolist()} (row q - 1: the table "
+                    f"starts at query block 1, the global block 0 draws none; contract §3.6)")
+    return ""
+
+
 def test_ex03_bigbird_block_table(solutions_dir):
     mod, path = load(solutions_dir, "ex03_bigbird_block_table")
     for n, b, r, seed in EX03:
@@ -189,11 +262,13 @@ def test_ex03_bigbird_block_table(solutions_dir):
         if got != want or any(len(row) != len(set(row)) for row in got):
             q = next((i for i in range(max(len(got), len(want)))
                       if i >= len(got) or i >= len(want) or got[i] != want[i]), None)
-            detail = f"{len(got)} query blocks returned, expected {nb}" if q is None or q >= len(got) \
-                or q >= len(want) else f"query block {q}: got {got[q]}, expected {want[q]}"
+            count = q is None or q >= len(got) or q >= len(want)
+            detail = f"{len(got)} query blocks returned, expected {nb}" if count \
+                else f"query block {q}: got {got[q]}, expected {want[q]}"
+            hint = "" if count else _ex03_hint(q, got[q], nb, table)
             pytest.fail(f"ex03, case seq_len={n}, block_size={b} (n_b={nb}), random_table="
-                        f"{table.tolist()}: {detail}\n  (each key block once: contract §2.2)",
-                        pytrace=False)
+                        f"{table.tolist()}: {detail}\n  (each key block once: contract §2.2)"
+                        f"{hint}", pytrace=False)
 
 
 # ---------------------------------------------------------------------------------------
@@ -214,16 +289,41 @@ def _update_by_formula(m, l, acc, s, v):
     return m_new, out_l, out_acc
 
 
-def _check_state(name, got, want, case):
+def _not_rescaled(m: np.ndarray, l: np.ndarray, acc: np.ndarray, s: np.ndarray,
+                  v: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """The usual mistake: this tile added, the old l and acc NOT multiplied by
+    exp(m - m_new) — (l_wrong, acc_wrong)."""
+    m_new = np.maximum(m, s.max(axis=1))
+    safe = np.where(np.isfinite(m_new), m_new, 0.0)[:, None]
+    p = np.where(np.isfinite(s), np.exp(np.where(np.isfinite(s), s, 0.0) - safe), 0.0)
+    return l + p.sum(axis=1), acc + p @ v
+
+
+def _close(g: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return (g == w) | np.isclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def _check_state(name: str, got: tuple, want: tuple, case: str,
+                 state: Optional[tuple] = None) -> None:
+    """got, want: (m_new, l_new, acc_new); state: the (m, l, acc, scores, v) they came from,
+    for the hint on a missing rescale."""
+    wrong = dict(zip(("l_new", "acc_new"), _not_rescaled(*state))) if state else {}
     for label, g, w in zip(("m_new", "l_new", "acc_new"), got, want):
         g = as_array("ex04", label, g, w.shape)
         if np.isnan(g).any():
             pytest.fail(f"ex04, {case}: {label} has NaN at {np.argwhere(np.isnan(g))[:3].tolist()} "
                         f"(a row with every score masked must keep m = -inf, l = 0, acc = 0: "
                         f"never -inf - (-inf), contract §2.3)", pytrace=False)
-        same_inf = (g == w) | np.isclose(g, w, rtol=1e-12, atol=1e-12)
+        same_inf = _close(g, w)
         if not same_inf.all():
-            pytest.fail(f"ex04, {case}: {label}: {first_differences(g, w, ~same_inf)}",
+            hint = ""
+            if label in wrong and _close(g, wrong[label]).all():
+                old = label[:-4]  # "l" or "acc"
+                hint = (f"\n  hint: {old} was not rescaled: when the running maximum moves from "
+                        f"m to m_new, the old {old} must be multiplied by exp(m - m_new) before "
+                        f"this tile is added ({label} = exp(m - m_new) * {old} + "
+                        f"{'rowsum(exp(scores - m_new))' if old == 'l' else 'exp(scores - m_new) @ v'})")
+            pytest.fail(f"ex04, {case}: {label}: {first_differences(g, w, ~same_inf)}{hint}",
                         pytrace=False)
 
 
@@ -242,10 +342,13 @@ def test_ex04_online_softmax_update(solutions_dir):
     for case, state in (("from the start state", start), ("from a running state", running)):
         args = [x.copy() for x in state] + [s.copy(), v.copy()]
         got = call("ex04", path, mod.online_softmax_update, *args)
+        inputs_unchanged("ex04", f"one update {case}", "online_softmax_update",
+                         list(zip(("m", "l", "acc", "scores", "v"), args, (*state, s, v))))
         if not isinstance(got, tuple) or len(got) != 3:
             pytest.fail("ex04: online_softmax_update must return (m_new, l_new, acc_new)",
                         pytrace=False)
-        _check_state("ex04", got, _update_by_formula(*state, s, v), f"one update {case}")
+        _check_state("ex04", got, _update_by_formula(*state, s, v), f"one update {case}",
+                     (*state, s, v))
     # 2. Folded over the key tiles of a whole problem, then checked against the oracle.
     n, d, tile = 11, 3, 4
     q, k, vv = r.normal(size=(n, d)), r.normal(size=(n, d)), r.normal(size=(n, 2))
@@ -290,6 +393,72 @@ def test_ex05_sparse_rows_attention(solutions_dir):
         if not rep.passed:
             pytest.fail(f"ex05, scale={scale} (rows {rows}: row 2 empty, row 3 lists key 3 three "
                         f"times — it counts once, contract §2.2):\n{rep.summary()}", pytrace=False)
+    _ex05_memory_rule(path, mod)
+
+
+# The stub's rule "do not build the [N, M] score matrix", measured. N = M = 4096 with about
+# 8 keys per row: one [N, M] float64 matrix is 128 MiB, an [N, M] bool mask 16 MiB, while an
+# answer that visits only the listed keys needs well under 1 MiB beyond its inputs (measured:
+# a loop over rows 0.16 MiB, the reference adapter in chunks of 256 rows 2.2 MiB, the planted
+# dense answer of python/tests/test_exercises.py 400 MiB). The allowance, 1/16 of the float64
+# matrix (8 MiB), sits a factor of 4 or more away from each.
+#
+# Why tracemalloc: its peak counts the bytes allocated through Python's allocators and NumPy's
+# array buffers during the call, excluding the inputs made before it, and is the same on
+# every run whatever else the machine is doing: no timing, no process-wide RSS (which holds
+# the interpreter, pytest and allocator caches that are never returned), no address-space
+# limit in a subprocess (which thread stacks and OpenMP arenas of the C++ module also hit).
+# Its blind spot: memory a C extension takes without telling it (the sparseattn module's own
+# C++ buffers, PyTorch) is not counted, so a dense matrix built inside such a library is
+# not seen; one built with NumPy is.
+EX05_N = 4096
+EX05_ALLOWED_BYTES = EX05_N * EX05_N * 8 // 16
+
+
+def _ex05_memory_rule(path: pathlib.Path, mod) -> None:
+    """Runs the student's ex05 on N = M = EX05_N under tracemalloc; fails over the allowance,
+    then checks the answer against the oracle."""
+    r = rng(55)
+    n = m = EX05_N
+    d, dv = 8, 4
+    q, k, v = r.normal(size=(n, d)), r.normal(size=(m, d)), r.normal(size=(m, dv))
+    # A window of 2 each side plus 3 random keys per row (repeats possible); every 97th
+    # row empty.
+    rows = [[j for j in range(i - 2, i + 3) if 0 <= j < m] + r.integers(0, m, 3).tolist()
+            if i % 97 else [] for i in range(n)]
+    nnz = sum(len(set(x)) for x in rows)
+    already = tracemalloc.is_tracing()  # e.g. python -X tracemalloc: share, do not stop it
+    if not already:
+        tracemalloc.start()
+    elif hasattr(tracemalloc, "reset_peak"):
+        tracemalloc.reset_peak()
+    else:  # Python 3.8 has no reset_peak; clear_traces also zeroes the peak
+        tracemalloc.clear_traces()
+    base = tracemalloc.get_traced_memory()[0]
+    try:
+        got = call("ex05", path, mod.sparse_rows_attention, q, k, v, rows)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        if not already:
+            tracemalloc.stop()
+    case = f"N = M = {n}, D = {d}, Dv = {dv}, {nnz} listed keys (density {nnz / (n * m):.2g})"
+    if peak > EX05_ALLOWED_BYTES:
+        mib = 2.0 ** 20
+        pytest.fail(f"ex05, {case}: sparse_rows_attention allocated {peak / mib:.1f} MiB at its "
+                    f"peak, over the {EX05_ALLOWED_BYTES / mib:.0f} MiB allowed (one [N, M] "
+                    f"float64 matrix is {n * m * 8 / mib:.0f} MiB). The docstring says: do not "
+                    f"build the [N, M] score matrix (nor an [N, M] mask); visit only the keys "
+                    f"listed in rows[i], O(nnz) memory.", pytrace=False)
+    if not isinstance(got, tuple) or len(got) != 2:
+        pytest.fail("ex05: sparse_rows_attention must return the pair (o, lse)", pytrace=False)
+    o = as_array("ex05", "o", got[0], (n, dv))
+    lse = as_array("ex05", "lse", got[1], (n,))
+    mask = np.zeros((n, m), dtype=bool)
+    for i, keys in enumerate(rows):
+        mask[i, keys] = True
+    rep = sa.check(q, k, v, sa.Pattern.explicit(mask), o, lse)
+    if not rep.passed:
+        pytest.fail(f"ex05, {case}:\n{rep.summary()}", pytrace=False)
 
 
 # ---------------------------------------------------------------------------------------
@@ -384,4 +553,20 @@ def test_ex07_softmax_backward(solutions_dir):
     if bad.any():
         pytest.fail(f"ex07: ds against central finite differences of the oracle (rtol 1e-6, "
                     f"atol 1e-7): {first_differences(got, want, bad)}\n  (ds_ij = p_ij (dp_ij - "
-                    f"sum_k p_ik dp_ik), contract §7.1)", pytrace=False)
+                    f"sum_k p_ik dp_ik), contract §7.1){_ex07_hint(got, p, dp)}", pytrace=False)
+
+
+def _ex07_hint(ds: np.ndarray, p: np.ndarray, dp: np.ndarray) -> str:
+    """Names the usual mistakes in the row term D_i = sum_k p_ik dp_ik when ds matches one."""
+    row = lambda x: x.sum(axis=1, keepdims=True)  # noqa: E731
+    mistakes = [
+        ("sum_k dp_ik, without the weights p_ik", p * (dp - row(dp))),
+        ("no row term at all (ds = p * dp)", p * dp),
+        ("a sum down the column (axis 0), not along the row", p * (dp - (p * dp).sum(axis=0))),
+    ]
+    for what, wrong in mistakes:
+        if np.allclose(ds, wrong, rtol=1e-9, atol=1e-12):
+            return (f"\n  hint: the softmax-backward row sum: yours is {what}; it must be "
+                    f"D_i = sum_k p_ik dp_ik, over row i (axis 1) weighted by p, the same D_i "
+                    f"subtracted from every dp_ij of the row")
+    return ""

@@ -1,7 +1,7 @@
 // The FMA peak probe of the active SIMD build (isa.h): every OpenMP thread runs 12
 // independent chains of fused multiply-adds on the build's widest vector (8 floats for
 // avx2, 16 for avx512) — enough chains to cover the FMA latency (4-5 cycles) on both FMA
-// pipes — so the loop is throughput bound. bench/peak_probe.h turns it into GFLOP/s, the
+// pipes — so the loop is throughput bound. api/peak_probe.h turns it into GFLOP/s, the
 // ceiling every kernel's "fraction of peak" is measured against; probing the widest FMA
 // keeps that fraction honest when the kernels use 512-bit vectors.
 #include <omp.h>

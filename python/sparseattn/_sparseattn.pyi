@@ -54,6 +54,8 @@ class TensorReport:
     num_mismatched: int
     max_abs_error: float
     max_rel_error: float
+    max_abs_error_finite: float
+    max_rel_error_finite: float
     worst_index: Tuple[int, ...]
     worst_candidate: float
     worst_reference: float
@@ -96,4 +98,3 @@ def extend_positions(table: np.ndarray, length: int, alpha: float) -> np.ndarray
 def impls() -> List[Dict[str, Any]]: ...
 def grad_impls() -> List[Dict[str, Any]]: ...
 def cpu_isa() -> str: ...
-def python_names(text: str) -> str: ...

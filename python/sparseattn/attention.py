@@ -241,14 +241,18 @@ class Timing(NamedTuple):
 def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: int = 5,
               warmup: int = 1, scale: Optional[float] = None,
               key_padding_mask: Any = None) -> Timing:
-    """Times one registered kernel on prepared inputs: kernel time only.
+    """Times one registered kernel on prepared inputs: kernel time only, once it is checked.
 
     The inputs are converted and the pattern built once, untimed (the same preparation
     :func:`attend` does: q, k, v to float64 for the oracle, rounded to float32 for the
     float32 kernels); then the kernel's ``run`` is called ``warmup`` times untimed and
     ``repeats`` times timed, each call into a fresh output (its allocation is part of the
-    call), with the GIL released. Used by ``tools/peers_bench.py`` (``make peers-bench``,
-    docs/benchmarks.md "Peers").
+    call), with the GIL released. The first untimed call is checked against the float64
+    oracle at the kernel's registry tolerance (contract §4.2, §4.7; the whole output up
+    to 2048² query-key pairs, 16 rows of every (batch, head) above): an exact kernel that
+    fails is never timed. The C++ harness ``api/measure.h`` does all of this, as for the
+    benchmarks. Used by ``tools/peers_bench.py`` (``make peers-bench``, docs/benchmarks.md
+    "Peers").
 
     Parameters
     ----------
@@ -262,7 +266,8 @@ def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: i
     repeats : int
         Timed calls, >= 1.
     warmup : int
-        Untimed calls before them, >= 0.
+        Untimed calls before them, >= 0; the first is the checked one, which is made
+        even when ``warmup`` is 0.
     scale : float, optional
         Score scale, finite; default ``1/sqrt(head_dim)`` (contract §4).
     key_padding_mask : array of bool, [batch, seq_len_k], optional
@@ -279,8 +284,10 @@ def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: i
     ------
     ValueError
         Bad ``repeats`` (``invalid repeats = 0: ...``) or ``warmup``, an unknown ``impl``
-        or one that does not serve the pattern (``invalid impl = ...``), and every input
-        error :func:`attend` raises (contract §5).
+        or one that does not serve the pattern (``invalid impl = ...``), an exact kernel
+        whose checked call fails (``invalid impl = NAME: failed its check against the
+        oracle a1_dense_masked (o: ...): not timed``), and every input error
+        :func:`attend` raises (contract §5).
     MemoryError
         A buffer that would not fit in memory.
 

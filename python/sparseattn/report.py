@@ -32,7 +32,9 @@ class TensorReport:
         The tensor's elements, and those compared (rows skipped under
         ``padded_queries="any"`` are not). ``nothing_compared`` (no element compared) fails.
     max_abs_error : float
-        NaN when a candidate NaN was compared, inf for another non-finite mismatch.
+        NaN when a candidate NaN was compared, inf for another non-finite mismatch;
+        ``max_abs_error_finite`` (and ``max_rel_error_finite``) range over the elements
+        where both values are finite.
     worst_index : tuple of int
         The first NaN mismatch, else the element of the largest error over its allowance.
     error_over_tolerance : float
@@ -68,6 +70,8 @@ class TensorReport:
     error_over_tolerance_means: str = ""
     rows_truncated: Optional[str] = None
     num_compared: int = 0
+    max_abs_error_finite: float = 0.0
+    max_rel_error_finite: float = 0.0
     nothing_compared: bool = False
     rows_are: str = "query"
     reference_error: Optional[Dict[str, Any]] = None

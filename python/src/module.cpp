@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "api/inputs.h"
+#include "api/measure.h"
 #include "api/pattern_flags.h"
 #include "api/results.h"
 #include "core/error.h"
@@ -44,50 +45,20 @@ namespace {
 
 // ---- errors -------------------------------------------------------------------------------
 
-// "--num-random-blocks" -> "num_random_blocks", "--global" -> "global_tokens" (the Python
-// keyword), for every flag named in the message; the field name "global" the same way.
-std::string python_names(const std::string& text) {
-  auto keyword = [](std::string flag) {
-    for (char& c : flag)
-      if (c == '-') c = '_';
-    return flag == "global" ? std::string("global_tokens") : flag;
-  };
-  std::string out;
-  for (size_t i = 0; i < text.size();) {
-    const bool starts = text.compare(i, 2, "--") == 0 && i + 2 < text.size() &&
-                        std::islower(static_cast<unsigned char>(text[i + 2])) &&
-                        (i == 0 || !(std::isalnum(static_cast<unsigned char>(text[i - 1])) ||
-                                     text[i - 1] == '-'));
-    if (!starts) {
-      out += text[i++];
-      continue;
-    }
-    size_t end = i + 2;
-    while (end < text.size() && (std::islower(static_cast<unsigned char>(text[end])) ||
-                                 std::isdigit(static_cast<unsigned char>(text[end])) ||
-                                 text[end] == '-'))
-      ++end;
-    out += keyword(text.substr(i + 2, end - i - 2));
-    i = end;
-  }
-  for (const char* field : {"invalid global ", "invalid global["}) {
-    const std::string f = field;
-    if (out.compare(0, f.size(), f) == 0) out = "invalid global_tokens" + out.substr(f.size() - 1);
-  }
-  return out;
-}
-
+// The library names a bad parameter by its field (core/field.h); Python spells it as its
+// keyword ("global_tokens", "window"). Every other error already names a Python argument
+// (q, k, v, dout, ...), so its text passes unchanged: nothing here reads error text.
 void translate(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
+  } catch (const FieldError& e) {
+    PyErr_SetString(PyExc_ValueError, e.spelled(Spelling::keyword).what());
+  } catch (const MemoryLimitError& e) {
+    PyErr_SetString(PyExc_MemoryError, e.what());
   } catch (const InvalidArgument& e) {
-    const std::string msg = python_names(e.what());
-    if (msg.find("must fit in physical memory") != std::string::npos)
-      PyErr_SetString(PyExc_MemoryError, msg.c_str());
-    else
-      PyErr_SetString(PyExc_ValueError, msg.c_str());
+    PyErr_SetString(PyExc_ValueError, e.what());
   } catch (const sparseattn::RuntimeError& e) {
-    PyErr_SetString(PyExc_RuntimeError, python_names(e.what()).c_str());
+    PyErr_SetString(PyExc_RuntimeError, e.what());
   }
 }
 
@@ -117,55 +88,35 @@ py::object to_python(const nlohmann::json& j) {
 
 // ---- patterns -----------------------------------------------------------------------------
 
-// The pattern's parameters as the CLI reads them (api::to_spec: the same range checks and
-// messages); arrays come from NumPy instead of .npy files.
+// The pattern's parameters straight into the typed spec, then validate_spec() (pattern/):
+// the same checks, and the same messages spelled as keywords, as the command line's.
 PatternSpec make_spec(const std::string& kind, bool causal, int64_t window, int64_t dilation,
                       const std::vector<int64_t>& global_tokens, int64_t num_random,
                       int64_t block_size, int64_t num_random_blocks, int64_t num_global_tokens,
                       uint64_t seed, std::optional<py::array> random_table,
                       std::optional<py::array> segment_ids, std::optional<py::array> mask,
                       const std::vector<PatternSpec>& per_head) {
-  if (kind == "per-head") {
-    require(!per_head.empty(), "heads", "[]", "must list at least one pattern (one per head)");
-    PatternSpec s;
-    s.kind = PatternKind::per_head;
-    for (size_t h = 0; h < per_head.size(); ++h) {
-      require(per_head[h].kind != PatternKind::per_head, "heads[" + std::to_string(h) + "]",
-              describe(per_head[h]), "must not itself be per-head");
-      require(!per_head[h].key_padding_mask.has_value(), "heads[" + std::to_string(h) + "]",
-              describe(per_head[h]), "must not carry a key_padding_mask (give it to attend)");
-    }
-    s.per_head = per_head;
-    return s;
-  }
-  if (kind == "hierarchical" || kind == "explicit") {
-    PatternSpec s;
-    s.kind = parse_pattern_kind(kind);
-    if (segment_ids) {
-      const Tensor<int64_t> ids = int_tensor(*segment_ids, "segment_ids");
-      require(ids.rank() == 1, "segment_ids shape", shape_text(ids.shape),
-              "must be [seq_len] (one id per token)");
-      s.segment_ids = ids.data;
-    }
-    if (mask) s.mask = mask_tensor(*mask, "mask");
-    return s;
-  }
-  api::PatternFlags f;
-  f.pattern = kind;
-  f.causal = causal;
-  f.window = window;
-  f.dilation = dilation;
-  for (int64_t g : global_tokens) {
-    // parse_positions reads "3,17"; a negative entry must still be refused by its rule.
-    f.global += (f.global.empty() ? "" : ",") + std::to_string(g);
-  }
-  f.num_random = num_random;
-  f.block_size = block_size;
-  f.num_random_blocks = num_random_blocks;
-  f.num_global_tokens = num_global_tokens;
-  f.seed = seed;
-  PatternSpec s = api::to_spec(f);
+  PatternSpec s;
+  s.kind = parse_pattern_kind(kind);
+  s.causal = causal;
+  s.window = window;
+  s.dilation = dilation;
+  s.global = global_tokens;
+  s.num_random = num_random;
+  s.block_size = block_size;
+  s.num_random_blocks = num_random_blocks;
+  s.num_global_tokens = num_global_tokens;
+  s.seed = seed;
+  s.per_head = per_head;
   if (random_table) s.random_table = int_tensor(*random_table, "random_table");
+  if (segment_ids) {
+    const Tensor<int64_t> ids = int_tensor(*segment_ids, "segment_ids");
+    require_field(ids.rank() == 1, Field::segment_ids, " shape", shape_text(ids.shape),
+                  "must be [seq_len] (one id per token)");
+    s.segment_ids = ids.data;
+  }
+  if (mask) s.mask = mask_tensor(*mask, "mask");
+  validate_spec(s);
   return s;
 }
 
@@ -356,10 +307,15 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
                         to_numpy(std::move(gout.dk32)), to_numpy(std::move(gout.dv32)));
 }
 
-// Kernel time only (docs/benchmarks.md, "Peers"): the Problem is prepared once (the
-// conversion to float64 and the float32 rounding make_problem() does are not timed), then
-// `warmup` untimed calls and `repeats` timed calls of the registry kernel's run(), each
-// into a fresh Output as `attend` uses one (allocating the output is part of a call).
+// Kernel time only (docs/benchmarks.md, "Peers"), through the harness (api/measure.h): the
+// Problem is prepared once (the conversion to float64 and the float32 rounding
+// make_problem() does are not timed); the first call is checked against the oracle
+// (api/oracle.h: the whole output up to 2048² query-key pairs, 16 rows of every (batch,
+// head) above) at the kernel's registry tolerance and is the first of the `warmup`
+// untimed calls (the one call made even when warmup = 0); an exact kernel that fails is
+// refused, never timed (invalid impl = NAME: failed its check ...). Then the other warmup
+// calls and `repeats` timed calls of the registry kernel's run(), each into a fresh
+// Output as `attend` uses one (allocating the output is part of a call).
 // Returns (seconds [repeats] of wall clock per call, steady_clock; o and lse of the last
 // timed call, in the kernel's dtype). The GIL is released for the whole loop.
 py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
@@ -380,14 +336,16 @@ py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::ar
     const Kernel& kernel = api::serving_kernel(impl, pattern);
     const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
                                          pattern, scale_ptr(scale));
-    for (int64_t i = 0; i < warmup + repeats; ++i) {
-      Output call;
-      const auto start = std::chrono::steady_clock::now();
-      kernel.run(problem, call);
-      const auto stop = std::chrono::steady_clock::now();
-      if (i >= warmup) seconds.push_back(std::chrono::duration<double>(stop - start).count());
-      out = std::move(call);  // freed before the next call starts its clock
-    }
+    api::TimingPlan plan;
+    plan.repeats = repeats;
+    plan.warmup = std::max<int64_t>(warmup - 1, 0);  // the checked call is the first
+    plan.keep_output = true;
+    api::Measurement m = api::measure(kernel, problem, api::make_oracle(problem), plan);
+    require(m.timed, "impl", kernel.name,
+            "failed its check against the oracle a1_dense_masked (" + m.check.failure +
+                "): not timed");
+    seconds = std::move(m.seconds);
+    out = std::move(m.output);
     const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
     require(o_nan == 0, "impl", kernel.name,
             "produced " + std::to_string(o_nan) + " NaN values in o");
@@ -622,5 +580,4 @@ PYBIND11_MODULE(_sparseattn, m) {
   m.def("impls", [] { return to_python(api::impls_json()); });
   m.def("cpu_isa", [] { return cpu::isa_summary(); });
   m.def("grad_impls", [] { return to_python(api::grad_impls_json()); });
-  m.def("python_names", &python_names);
 }

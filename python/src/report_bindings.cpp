@@ -33,6 +33,8 @@ void register_report_bindings(py::module_& m) {
       .def_readonly("num_mismatched", &TensorReport::num_mismatched)
       .def_readonly("max_abs_error", &TensorReport::max_abs_error)
       .def_readonly("max_rel_error", &TensorReport::max_rel_error)
+      .def_readonly("max_abs_error_finite", &TensorReport::max_abs_error_finite)
+      .def_readonly("max_rel_error_finite", &TensorReport::max_rel_error_finite)
       .def_property_readonly("worst_index",
                              [](const TensorReport& t) { return py::tuple(py::cast(t.worst_index)); })
       .def_readonly("worst_candidate", &TensorReport::worst_candidate)

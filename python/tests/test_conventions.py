@@ -46,6 +46,44 @@ def test_nan_is_a_string_in_the_dict_and_nan_in_the_attribute():
     assert report.o.rows == {"0,1": "5"}
 
 
+def test_the_greatest_difference_of_a_nan_mismatch_is_the_nan():
+    # core/check.h's max_abs_error ranges over the finite elements only (here the tiny
+    # perturbation below); the report's sentence must name the NaN it points at.
+    q, k, v = _inputs(2)
+    p = sa.Pattern.window(1)
+    o, lse = sa.attend(q, k, v, p)
+    o[0, 0, 3, 1] += 1e-13          # within tolerance: the only finite difference
+    o[0, 1, 5, 0] = np.nan
+    report = sa.check(q, k, v, p, o, lse)
+    assert np.isnan(report.o.max_abs_error)  # a NaN is the worst: no finite size (§4.9)
+    assert 0 < report.o.max_abs_error_finite < 1e-12  # the finite-only maximum, beside it
+    line = report.o.line()
+    assert "greatest absolute difference nan at index (0, 1, 5, 0) (candidate nan" in line, line
+    assert "greatest relative difference nan" in line, line
+    assert f"where both are finite: absolute {report.o.max_abs_error_finite:.6g}" in line, line
+    assert "x the budget" not in line, line
+    # Row 5 of head 1 has three allowed keys: the hint says overflow, not "masked row".
+    summary = report.summary()
+    assert ("hint: the candidate has NaN/Inf where the oracle is finite, on query row 5, which "
+            "has 3 allowed keys (it is not masked)") in summary, summary
+    assert "subtract the row maximum" in summary, summary
+    assert "a row with no allowed key" not in summary, summary
+
+
+def test_a_finite_lse_where_the_oracle_has_minus_inf_is_an_infinite_difference():
+    q, k, v = _inputs(4)
+    mask = np.ones((24, 24), dtype=bool)
+    mask[7] = False                  # a fully masked row: oracle lse = -inf
+    p = sa.Pattern.explicit(mask)
+    o, lse = sa.attend(q, k, v, p)
+    lse[0, 0, 7] = 0.0
+    report = sa.check(q, k, v, p, o, lse)
+    assert not report.passed and report.lse.worst_index == (0, 0, 7)
+    line = report.lse.line()
+    assert "greatest absolute difference inf at index (0, 0, 7) (candidate 0.0, oracle -inf)" \
+        in line, line
+
+
 def test_attend_conventions_match_the_default_rearranged():
     q, k, v = _inputs(3)
     p = sa.Pattern.window(1)

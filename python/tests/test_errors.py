@@ -19,7 +19,7 @@ Q, K, V = qkv((1, 2, 8, 4))
     (lambda: sa.Pattern.bigbird(4, -2), "invalid num_random_blocks = -2: must be an integer >= 0"),
     (lambda: sa.Pattern.random(1, -1), "invalid num_random = -1: must be an integer >= 0"),
     (lambda: sa.Pattern.bigbird_etc(4, 1, -1), "invalid num_global_tokens = -1: must be an integer >= 0"),
-    (lambda: sa.Pattern.longformer(1, [2, -3]), "invalid global_tokens = 2,-3: comma-separated"),
+    (lambda: sa.Pattern.longformer(1, [2, -3]), "invalid global_tokens[1] = -3: must be a token position"),
     (lambda: sa.Pattern.random(1, 1, seed=-1), "invalid seed = -1: must be an integer in [0, 2^64)"),
     (lambda: sa.Pattern.window(2.5), "invalid window = 2.5: must be an integer"),
     (lambda: sa.Pattern.window(2**70), "invalid window = 1180591620717411303424: must be an integer"),
@@ -31,7 +31,7 @@ def test_bad_pattern_parameters(build, message):
 
 
 @pytest.mark.parametrize("pattern,n,message", [
-    (sa.Pattern.longformer(1, [8]), 8, "invalid global_tokens = 8: positions must be in [0, seq_len_k)"),
+    (sa.Pattern.longformer(1, [8]), 8, "invalid global_tokens[0] = 8: positions must be in [0, seq_len_k)"),
     (sa.Pattern.bigbird(2, 1, random_table=np.array([[[9], [0], [1]]])), 10,
      "invalid random_table entry = 9"),
     (sa.Pattern.bigbird(2, 1, random_table=np.zeros((1, 2, 1), dtype=np.int64)), 10,
@@ -120,3 +120,23 @@ def test_approximations_refuse_sparse_patterns():
 def test_a_pattern_is_required():
     with pytest.raises(TypeError):
         sa.attend(Q, K, V, "window")
+
+
+def test_a_head_of_a_per_head_pattern_is_named_by_its_index():
+    # The library names the field and the head (core/field.h); Python spells it as the
+    # keyword inside the list Pattern.per_head was given.
+    p = sa.Pattern.per_head([sa.Pattern.window(1), sa.Pattern.longformer(1, [20])])
+    with pytest.raises(ValueError) as e:
+        p.mask(8)
+    assert str(e.value).startswith("invalid heads[1].global_tokens[0] = 20: positions must be in")
+
+
+def test_errors_name_keywords_not_flags():
+    # A convention value and a pattern field: neither message carries a command-line flag.
+    q = np.zeros((1, 1, 4, 2))
+    with pytest.raises(ValueError) as e:
+        sa.check(q, q, q, sa.Pattern.dense(), q, causal_align="diagonal")
+    assert "--" not in str(e.value) and str(e.value).startswith("invalid causal_align = diagonal")
+    with pytest.raises(ValueError) as e:
+        sa.Pattern._make("bigbird", window=3)
+    assert str(e.value).startswith("invalid window = 3: not used by pattern bigbird")

@@ -40,6 +40,19 @@ def test_time_impl_keeps_leading_dims_and_takes_scale_and_padding():
     np.testing.assert_array_equal(t.lse, lse)
 
 
+def test_time_impl_times_an_approximation_it_does_not_hold_to_the_tolerance():
+    # Performer FAVOR+ misses the oracle by far more than any tolerance (contract §4.8):
+    # the harness measures its error and times it; it refuses only exact kernels.
+    q, k, v = qkv((1, 2, 64, 8), seed=5)
+    p = sa.Pattern.dense()
+    o, _ = sa.attend(q, k, v, p, impl="performer_favor")
+    o_ref, _ = sa.attend(q, k, v, p)
+    assert np.max(np.abs(o - o_ref)) > 1e-3  # far outside float64's 1e-12
+    t = sa.time_impl(q, k, v, p, "performer_favor", repeats=2, warmup=0)
+    assert t.seconds.shape == (2,) and (t.seconds > 0).all()
+    np.testing.assert_array_equal(t.o, o)
+
+
 def test_time_impl_refuses_an_unknown_impl_by_name():
     q, k, v = qkv((1, 1, 16, 4))
     with pytest.raises(ValueError, match=r"^invalid impl = cpu_k99_nothing: "):

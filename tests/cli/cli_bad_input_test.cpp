@@ -3,6 +3,7 @@
 // no output file (not even a temp file). Each case's name says what is wrong.
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "cli_harness.h"
 #include "core/npy.h"
@@ -152,6 +153,20 @@ TEST_F(BadInput, ImplThatDoesNotServeThePattern) {
 TEST_F(BadInput, FlagTheChosenPatternWouldIgnore) {
   expect_rejected(attend("--pattern bigbird --window 256"), "--window");
   expect_rejected(mask("--num-random-blocks 3"), "--num-random-blocks");
+}
+
+// The library names the field (core/field.h); the command line spells it as the flag, and
+// a field inside a pattern file as the file's own path to it.
+TEST_F(BadInput, AFieldIsSpelledAsTheFlagOrWhereTheFileWritesIt) {
+  expect_rejected(mask("--pattern longformer --window 1 --global 3,16"), "--global[1] = 16");
+  std::ofstream(path("heads.json")) << R"([{"pattern": "window", "window": 1}, {"pattern": "window", "window": -2}])";
+  expect_rejected(mask("--num-heads 2 --pattern-file " + path("heads.json")),
+                  "--pattern-file " + path("heads.json") + ": [1].window = -2");
+  // A head's field that only the sizes can refuse: named by the head's index.
+  std::ofstream(path("late.json")) <<
+      R"({"heads": [{"pattern": "window", "window": 1}, {"pattern": "longformer", "window": 1, "global": [20]}]})";
+  expect_rejected(mask("--num-heads 2 --pattern-file " + path("late.json")),
+                  "--pattern-file: heads[1].global[0] = 20");
 }
 
 TEST_F(BadInput, UnsupportedOutputDtype) { expect_rejected(attend("--dtype float16"), "--dtype"); }

@@ -18,7 +18,7 @@
 #include "optimized/cpu/isa.h"
 #include "registry/registry.h"
 #include "tests/reference/grid.h"
-#include "tests/reference/test_inputs.h"
+#include "core/seeded_inputs.h"
 
 namespace sparseattn {
 namespace {

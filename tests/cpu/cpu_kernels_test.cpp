@@ -22,7 +22,7 @@
 #include "optimized/cpu/kernels_bf16.h"
 #include "registry/registry.h"
 #include "tests/cpu/cpu_cases.h"
-#include "tests/reference/test_inputs.h"
+#include "core/seeded_inputs.h"
 
 namespace sparseattn {
 namespace {

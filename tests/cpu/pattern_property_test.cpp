@@ -23,7 +23,7 @@
 #include "reference/attention.h"
 #include "registry/registry.h"
 #include "tests/reference/allowed_spec.h"
-#include "tests/reference/test_inputs.h"
+#include "core/seeded_inputs.h"
 
 namespace sparseattn {
 namespace {

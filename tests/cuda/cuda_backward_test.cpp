@@ -20,7 +20,7 @@
 #include "reference/backward/backward.h"
 #include "registry/backward.h"
 #include "tests/cpu/cpu_cases.h"
-#include "tests/reference/test_inputs.h"
+#include "core/seeded_inputs.h"
 
 namespace sparseattn {
 namespace {

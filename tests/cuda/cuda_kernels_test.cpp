@@ -22,7 +22,7 @@
 #include "reference/attention.h"
 #include "registry/registry.h"
 #include "tests/cpu/cpu_cases.h"
-#include "tests/reference/test_inputs.h"
+#include "core/seeded_inputs.h"
 
 namespace sparseattn {
 namespace {

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "optimized/cuda/head_view.h"
 #include "reference/attention.h"
-#include "tests/reference/test_inputs.h"
+#include "core/seeded_inputs.h"
 #include "optimized/cuda/packed_pattern.h"
 #include "optimized/cuda/tiling.h"
 #include "tests/cpu/cpu_cases.h"

@@ -338,13 +338,36 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       s.num_global_tokens = d.ConsumeBool() ? any_int(d) : d.ConsumeIntegralInRange<int64_t>(0, 8);
       s.seed = d.ConsumeIntegral<uint64_t>();
       add_library_fields(d, s, z);
+      // validate_spec() refuses a field the kind does not read: unset those, unless asked
+      // to keep them (then the refusal itself is exercised).
+      if (d.ConsumeIntegralInRange<int>(0, 15) != 0) {
+        const PatternSpec def;
+        const PatternKind k = s.kind;
+        const bool band = k == PatternKind::window || k == PatternKind::longformer ||
+                          k == PatternKind::random;
+        const bool block = k == PatternKind::bigbird || k == PatternKind::bigbird_etc;
+        if (!band) s.window = def.window, s.dilation = def.dilation;
+        if (!band && k != PatternKind::dense) s.causal = false;
+        if (k != PatternKind::longformer && k != PatternKind::random) s.global.clear();
+        if (k != PatternKind::random) s.num_random = def.num_random;
+        if (!block) s.block_size = def.block_size, s.num_random_blocks = def.num_random_blocks;
+        if (!block) s.random_table.reset();
+        if (k != PatternKind::bigbird_etc) s.num_global_tokens = def.num_global_tokens;
+        if (k != PatternKind::random && !block) s.seed = def.seed;
+        if (k != PatternKind::hierarchical) s.segment_ids.clear();
+        if (k != PatternKind::explicit_mask) s.mask.reset();
+      }
     };
     if (d.ConsumeIntegralInRange<int>(0, 7) == 0) {
       spec.kind = PatternKind::per_head;
       const int64_t heads = d.ConsumeBool() ? std::clamp<int64_t>(z.num_heads, 1, kMaxHeads)
                                             : d.ConsumeIntegralInRange<int64_t>(1, kMaxHeads);
       spec.per_head.resize(static_cast<size_t>(heads));
-      for (PatternSpec& s : spec.per_head) fill(s, kKindNames[d.ConsumeIntegralInRange<int>(0, 7)]);
+      for (PatternSpec& s : spec.per_head) {
+        fill(s, kKindNames[d.ConsumeIntegralInRange<int>(0, 7)]);
+        // Key padding belongs to the whole pattern (validate_spec refuses it on a head).
+        if (d.ConsumeIntegralInRange<int>(0, 15) != 0) s.key_padding_mask.reset();
+      }
     } else {
       fill(spec, kind_name);
     }

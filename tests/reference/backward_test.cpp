@@ -24,7 +24,7 @@
 #include "reference/attention.h"
 #include "reference/backward/backward.h"
 #include "tests/reference/grid.h"
-#include "tests/reference/test_inputs.h"
+#include "core/seeded_inputs.h"
 
 namespace sparseattn {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "pattern/pattern.h"
-#include "tests/reference/test_inputs.h"
+#include "core/seeded_inputs.h"
 
 namespace sparseattn::testing_grid {
 

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "tests/reference/grid.h"
 #include "tests/reference/ladder_steps.h"
-#include "tests/reference/test_inputs.h"
+#include "core/seeded_inputs.h"
 
 namespace sparseattn {
 namespace {

@@ -14,7 +14,7 @@
 #include "tests/reference/allowed_spec.h"
 #include "tests/reference/grid.h"
 #include "tests/reference/ladder_steps.h"
-#include "tests/reference/test_inputs.h"
+#include "core/seeded_inputs.h"
 
 namespace sparseattn {
 namespace {

@@ -15,6 +15,7 @@
 #include "cli/sweep.h"
 #include "core/error.h"
 #include "registry/registry.h"
+#include "tests/api/kernel_doubles.h"
 
 namespace sparseattn::cli {
 
@@ -86,12 +87,11 @@ TEST(LogLogFit, RecoversExponentsOfAnalyticLaws) {
 
 // --- Registry-entry test doubles -----------------------------------------------------
 
+using testing_doubles::double_of;
+using testing_doubles::generic;
+
 int g_wrong_calls = 0;
 int g_slow_calls = 0;
-
-const Kernel& generic() { return find_kernel("cpu_k06_generic_tiles"); }
-
-bool serves_all(const Pattern&) { return true; }
 
 // The right answer, then one element of o nudged by 1e-3 (far outside float32's tolerance).
 void run_wrong(const Problem& p, Output& out) {
@@ -110,14 +110,6 @@ void run_slow(const Problem& p, Output& out) {
   generic().run(p, out);
   const double n = static_cast<double>(p.shape.seq_len_q);
   std::this_thread::sleep_for(std::chrono::duration<double>(0.3 * (n / 64) * (n / 64)));
-}
-
-Kernel double_of(const char* name, void (*run)(const Problem&, Output&)) {
-  Kernel k = generic();
-  k.name = name;
-  k.serves = &serves_all;
-  k.run = run;
-  return k;
 }
 
 SweepConfig small_config() {
@@ -180,7 +172,7 @@ TEST(Sweep, AKernelFailingValidationIsReportedAndNeverTimed) {
 }
 
 TEST(Sweep, SampledRowsCatchAWrongKernelAboveTheFullOracleSize) {
-  // n = 2049: seq_len² just above bench::kFullOracleMaxPairs, so the oracle is sampled
+  // n = 2049: seq_len² just above api::kFullOracleMaxPairs, so the oracle is sampled
   // rows. The double nudges the first element of every row, so every sampled row sees it.
   const Kernel wrong = double_of("test_wrong_rows", [](const Problem& p, Output& out) {
     generic().run(p, out);

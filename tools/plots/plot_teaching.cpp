@@ -2,7 +2,7 @@
 // through gnuplot-iostream from the pattern module and the reference ladder (nothing here
 // re-derives a pattern: every cell is Pattern::allowed of a materialized pattern).
 //
-//   build/plot_teaching [OUT_DIR]      (default docs/figures; `make figures`)
+//   build/plot_teaching [OUT_DIR]      (default docs/figures; `make figures-teaching`)
 //
 // Writes (PNG, pngcairo):
 //   pattern_masks.png          every pattern kind's mask on 32 tokens, one panel each
@@ -13,6 +13,7 @@
 //   online_softmax.png         the online softmax (reference/a5_flash_tiled.cpp) on one query
 //                              row, tile by tile: scores, running max m, rescale factor and
 //                              the running lse estimate m + ln l reaching the oracle's lse
+//                              (points at the tile ends, where it exists; no line joins them)
 // and prints the numbers behind the last two.
 #include <fmt/format.h>
 
@@ -273,7 +274,7 @@ void online_softmax(const std::string& out) {
   for (const std::string& label : rescale_labels) gp << label;
   gp << "plot '-' with impulses lw 3 lc rgb '#4a6fa5' title 'score s_j', "
         "'-' with lines lw 3 lc rgb '#d95f02' title 'running max m', "
-        "'-' with linespoints lw 2 pt 7 ps 1.5 lc rgb '#1b9e77' title 'running lse m + ln l (after each tile)', "
+        "'-' with points pt 7 ps 1.8 lc rgb '#1b9e77' title 'running lse m + ln l (exists only at a tile end: no line between)', "
         "'-' with lines dt 2 lw 2 lc rgb '#000000' title 'lse of the oracle a1'\n";
   gp.send1d(scores);
   gp.send1d(m_steps);

@@ -1,6 +1,6 @@
 // The FMA peak probe (peak_probe.h): the loop itself is optimized/cpu/fma_probe.cpp, built
 // per SIMD build like the kernels, so the peak is that of the vectors the kernels use.
-#include "bench/peak_probe.h"
+#include "api/peak_probe.h"
 
 #include <omp.h>
 
@@ -11,7 +11,7 @@
 
 #include "optimized/cpu/isa.h"
 
-namespace sparseattn::bench {
+namespace sparseattn::api {
 
 constexpr int kChains = 12;  // optimized/cpu/fma_probe.cpp
 
@@ -44,4 +44,4 @@ Peak measure_peak(int repeats, int64_t iterations) {
   return best;
 }
 
-}  // namespace sparseattn::bench
+}  // namespace sparseattn::api

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace sparseattn::bench {
+namespace sparseattn::api {
 
 // FLOPs (2 per lane per FMA) done by one call of fma_probe(iterations) on all threads.
 double fma_probe_flops(int64_t iterations);
@@ -34,4 +34,4 @@ Peak measure_peak(int repeats = 5, int64_t iterations = kProbeIterations);
 // Process CPU time (all threads), seconds.
 double process_cpu_seconds();
 
-}  // namespace sparseattn::bench
+}  // namespace sparseattn::api

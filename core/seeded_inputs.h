@@ -1,7 +1,8 @@
-// Serves every test of contract §2–§4 (seeded inputs).
-// Seeded inputs for the reference tests. Written here, on purpose without <random>: a
-// standard-library distribution's algorithm differs between libraries, so a failing case
-// would not reproduce elsewhere. xorshift64* (Vigna 2016), one stream per seed.
+// Seeded inputs for the tests of contract §2–§4, the benchmarks and `sparseattn sweep`
+// (one generator, so a benchmark's inputs can be rebuilt in a test). Written here, on
+// purpose without <random>: a standard-library distribution's algorithm differs between
+// libraries, so a failing case would not reproduce elsewhere. xorshift64* (Vigna 2016),
+// one stream per seed. Header-only, below every layer that draws inputs.
 #pragma once
 
 #include <cstdint>

@@ -1,12 +1,12 @@
 // Global operator new/delete with a byte count (alloc_tracker.h). Each block carries a
 // 16-byte header holding its size (16 keeps the default new alignment).
-#include "bench/alloc_tracker.h"
+#include "api/alloc_tracker.h"
 
 #include <atomic>
 #include <cstdlib>
 #include <new>
 
-namespace sparseattn::bench {
+namespace sparseattn::api {
 namespace {
 
 std::atomic<int64_t> g_in_use{0};
@@ -37,27 +37,27 @@ int64_t heap_in_use() { return g_in_use.load(); }
 int64_t heap_peak() { return g_peak.load(); }
 void reset_heap_peak() { g_peak.store(g_in_use.load()); }
 
-}  // namespace sparseattn::bench
+}  // namespace sparseattn::api
 
-void* operator new(size_t size) { return sparseattn::bench::allocate(size); }
-void* operator new[](size_t size) { return sparseattn::bench::allocate(size); }
+void* operator new(size_t size) { return sparseattn::api::allocate(size); }
+void* operator new[](size_t size) { return sparseattn::api::allocate(size); }
 void* operator new(size_t size, const std::nothrow_t&) noexcept {
   try {
-    return sparseattn::bench::allocate(size);
+    return sparseattn::api::allocate(size);
   } catch (...) {
     return nullptr;
   }
 }
 void* operator new[](size_t size, const std::nothrow_t&) noexcept {
   try {
-    return sparseattn::bench::allocate(size);
+    return sparseattn::api::allocate(size);
   } catch (...) {
     return nullptr;
   }
 }
-void operator delete(void* p) noexcept { sparseattn::bench::release(p); }
-void operator delete[](void* p) noexcept { sparseattn::bench::release(p); }
-void operator delete(void* p, size_t) noexcept { sparseattn::bench::release(p); }
-void operator delete[](void* p, size_t) noexcept { sparseattn::bench::release(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { sparseattn::bench::release(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { sparseattn::bench::release(p); }
+void operator delete(void* p) noexcept { sparseattn::api::release(p); }
+void operator delete[](void* p) noexcept { sparseattn::api::release(p); }
+void operator delete(void* p, size_t) noexcept { sparseattn::api::release(p); }
+void operator delete[](void* p, size_t) noexcept { sparseattn::api::release(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { sparseattn::api::release(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { sparseattn::api::release(p); }

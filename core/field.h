@@ -1,0 +1,79 @@
+// The parameters a caller sets, by identity (contract §5).
+//
+// Three front ends reach the same typed request — command-line flags, pattern files (JSON)
+// and Python keywords — and each spells a parameter its own way: `--num-random-blocks`,
+// `"num_random_blocks"` in a file (`heads[3].window` inside a per-head list),
+// `num_random_blocks=` in Python (`global` is `global_tokens=` there: `global` is a Python
+// keyword). The library names a bad parameter by its `Field`, never by a spelling; each
+// front end spells the field from the one table in field.cpp when it reports the error.
+// Adding a parameter is one `Field` value and one row of that table (CONTRIBUTING.md).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+
+namespace sparseattn {
+
+enum class Field {
+  // the pattern (PatternSpec, contract §3)
+  pattern, causal, window, dilation, global, num_random, block_size, num_random_blocks,
+  num_global_tokens, random_table, seed, segment_ids, mask, key_padding_mask, heads, tile,
+  // the conventions of other libraries (contract §1.6, docs/conventions.md)
+  layout, lse_base, padded_queries, key_padding_polarity, causal_align, masked_score,
+  // the attention itself
+  q, k, v, scale,  // the last: kFieldCount below counts up to it
+};
+inline constexpr size_t kFieldCount = static_cast<size_t>(Field::scale) + 1;
+
+// How a front end writes a field.
+enum class Spelling {
+  name,     // the field's own name: the PatternSpec member, the pattern file's key ("window")
+  flag,     // the command line ("--window")
+  keyword,  // Python ("window"; "global_tokens" for Field::global)
+};
+
+// The field written the way `spelling` writes it ("--num-random-blocks").
+std::string spell(Field field, Spelling spelling);
+
+// Bad input that names a field instead of a spelling. `detail` follows the field's name
+// ("[3]" for an element, " shape", " length", " entry"); `head` >= 0 when the field belongs
+// to head `head` of a per-head pattern. what() reads as InvalidArgument's, in Spelling::name
+// ("invalid heads[3].window = -1: must be an integer >= 0"); front ends call spelled().
+class FieldError : public InvalidArgument {
+ public:
+  FieldError(Field field, std::string detail, const std::string& value,
+             const std::string& allowed, int64_t head = -1);
+
+  Field field() const { return field_; }
+  const std::string& detail() const { return detail_; }
+  int64_t head() const { return head_; }
+  const std::string& value() const { return value_; }
+  const std::string& allowed() const { return allowed_; }
+
+  // The same error with head `head` (a per-head pattern's builder adds it).
+  FieldError at_head(int64_t head) const;
+
+  // The argument as `spelling` writes it: "heads[3].window", "--window", "global_tokens[1]".
+  std::string argument_as(Spelling spelling) const;
+  // The whole error as an InvalidArgument naming the argument that way.
+  InvalidArgument spelled(Spelling spelling) const;
+
+ private:
+  Field field_;
+  std::string detail_;
+  int64_t head_;
+  std::string value_;
+  std::string allowed_;
+};
+
+// Throws FieldError(field, detail, value, allowed) unless ok.
+template <class T>
+void require_field(bool ok, Field field, const std::string& detail, const T& value,
+                   const std::string& allowed) {
+  if (!ok) throw FieldError(field, detail, to_text(value), allowed);
+}
+
+}  // namespace sparseattn
