@@ -95,7 +95,7 @@ nlohmann::json reference_error_json(const ReferenceErrorVerdict& v) {
 
 // What a failing tensor's numbers alone suggest, when no probe named a cause.
 std::string reading_hint(const TensorReport& t) {
-  const bool gradient = t.tensor == "dq" || t.tensor == "dk" || t.tensor == "dv";
+  const bool gradient = t.tensor.rfind("d", 0) == 0;  // dq, dk, dv and the projections' ones
   if (t.nothing_compared)
     return "every row of " + t.tensor + " is skipped: drop --padded-queries any (padded_queries=\"any\") "
            "or give rows that are not padding (a query sits at key position i + seq_len_k - "

@@ -41,7 +41,7 @@ struct NonFinite {
 };
 
 struct TensorReport {
-  std::string tensor;  // "o", "lse", "dq", "dk", "dv"
+  std::string tensor;  // "o", "lse", "dq", "dk", "dv", "dq_global", "dk_global", "dv_global"
   RowKind rows_are = RowKind::query;
   bool pass = false;
   // No element compared (every row skipped): the tensor fails, whatever its values.
@@ -83,8 +83,10 @@ struct CheckResult {
   std::string conventions;      // Conventions::describe()
   TensorReport o;
   std::optional<TensorReport> lse, dq, dk, dv;
+  // Under Longformer's global projections (contract §7.5): the projections' gradients.
+  std::optional<TensorReport> dq_global, dk_global, dv_global;
   bool pass = false;            // every tensor passes
-  std::string gradient_oracle;  // "b1_dense_masked_grad" when gradients were judged, else ""
+  std::string gradient_oracle;  // the gradient definition judged against (b1_dense_masked_grad, ...), else ""
   std::string tolerance_rule;   // "reference-error" under that rule, else ""
   int64_t rows_not_compared = -1;  // (batch, head, row) triples skipped; -1: no row skipped
   // On failure: the first failing tensor's cause; probes: what probe_causes (or the gradient
@@ -96,12 +98,27 @@ struct CheckResult {
   std::string compat, global_mask;
   bool global_projections = false;
 
-  // The reports present, in the order o, lse, dq, dk, dv.
+  // The reports present, in the order o, lse, dq, dk, dv, dq_global, dk_global, dv_global.
   std::vector<const TensorReport*> tensors() const {
     std::vector<const TensorReport*> t = {&o};
-    for (const std::optional<TensorReport>* x : {&lse, &dq, &dk, &dv})
+    for (const std::optional<TensorReport>* x : {&lse, &dq, &dk, &dv, &dq_global, &dk_global, &dv_global})
       if (*x) t.push_back(&**x);
     return t;
+  }
+  std::vector<TensorReport*> tensors_mutable() {
+    std::vector<TensorReport*> t;
+    for (const TensorReport* x : tensors()) t.push_back(const_cast<TensorReport*>(x));
+    return t;
+  }
+  // The slot of a gradient's report by name ("dq", ..., "dv_global"); nullptr for another name.
+  std::optional<TensorReport>* gradient(const std::string& name) {
+    if (name == "dq") return &dq;
+    if (name == "dk") return &dk;
+    if (name == "dv") return &dv;
+    if (name == "dq_global") return &dq_global;
+    if (name == "dk_global") return &dk_global;
+    if (name == "dv_global") return &dv_global;
+    return nullptr;
   }
 };
 

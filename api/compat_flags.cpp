@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "api/conventions.h"
 #include "core/error.h"
 #include "core/npy.h"
 #include "optimized/cpu/compat_kernels.h"
@@ -54,20 +55,35 @@ bool compat_requested(const CompatFlags& f) {
 
 namespace {
 
-AttentionResult hf_bigbird(const AttentionInputs& in, const double* scale, const std::string& impl) {
+// Under --layout bshd a projection's file is [B, L, H, d] like q's; bhsd from here on.
+Tensor<double> read_projection(const std::string& path, const char* flag, bool bshd) {
+  Tensor<double> x = read_npy_float(path, flag);
+  require_finite(x, flag);
+  if (!bshd) return x;
+  require(x.rank() >= 3, std::string(flag) + " shape", shape_text(x.shape),
+          "must be [batch, seq_len, num_heads, d] under --layout bshd (rank 3: batch 1)");
+  if (x.rank() == 3) x.shape.insert(x.shape.begin(), 1);
+  return swap_dims_1_2(x);
+}
+
+BlockListing listing_of(const AttentionInputs& in) {
   const PatternSpec& spec = in.pattern.spec;
   require(spec.kind == PatternKind::bigbird, "--compat", "hf-bigbird",
           std::string("needs --pattern bigbird, not ") + pattern_kind_name(spec.kind));
   require(spec.random_table.has_value(), "--compat", "hf-bigbird",
           "needs --random-table T.npy (HF's rand_attn [num_heads or 1, n_b - 2, r])");
-  BlockListing listing;
   try {
-    listing = hf_bigbird_listing(in.shape.seq_len_q, spec.block_size, in.shape.num_heads,
-                                 *spec.random_table);
+    return hf_bigbird_listing(in.shape.seq_len_q, spec.block_size, in.shape.num_heads,
+                              *spec.random_table);
   } catch (const InvalidArgument& e) {
     if (e.argument() == "seq_len") throw InvalidArgument("--q seq_len", std::to_string(in.shape.seq_len_q), std::string(e.what()).substr(std::string(e.what()).find(": ") + 2));
     throw;
   }
+}
+
+AttentionResult hf_bigbird(const AttentionInputs& in, const double* scale, const std::string& impl) {
+  const PatternSpec& spec = in.pattern.spec;
+  const BlockListing listing = listing_of(in);
   const Tensor<uint8_t>* kp = spec.key_padding_mask ? &*spec.key_padding_mask : nullptr;
   if (impl == "a1_dense_masked") return hf_listing_oracle(in.q, in.k, in.v, listing, kp, scale);
   require(impl == "cpu_k07_hf_listing", "--impl", impl,
@@ -81,34 +97,45 @@ AttentionResult hf_bigbird(const AttentionInputs& in, const double* scale, const
   return {tensor_cast<double>(o), tensor_cast<double>(lse)};
 }
 
+LongformerGlobals globals_of(const CompatRequest& r) {
+  LongformerGlobals g;
+  g.global_mask = r.global_mask;
+  require(r.q_global.has_value() == r.k_global.has_value() &&
+              r.q_global.has_value() == r.v_global.has_value(),
+          "--q-global", "", "--q-global, --k-global and --v-global go together");
+  if (r.q_global) g.q_global = &*r.q_global, g.k_global = &*r.k_global, g.v_global = &*r.v_global;
+  return g;
+}
+
+void require_one_mode(const CompatRequest& r) {
+  require(r.compat.empty() || r.compat == "hf-bigbird", "--compat", r.compat, "must be hf-bigbird");
+  require(r.compat.empty() || !r.longformer(), "--compat", r.compat,
+          "does not combine with --global-mask/--q-global/--k-global/--v-global (Longformer)");
+}
+
 }  // namespace
 
-AttentionResult compat_attend(const CompatFlags& f, const AttentionInputs& in, const double* scale,
-                              const std::string& impl) {
-  const bool longformer = !f.global_mask.empty() || !f.q_global.empty() || !f.k_global.empty() ||
-                          !f.v_global.empty();
+CompatRequest read_compat(const CompatFlags& f, bool bshd) {
+  CompatRequest r;
+  r.compat = f.compat;
   require(f.compat.empty() || f.compat == "hf-bigbird", "--compat", f.compat, "must be hf-bigbird");
-  if (!f.compat.empty()) {
-    require(!longformer, "--compat", f.compat,
-            "does not combine with --global-mask/--q-global/--k-global/--v-global (Longformer)");
-    return hf_bigbird(in, scale, impl);
-  }
-  LongformerGlobals g;
-  if (!f.global_mask.empty()) g.global_mask = read_npy_mask(f.global_mask, "--global-mask");
-  Tensor<double> qg, kg, vg;
+  if (!f.global_mask.empty()) r.global_mask = read_npy_mask(f.global_mask, "--global-mask");
   if (!f.q_global.empty() || !f.k_global.empty() || !f.v_global.empty()) {
     require(!f.q_global.empty() && !f.k_global.empty() && !f.v_global.empty(), "--q-global",
             f.q_global, "--q-global, --k-global and --v-global go together");
-    qg = read_npy_float(f.q_global, "--q-global");
-    kg = read_npy_float(f.k_global, "--k-global");
-    vg = read_npy_float(f.v_global, "--v-global");
-    require_finite(qg, "--q-global");
-    require_finite(kg, "--k-global");
-    require_finite(vg, "--v-global");
-    g.q_global = &qg;
-    g.k_global = &kg;
-    g.v_global = &vg;
+    r.q_global = read_projection(f.q_global, "--q-global", bshd);
+    r.k_global = read_projection(f.k_global, "--k-global", bshd);
+    r.v_global = read_projection(f.v_global, "--v-global", bshd);
   }
+  require_one_mode(r);
+  return r;
+}
+
+AttentionResult compat_attend(const CompatRequest& r, const AttentionInputs& in, const double* scale,
+                              const std::string& impl) {
+  require_one_mode(r);
+  if (!r.compat.empty()) return hf_bigbird(in, scale, impl);
+  const LongformerGlobals g = globals_of(r);
   const Kernel& kernel = find_kernel(impl);
   AttendFn attend = [&](const Tensor<double>& q, const Tensor<double>& k, const Tensor<double>& v,
                         const Pattern& p) -> AttentionResult {
@@ -120,6 +147,19 @@ AttentionResult compat_attend(const CompatFlags& f, const AttentionInputs& in, c
     return {tensor_cast<double>(out.o32), tensor_cast<double>(out.lse32)};
   };
   return longformer_compat(in.q, in.k, in.v, in.pattern.spec, g, attend);
+}
+
+ReferenceGradients compat_gradients(const CompatRequest& r, const AttentionInputs& in,
+                                 const double* scale, const Tensor<double>& dout) {
+  require_one_mode(r);
+  if (!r.compat.empty()) {
+    const BlockListing listing = listing_of(in);
+    const PatternSpec& spec = in.pattern.spec;
+    const Tensor<uint8_t>* kp = spec.key_padding_mask ? &*spec.key_padding_mask : nullptr;
+    return {"hf_listing_grad", hf_listing_grad(in.q, in.k, in.v, dout, listing, kp, scale)};
+  }
+  return {"longformer_compat_grad",
+          longformer_compat_grad(in.q, in.k, in.v, dout, in.pattern.spec, globals_of(r), scale)};
 }
 
 }  // namespace sparseattn::api

@@ -67,14 +67,15 @@ GradientResult grad_without_row_sum(const Tensor<double>& q, const Tensor<double
 GradientCause gradient_cause(const Tensor<double>& q, const Tensor<double>& k,
                              const Tensor<double>& v, const Tensor<double>& dout,
                              const Pattern& pattern, const double* scale,
-                             const GradientResult& oracle,
+                             const std::array<const Tensor<double>*, 3>& oracle,
                              const std::array<const TensorReport*, 3>& reports,
                              const std::array<const Tensor<double>*, 3>& cands) {
   GradientCause out;
   nlohmann::json tried = nlohmann::json::array();
   const int64_t B = q.dim(0), H = q.dim(1), Lq = q.dim(2), D = q.dim(3);
   const int64_t Lk = k.dim(2), Dv = v.dim(3);
-  const Tensor<double>* refs[3] = {&oracle.dq, &oracle.dk, &oracle.dv};
+  // References of the judged gradients; dk's shape stands in where one was not judged.
+  const Tensor<double>* refs[3] = {oracle[0], oracle[1], oracle[2]};
 
   // Rule before probes: non-finite values only where the oracle's gradient is exactly 0
   // for want of a pair — dq of a fully masked query row, dk and dv of a key no query attends.
@@ -91,7 +92,7 @@ GradientCause gradient_cause(const Tensor<double>& q, const Tensor<double>& k,
             }
     bool nonfinite = false, only_empty = true;
     for (int t = 0; t < 3; ++t) {
-      if (!cands[t]) continue;
+      if (!cands[t] || !refs[t]) continue;
       const std::vector<uint8_t>& empty = t == 0 ? empty_q : empty_k;
       const int64_t width = t == 2 ? Dv : D;
       for (int64_t e = 0; e < refs[t]->numel(); ++e)
@@ -128,7 +129,7 @@ GradientCause gradient_cause(const Tensor<double>& q, const Tensor<double>& k,
     if (!cause.empty()) return;
     bool ok = true;
     for (int t = 0; t < 3 && ok; ++t)
-      if (cands[t] && reports[t]) ok = matches(*cands[t], *alt[t], reports[t]->tol, {});
+      if (cands[t] && reports[t] && alt[t]) ok = matches(*cands[t], *alt[t], reports[t]->tol, {});
     tried.push_back({{"probe", name}, {"matches", ok}});
     if (ok) cause = text;
   };
@@ -151,10 +152,13 @@ GradientCause gradient_cause(const Tensor<double>& q, const Tensor<double>& k,
   const double given = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(D));
 
   if (given != 1.0 && given != 0.0) {  // dq, dk without their factor scale; dv as it is
-    Tensor<double> dq = oracle.dq, dk = oracle.dk;
-    for (double& x : dq.data) x /= given;
-    for (double& x : dk.data) x /= given;
-    judge("dq, dk without the scale factor", {&dq, &dk, &oracle.dv},
+    Tensor<double> unscaled[2];  // dq, dk over scale (only those judged)
+    for (int t = 0; t < 2; ++t)
+      if (refs[t]) {
+        unscaled[t] = *refs[t];
+        for (double& x : unscaled[t].data) x /= given;
+      }
+    judge("dq, dk without the scale factor", {&unscaled[0], &unscaled[1], refs[2]},
           "dq and dk lack the scale factor (candidate = oracle / " + num(given) +
               "): the scores are scale * q.k, so dQ = scale * dS K and dK = scale * dS^T Q "
               "(docs/backward.md)");

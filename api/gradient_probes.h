@@ -21,8 +21,8 @@ struct GradientCause {
   nlohmann::json probes;       // {"tried": [{"probe", "matches"}...], "skipped": reason?}
 };
 
-// q, k, v, dout: rank 4 (bhsd), what check_gradients_against_oracle judged; `oracle`:
-// b1_dense_masked_grad on them. reports/cands: dq, dk, dv (nullptr: not judged). In order:
+// q, k, v, dout: rank 4 (bhsd), what check_gradients_against judged; `oracle`: dq, dk, dv
+// of b1_dense_masked_grad on them, reports/cands the same (nullptr: not judged). In order:
 // NaN/Inf only on fully masked query rows (dq) or keys no query attends (dk, dv), named
 // first; then, for at most kMaxProbeWork multiply-adds per oracle run: dq and dk without
 // the scale factor; the softmax Jacobian without its row sum rowsum(dO ∘ O); scale
@@ -30,7 +30,7 @@ struct GradientCause {
 GradientCause gradient_cause(const Tensor<double>& q, const Tensor<double>& k,
                              const Tensor<double>& v, const Tensor<double>& dout,
                              const Pattern& pattern, const double* scale,
-                             const GradientResult& oracle,
+                             const std::array<const Tensor<double>*, 3>& oracle,
                              const std::array<const TensorReport*, 3>& reports,
                              const std::array<const Tensor<double>*, 3>& cands);
 

@@ -1,5 +1,6 @@
 #include "api/results.h"
 
+#include <array>
 #include <cmath>
 #include <optional>
 #include <tuple>
@@ -306,41 +307,85 @@ GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Ou
   return gout;
 }
 
-void check_gradients_against_oracle(CheckResult& r, const Tensor<double>& q,
-                                    const Tensor<double>& k, const Tensor<double>& v,
-                                    const Pattern& pattern, const double* scale,
-                                    const Tensor<double>& dout, const GradientCandidate& dq,
-                                    const GradientCandidate& dk, const GradientCandidate& dv) {
+void check_gradients_against(CheckResult& r, const std::string& oracle,
+                             const std::vector<NamedGradientCandidate>& grads,
+                             const Pattern& pattern, const GradientInputs* inputs) {
   require(r.tolerance_rule.empty(), "--tolerance-rule", r.tolerance_rule,
           "judges o and lse only (its yardstick is a naive forward pass): with --dout, use "
           "--tolerance-rule table (contract §4.10)");
-  const GradientResult g = b1_dense_masked_grad(q, k, v, dout, pattern, scale);
-  r.gradient_oracle = "b1_dense_masked_grad";
-  const std::tuple<const char*, const GradientCandidate*, const Tensor<double>*, RowKind,
-                   std::optional<TensorReport>*>
-      cands[3] = {{"dq", &dq, &g.dq, RowKind::query, &r.dq},
-                  {"dk", &dk, &g.dk, RowKind::key, &r.dk},
-                  {"dv", &dv, &g.dv, RowKind::key, &r.dv}};
+  r.gradient_oracle = oracle;
+  // b1's own tensors for the probes: dq, dk, dv (the probes re-run b1, contract §4.9).
+  std::array<const Tensor<double>*, 3> refs{}, cands{};
+  std::array<const TensorReport*, 3> reports{};
   bool failed = false;
-  for (const auto& [name, c, ref, rows_are, out] : cands) {
-    if (c->x == nullptr) continue;
-    *out = tensor_report(name, *c->x, *ref, c->tol, pattern, {}, rows_are);
-    failed = failed || !(*out)->pass;
+  for (const NamedGradientCandidate& c : grads) {
+    if (c.candidate.x == nullptr) continue;
+    // Query rows for dq and dq_global, key rows for the others.
+    const RowKind rows_are = c.name.rfind("dq", 0) == 0 ? RowKind::query : RowKind::key;
+    std::optional<TensorReport>* slot = r.gradient(c.name);
+    require(slot != nullptr, "gradient", c.name, "must be dq, dk, dv, dq_global, dk_global or dv_global");
+    *slot = tensor_report(c.name, *c.candidate.x, *c.reference, c.candidate.tol, pattern, {}, rows_are);
+    failed = failed || !(*slot)->pass;
+    static const char* const kOwn[3] = {"dq", "dk", "dv"};
+    for (int t = 0; t < 3; ++t)
+      if (c.name == kOwn[t]) refs[t] = c.reference, cands[t] = c.candidate.x, reports[t] = &**slot;
   }
   if (!failed) return;
   r.pass = false;
-  const GradientCause cause =
-      gradient_cause(q, k, v, dout, pattern, scale, g, {r.dq ? &*r.dq : nullptr,
-                     r.dk ? &*r.dk : nullptr, r.dv ? &*r.dv : nullptr},
-                     {dq.x, dk.x, dv.x});
-  for (std::optional<TensorReport>* t : {&r.dq, &r.dk, &r.dv})
-    if (*t && !(*t)->pass) (*t)->probable_cause = cause.probable_cause;
+  GradientCause cause;
+  if (inputs != nullptr && oracle == "b1_dense_masked_grad") {
+    cause = gradient_cause(inputs->q, inputs->k, inputs->v, inputs->dout, pattern, inputs->scale,
+                           refs, reports, cands);
+  } else {  // the gradient probes re-run b1: not this definition
+    cause.probable_cause = "unknown: gradient probes skipped";
+    cause.probes = {{"tried", nlohmann::json::array()},
+                    {"skipped", inputs == nullptr ? "the inputs q, k, v, dout were not given"
+                                                  : "the gradient probes re-run b1_dense_masked_grad, "
+                                                    "not " + oracle + " (contract §7.4-§7.6)"}};
+  }
+  for (TensorReport* t : r.tensors_mutable())
+    if (t->tensor.rfind("d", 0) == 0 && !t->pass) t->probable_cause = cause.probable_cause;
   if (r.probable_cause.empty()) {  // o and lse pass: the gradients' cause is the report's
     r.probable_cause = cause.probable_cause;
     r.probes = cause.probes;
   } else if (r.probes.is_object()) {
     r.probes["gradient"] = cause.probes;
   }
+}
+
+void check_gradients_against_oracle(CheckResult& r, const Tensor<double>& q,
+                                    const Tensor<double>& k, const Tensor<double>& v,
+                                    const Pattern& pattern, const double* scale,
+                                    const Tensor<double>& dout, const GradientCandidate& dq,
+                                    const GradientCandidate& dk, const GradientCandidate& dv) {
+  const GradientResult g = b1_dense_masked_grad(q, k, v, dout, pattern, scale);
+  const GradientInputs inputs{q, k, v, dout, scale};
+  check_gradients_against(r, "b1_dense_masked_grad",
+                          {{"dq", &g.dq, dq}, {"dk", &g.dk, dk}, {"dv", &g.dv, dv}}, pattern,
+                          &inputs);
+}
+
+ReferenceGradients reference_gradients(const AttentionInputs& in, const double* scale,
+                                       const Conventions& conv, const CompatRequest* compat,
+                                       const Tensor<double>& dout) {
+  if (compat != nullptr) {
+    require(!conv.masked_score, "--masked-score", to_text(*conv.masked_score),
+            "must be -inf under the compatibility flags (their definitions remove masked keys)");
+    return compat_gradients(*compat, in, scale, dout);
+  }
+  ReferenceGradients r;
+  GradientResult g;
+  if (conv.masked_score) {
+    r.oracle = "masked_score_grad";
+    g = masked_score_grad(in.q, in.k, in.v, dout, in.pattern, scale, *conv.masked_score);
+  } else {
+    r.oracle = "b1_dense_masked_grad";
+    g = b1_dense_masked_grad(in.q, in.k, in.v, dout, in.pattern, scale);
+  }
+  r.g.dq = std::move(g.dq);
+  r.g.dk = std::move(g.dk);
+  r.g.dv = std::move(g.dv);
+  return r;
 }
 
 ReachResult compute_reach(const graph::LayerStack& stack, const ReachRequest& request) {

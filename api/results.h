@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/check_result.h"
+#include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/tolerance_rule.h"
 #include "core/check.h"
@@ -129,13 +130,8 @@ GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Ou
                         Tensor<double> dout, const std::string& impl);
 
 // `check --dout`: judges candidate gradients against the gradient oracle
-// b1_dense_masked_grad on q/k/v/dout (rank 4, dout from checked_dout) with core/check.h's
-// checker. Each non-null candidate (already shape-checked) gets a report with the fields of
-// o's (r.dq, r.dk, r.dv; dq's rows are query rows, dk's and dv's key rows), failing ones a
-// probable cause from the gradient probes (api/gradient_probes.h); sets gradient_oracle and
-// ANDs the verdicts into r.pass (r is check_against_oracle's). Throws
-// InvalidArgument("--tolerance-rule") when r was judged by the reference-error rule, which
-// judges o and lse only (contract §4.10).
+// b1_dense_masked_grad on q/k/v/dout (rank 4, dout from checked_dout): check_gradients_against
+// with b1's gradients and the probes' inputs.
 struct GradientCandidate {
   const Tensor<double>* x = nullptr;  // nullptr: not checked
   Tolerance tol{};
@@ -145,6 +141,40 @@ void check_gradients_against_oracle(CheckResult& r, const Tensor<double>& q,
                                     const Pattern& pattern, const double* scale,
                                     const Tensor<double>& dout, const GradientCandidate& dq,
                                     const GradientCandidate& dk, const GradientCandidate& dv);
+
+// `check --dout` against given reference gradients: each candidate with a tensor (already
+// shape-checked, bhsd) is judged against its reference with core/check.h's checker and gets
+// a report with the fields of o's (r.dq, ..., r.dq_global, ...; dq's and dq_global's rows are
+// query rows, the others' key rows; `pattern` gives the worst row's allowed keys or
+// queries). Sets r.gradient_oracle = oracle and ANDs the verdicts into r.pass (r is
+// check_against's). A failing gradient gets a probable cause from the gradient probes
+// (api/gradient_probes.h) when `oracle` is b1_dense_masked_grad and `inputs` are given, else
+// "unknown: gradient probes skipped". Throws InvalidArgument("--tolerance-rule") when r was
+// judged by the reference-error rule, which judges o and lse only (contract §4.10).
+struct NamedGradientCandidate {
+  std::string name;
+  const Tensor<double>* reference = nullptr;
+  GradientCandidate candidate;
+};
+struct GradientInputs {  // what the gradient probes re-run b1 on (bhsd)
+  const Tensor<double>& q;
+  const Tensor<double>& k;
+  const Tensor<double>& v;
+  const Tensor<double>& dout;
+  const double* scale;
+};
+void check_gradients_against(CheckResult& r, const std::string& oracle,
+                             const std::vector<NamedGradientCandidate>& grads,
+                             const Pattern& pattern, const GradientInputs* inputs = nullptr);
+
+// The float64 gradient definition of a call's conventions (contract §7): b1_dense_masked_grad
+// by default (§7.1); masked_score_grad under a finite masked score (§7.6); with `compat`
+// (non-null, a mode asked for) that mode's, hf_listing_grad or longformer_compat_grad
+// (§7.4–§7.5; a finite masked score is refused there, as in the forward). `in` is bhsd
+// with the conventions' pattern; dout is checked_dout's. `oracle` names the definition.
+ReferenceGradients reference_gradients(const AttentionInputs& in, const double* scale,
+                                       const Conventions& conv, const CompatRequest* compat,
+                                       const Tensor<double>& dout);
 
 // `reach`: every measure of docs/information-flow.md for one stack (contract §6).
 struct ReachRequest {

@@ -52,7 +52,7 @@ struct ReferenceErrorVerdict {
 };
 
 // Judges `cand` against `oracle` with the naive result as yardstick; `skip` as in
-// locate_failures ([B * Lq] rows not compared; empty: none).
+// tensor_report (api/check_report.h: [B * Lq] rows not compared; empty: none).
 ReferenceErrorVerdict judge_reference_error(const Tensor<double>& cand, const Tensor<double>& oracle,
                                             const Tensor<double>& naive, const ToleranceRule& rule,
                                             const std::vector<uint8_t>& skip);

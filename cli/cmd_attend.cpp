@@ -3,12 +3,16 @@
 //
 //   sparseattn attend --q Q.npy --k K.npy --v V.npy --out O.npy [--lse LSE.npy]
 //                     [--impl a1_dense_masked] [--scale S] [--dtype float32|float64]
-//                     [--dout DO.npy [--dq DQ.npy] [--dk DK.npy] [--dv DV.npy]]
+//                     [--dout DO.npy [--dq DQ.npy] [--dk DK.npy] [--dv DV.npy]
+//                                    [--dq-global DQG.npy --dk-global DKG.npy --dv-global DVG.npy]]
 //                     [pattern flags] [compatibility flags]
 //
 // Compatibility flags (contract §3.12, api/compat_flags.h): --compat hf-bigbird (--impl
 // a1_dense_masked or cpu_k07_hf_listing), --global-mask, --q-global/--k-global/--v-global
-// (any kernel serving longformer, run per batch element), --attention-window. Forward only.
+// (any kernel serving longformer, run per batch element), --attention-window. With --dout
+// under them, or under a finite --masked-score, --impl is a1_dense_masked and the gradients
+// are that convention's float64 definition (contract §7.4–§7.6,
+// reference/backward/compat_grad.h); --dq-global etc. write the global projections'.
 // Shapes (contract §1): q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv]; o [B,H,Lq,Dv] and lse
 // [B,H,Lq] keep q's leading dimensions as given in the file (rank 2 in, rank 2 out).
 // Backward (contract §7, docs/backward.md): dO has o's shape; dq, dk, dv keep the shapes of
@@ -43,6 +47,7 @@ namespace {
 struct AttendArgs {
   std::string q, k, v, out, lse;
   std::string dout, dq, dk, dv;  // backward: dO in, gradients out
+  std::string dq_global, dk_global, dv_global;  // gradients of --q-global/--k-global/--v-global
   std::string impl = "a1_dense_masked";
   std::string scale;  // text: parsed by parse_finite (rejects nan/inf)
   std::string dtype;  // "" = the kernel's own output dtype
@@ -149,35 +154,55 @@ void run_attend(const AttendArgs& a) {
           "must be float32 or float64");
   const bool backward = !a.dout.empty();
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--dq", a.dq},
-                                   {"--dk", a.dk}, {"--dv", a.dv}})
+                                   {"--dk", a.dk}, {"--dv", a.dv}, {"--dq-global", a.dq_global},
+                                   {"--dk-global", a.dk_global}, {"--dv-global", a.dv_global}})
     require(path.empty() || backward, flag, path, "needs --dout DO.npy (the gradient of o)");
-  require(!backward || !a.dq.empty() || !a.dk.empty() || !a.dv.empty(), "--dout", a.dout,
-          "asks for gradients: give at least one of --dq, --dk, --dv");
-  check_outputs({{"--out", a.out}, {"--lse", a.lse}, {"--dq", a.dq}, {"--dk", a.dk}, {"--dv", a.dv}},
-                {{"--q", a.q}, {"--k", a.k}, {"--v", a.v}, {"--dout", a.dout}});
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--dq-global", a.dq_global},
+                                   {"--dk-global", a.dk_global}, {"--dv-global", a.dv_global}})
+    require(path.empty() || !a.compat.q_global.empty(), flag, path,
+            "needs --q-global, --k-global and --v-global (the projections it is the gradient of)");
+  require(!backward || !a.dq.empty() || !a.dk.empty() || !a.dv.empty() || !a.dq_global.empty() ||
+              !a.dk_global.empty() || !a.dv_global.empty(),
+          "--dout", a.dout, "asks for gradients: give at least one of --dq, --dk, --dv");
+  check_outputs({{"--out", a.out}, {"--lse", a.lse}, {"--dq", a.dq}, {"--dk", a.dk}, {"--dv", a.dv},
+                 {"--dq-global", a.dq_global}, {"--dk-global", a.dk_global},
+                 {"--dv-global", a.dv_global}},
+                {{"--q", a.q}, {"--k", a.k}, {"--v", a.v}, {"--dout", a.dout},
+                 {"--q-global", a.compat.q_global}, {"--k-global", a.compat.k_global},
+                 {"--v-global", a.compat.v_global}, {"--global-mask", a.compat.global_mask}});
   const Shape q_file_shape = read_npy_header(a.q, "--q").shape;
   const Shape k_file_shape = read_npy_header(a.k, "--k").shape;
   const Shape v_file_shape = read_npy_header(a.v, "--v").shape;
   const Conventions conv = parse_conventions(a.conventions);
   require(!conv.masked_score || a.impl == "a1_dense_masked", "--masked-score",
           a.conventions.masked_score, "needs --impl a1_dense_masked (the kernels remove masked keys)");
-  require(!conv.masked_score || a.dout.empty(), "--masked-score", a.conventions.masked_score,
-          "must be -inf with --dout (the backward kernels remove masked keys)");
   PatternFlags pattern_flags = a.pattern;
   apply_attention_window(a.compat, pattern_flags);
   AttentionInputs in = load_inputs_with(a.q, a.k, a.v, pattern_flags, conv);
-  if (compat_requested(a.compat)) {  // contract §3.12: its own path, forward only
-    require(!backward, "--dout", a.dout,
-            "gradients are not available under the compatibility flags (contract §3.12)");
+  if (compat_requested(a.compat)) {  // contract §3.12: its own path
     require(!conv.masked_score, "--masked-score", a.conventions.masked_score,
             "must be -inf under the compatibility flags (their definitions remove masked keys)");
+    require(!backward || a.impl == "a1_dense_masked", "--impl", a.impl,
+            "must be a1_dense_masked with --dout under the compatibility flags (the gradients "
+            "are the mode's float64 definition, contract §7.4-§7.5)");
+    const CompatRequest request = read_compat(a.compat, conv.bshd);
     double s = 0.0;
     if (!a.scale.empty()) s = parse_finite("--scale", a.scale, -INFINITY);
-    AttentionResult r = compat_attend(a.compat, in, a.scale.empty() ? nullptr : &s, a.impl);
+    const double* sp = a.scale.empty() ? nullptr : &s;
+    Tensor<double> dout;
+    if (backward) dout = load_dout(a.dout, in.shape, conv.bshd);  // before any O(n^2) work
+    AttentionResult r = compat_attend(request, in, sp, a.impl);
+    ReferenceGradients grads;
+    if (backward) grads = reference_gradients(in, sp, conv, &request, dout);
     // Conventions of the outputs (contract §1.6), as below: lse in base 2, o bshd.
     if (conv.lse_base2)
       for (double& x : r.lse.data) x /= std::log(2.0);
-    if (conv.bshd) swap_12(r.o);
+    if (conv.bshd) {
+      swap_12(r.o);
+      for (Tensor<double>* t : {&grads.g.dq, &grads.g.dk, &grads.g.dv, &grads.g.dq_global,
+                                &grads.g.dk_global, &grads.g.dv_global})
+        swap_12(*t);
+    }
     // Default dtype: the implementation's own (float32 for the CPU kernels, k07 included).
     const bool f64 = !a.dtype.empty() ? a.dtype == "float64"
                                       : a.impl != "cpu_k07_hf_listing" &&
@@ -192,21 +217,46 @@ void run_attend(const AttendArgs& a) {
     std::vector<Pending> files;
     files.push_back(pending(a.out, r.o, none_o, true, f64, o_shape));
     files.push_back(pending(a.lse, r.lse, none_lse, true, f64, lse_shape));
+    if (backward) {
+      Tensor<float> none;
+      auto file_shape = [](const std::string& path, const char* flag) {
+        return read_npy_header(path, flag).shape;
+      };
+      files.push_back(pending(a.dq, grads.g.dq, none, true, f64, q_file_shape));
+      files.push_back(pending(a.dk, grads.g.dk, none, true, f64, k_file_shape));
+      files.push_back(pending(a.dv, grads.g.dv, none, true, f64, v_file_shape));
+      if (request.projections()) {  // the global projections' files keep their own ranks
+        files.push_back(pending(a.dq_global, grads.g.dq_global, none, true, f64,
+                                file_shape(a.compat.q_global, "--q-global")));
+        files.push_back(pending(a.dk_global, grads.g.dk_global, none, true, f64,
+                                file_shape(a.compat.k_global, "--k-global")));
+        files.push_back(pending(a.dv_global, grads.g.dv_global, none, true, f64,
+                                file_shape(a.compat.v_global, "--v-global")));
+      }
+    }
     write_all(files);
     return;
   }
   const Kernel& kernel = serving_kernel(a.impl, in.pattern);
-  const GradKernel* grad = backward ? &backward_for(a.impl) : nullptr;
+  // Under a finite --masked-score the gradient is its float64 definition (contract §7.6),
+  // not the registry's: --impl is a1_dense_masked there (required above).
+  const GradKernel* grad = backward && !conv.masked_score ? &backward_for(a.impl) : nullptr;
   Tensor<double> dout;
   if (backward) dout = load_dout(a.dout, in.shape, conv.bshd);  // before any O(n^2) work
   double scale = 0.0;
   if (!a.scale.empty()) scale = parse_finite("--scale", a.scale, -INFINITY);
   AttentionResult masked;  // --masked-score VALUE: the dense definition with that score
+  GradOutput gout;
   if (conv.masked_score) {
     Conventions c = conv;
     c.lse_base2 = false;  // converted below with the kernels' lse
     masked = convention_oracle(in.q, in.k, in.v, in.pattern,
                                a.scale.empty() ? nullptr : &scale, c);
+    if (backward) {
+      ReferenceGradients g = reference_gradients(in, a.scale.empty() ? nullptr : &scale, c,
+                                                 nullptr, dout);
+      gout.dq = std::move(g.g.dq), gout.dk = std::move(g.g.dk), gout.dv = std::move(g.g.dv);
+    }
   }
   const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
                                        in.pattern, a.scale.empty() ? nullptr : &scale);
@@ -220,8 +270,7 @@ void run_attend(const AttendArgs& a) {
   }
   refuse_nan(a, kernel, out);
 
-  GradOutput gout;
-  if (backward) gout = run_backward(*grad, problem, out, std::move(dout), a.impl);
+  if (grad != nullptr) gout = run_backward(*grad, problem, out, std::move(dout), a.impl);
 
   // Conventions of the outputs (contract §1.6): lse in base 2, o and gradients bshd.
   if (conv.lse_base2) {
@@ -247,7 +296,7 @@ void run_attend(const AttendArgs& a) {
   files.push_back(pending(a.out, out.o, out.o32, kernel_is_f64, f64, o_shape));
   files.push_back(pending(a.lse, out.lse, out.lse32, kernel_is_f64, f64, lse_shape));
   if (backward) {
-    const bool grad_f64 = grad->dtype == DType::float64;
+    const bool grad_f64 = grad == nullptr || grad->dtype == DType::float64;
     files.push_back(pending(a.dq, gout.dq, gout.dq32, grad_f64, f64, q_file_shape));
     files.push_back(pending(a.dk, gout.dk, gout.dk32, grad_f64, f64, k_file_shape));
     files.push_back(pending(a.dv, gout.dv, gout.dv32, grad_f64, f64, v_file_shape));
@@ -287,6 +336,13 @@ void register_attend(CLI::App& app) {
   cmd->add_option("--dq", args->dq, "DQ.npy: write dq (q's shape); needs --dout");
   cmd->add_option("--dk", args->dk, "DK.npy: write dk (k's shape); needs --dout");
   cmd->add_option("--dv", args->dv, "DV.npy: write dv (v's shape); needs --dout");
+  cmd->add_option("--dq-global", args->dq_global,
+                  "DQG.npy: write the gradient of --q-global (its shape); needs --dout and the "
+                  "global projections (contract §7.5)");
+  cmd->add_option("--dk-global", args->dk_global,
+                  "DKG.npy: write the gradient of --k-global (its shape); needs --dout");
+  cmd->add_option("--dv-global", args->dv_global,
+                  "DVG.npy: write the gradient of --v-global (its shape); needs --dout");
   add_pattern_flags(cmd, args->pattern);
   add_convention_flags(cmd, args->conventions);
   add_compat_flags(cmd, args->compat);

@@ -14,7 +14,11 @@
 // tensor passes, 1 when one fails, 2 for bad input (a wrong-shaped candidate is bad input).
 // Gradients (contract §7, docs/backward.md): given dO, candidate dq, dk, dv are judged against
 // the float64 gradient oracle b1_dense_masked_grad the same way, each under its own key
-// ("dq", "dk", "dv") with the report shape of "o".
+// ("dq", "dk", "dv") with the report shape of "o". Under a finite --masked-score or the
+// compatibility flags the reference is that convention's gradient definition (contract
+// §7.4–§7.6: masked_score_grad, hf_listing_grad, longformer_compat_grad, named in
+// "gradient_oracle"); with the global projections --candidate-dq-global etc. are judged
+// too, under "dq_global", "dk_global", "dv_global".
 // A failing report locates and explains (contract §4.9): failing rows per (batch, head),
 // the worst row against its allowed keys, non-finite values as strings, probable_cause
 // from re-running the oracle under the usual mistakes; --format text prints a summary
@@ -24,6 +28,7 @@
 // Convention flags (contract §1.6): --layout, --lse-base, --padded-queries,
 // --key-padding-polarity, --causal-align, --masked-score. --tolerance-rule
 // reference-error --factor F judges against a naive low-precision run (contract §4.10).
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -52,6 +57,7 @@ namespace {
 struct CheckArgs {
   std::string q, k, v, candidate, candidate_lse;
   std::string dout, candidate_dq, candidate_dk, candidate_dv;  // gradients
+  std::string candidate_dq_global, candidate_dk_global, candidate_dv_global;  // of --q-global ...
   std::string atol, rtol, scale;  // text: parsed by parse_finite
   PatternFlags pattern;
   ConventionFlags conventions;
@@ -109,8 +115,6 @@ void run_check(const CheckArgs& a) {
   PatternFlags pattern_flags = a.pattern;
   apply_attention_window(a.compat, pattern_flags);
   const bool compat = compat_requested(a.compat);
-  require(!compat || a.dout.empty(), "--dout", a.dout,
-          "gradients are not available under the compatibility flags (contract §3.12)");
   require(!compat || !by_reference, "--tolerance-rule", a.tolerance_rule,
           "must be table under the compatibility flags (the naive run is the normal pattern's)");
   require(!by_reference || a.dout.empty(), "--tolerance-rule", a.tolerance_rule,
@@ -137,12 +141,20 @@ void run_check(const CheckArgs& a) {
 
   // Gradient candidates: each needs --dout; --dout needs at least one of them.
   const bool backward = !a.dout.empty();
-  require(!backward || !conv.masked_score, "--masked-score", a.conventions.masked_score,
-          "must be -inf with --dout (the gradient oracle removes masked keys)");
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--candidate-dq", a.candidate_dq},
-                                   {"--candidate-dk", a.candidate_dk}, {"--candidate-dv", a.candidate_dv}})
+                                   {"--candidate-dk", a.candidate_dk}, {"--candidate-dv", a.candidate_dv},
+                                   {"--candidate-dq-global", a.candidate_dq_global},
+                                   {"--candidate-dk-global", a.candidate_dk_global},
+                                   {"--candidate-dv-global", a.candidate_dv_global}})
     require(path.empty() || backward, flag, path, "needs --dout DO.npy (the gradient of o)");
-  require(!backward || !a.candidate_dq.empty() || !a.candidate_dk.empty() || !a.candidate_dv.empty(),
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--candidate-dq-global", a.candidate_dq_global},
+                                   {"--candidate-dk-global", a.candidate_dk_global},
+                                   {"--candidate-dv-global", a.candidate_dv_global}})
+    require(path.empty() || !a.compat.q_global.empty(), flag, path,
+            "needs --q-global, --k-global and --v-global (the projections it is the gradient of)");
+  require(!backward || !a.candidate_dq.empty() || !a.candidate_dk.empty() || !a.candidate_dv.empty() ||
+              !a.candidate_dq_global.empty() || !a.candidate_dk_global.empty() ||
+              !a.candidate_dv_global.empty(),
           "--dout", a.dout,
           "asks for gradient checks: give at least one of --candidate-dq, --candidate-dk, --candidate-dv");
   const AttentionShape& sh = in.shape;
@@ -153,10 +165,16 @@ void run_check(const CheckArgs& a) {
     Tensor<double> x;
     Tolerance tol{};
   };
+  const Shape q_shape = {sh.batch, sh.num_heads, sh.seq_len_q, sh.head_dim},
+              k_shape = {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim},
+              v_shape = {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim_v};
   std::vector<GradCandidate> grads = {
-      {"dq", a.candidate_dq, {sh.batch, sh.num_heads, sh.seq_len_q, sh.head_dim}, {}, {}},
-      {"dk", a.candidate_dk, {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim}, {}, {}},
-      {"dv", a.candidate_dv, {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim_v}, {}, {}}};
+      {"dq", a.candidate_dq, q_shape, {}, {}},
+      {"dk", a.candidate_dk, k_shape, {}, {}},
+      {"dv", a.candidate_dv, v_shape, {}, {}},
+      {"dq_global", a.candidate_dq_global, q_shape, {}, {}},  // shaped like q_global = q
+      {"dk_global", a.candidate_dk_global, k_shape, {}, {}},
+      {"dv_global", a.candidate_dv_global, v_shape, {}, {}}};
   Tensor<double> dout;
   if (backward) {
     Tolerance unused{};
@@ -167,7 +185,9 @@ void run_check(const CheckArgs& a) {
     dout.shape = o_shape;
     for (GradCandidate& g : grads) {
       if (g.path.empty()) continue;
-      g.x = read_candidate(g.path, std::string("--candidate-") + g.name,
+      std::string flag = std::string("--candidate-") + g.name;
+      std::replace(flag.begin(), flag.end(), '_', '-');  // dq_global -> --candidate-dq-global
+      g.x = read_candidate(g.path, flag,
                            conv.bshd ? bshd_of(g.shape) : g.shape, a, &g.tol);
       if (conv.bshd) g.x = to_bhsd(std::move(g.x), g.shape);
     }
@@ -190,8 +210,10 @@ void run_check(const CheckArgs& a) {
   // Under a compatibility mode the oracle is that mode's float64 definition (contract §3.12),
   // its lse in the base --lse-base names; otherwise convention_oracle's.
   AttentionResult oracle;
+  CompatRequest request;
   if (compat) {
-    oracle = compat_attend(a.compat, in, scale_ptr, "a1_dense_masked");
+    request = read_compat(a.compat, conv.bshd);
+    oracle = compat_attend(request, in, scale_ptr, "a1_dense_masked");
     if (conv.lse_base2)
       for (double& x : oracle.lse.data) x /= std::log(2.0);
   } else {
@@ -202,11 +224,18 @@ void run_check(const CheckArgs& a) {
   r.compat = a.compat.compat;
   r.global_mask = a.compat.global_mask;
   r.global_projections = !a.compat.q_global.empty();
-  if (backward)
-    check_gradients_against_oracle(r, in.q, in.k, in.v, in.pattern, scale_ptr, dout,
-                                   {grads[0].path.empty() ? nullptr : &grads[0].x, grads[0].tol},
-                                   {grads[1].path.empty() ? nullptr : &grads[1].x, grads[1].tol},
-                                   {grads[2].path.empty() ? nullptr : &grads[2].x, grads[2].tol});
+  if (backward) {  // the gradient definition of these conventions (contract §7)
+    const ReferenceGradients ref =
+        reference_gradients(in, scale_ptr, conv, compat ? &request : nullptr, dout);
+    const Tensor<double>* refs[6] = {&ref.g.dq, &ref.g.dk, &ref.g.dv,
+                                     &ref.g.dq_global, &ref.g.dk_global, &ref.g.dv_global};
+    std::vector<NamedGradientCandidate> named;
+    for (size_t t = 0; t < grads.size(); ++t)
+      named.push_back({grads[t].name, refs[t],
+                       {grads[t].path.empty() ? nullptr : &grads[t].x, grads[t].tol}});
+    const GradientInputs probe_inputs{in.q, in.k, in.v, dout, scale_ptr};
+    check_gradients_against(r, ref.oracle, named, in.pattern, &probe_inputs);
+  }
   const bool pass = r.pass;
   if (a.format == "text") {
     std::cout << check_text(r);
@@ -249,6 +278,13 @@ void register_check(CLI::App& app) {
                   "DK.npy: dk to judge, k's shape [batch, num_heads, seq_len_k, head_dim]; needs --dout");
   cmd->add_option("--candidate-dv", args->candidate_dv,
                   "DV.npy: dv to judge, v's shape [batch, num_heads, seq_len_k, head_dim_v]; needs --dout");
+  cmd->add_option("--candidate-dq-global", args->candidate_dq_global,
+                  "DQG.npy: gradient of --q-global to judge (its shape); needs --dout and the "
+                  "global projections (contract §7.5)");
+  cmd->add_option("--candidate-dk-global", args->candidate_dk_global,
+                  "DKG.npy: gradient of --k-global to judge (its shape); needs --dout");
+  cmd->add_option("--candidate-dv-global", args->candidate_dv_global,
+                  "DVG.npy: gradient of --v-global to judge (its shape); needs --dout");
   cmd->add_option("--format", args->format,
                   "json (default): the report as JSON on stdout, a summary of a failure on "
                   "stderr; text: the human summary on stdout");

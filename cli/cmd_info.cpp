@@ -2,6 +2,8 @@
 //
 //   sparseattn info --seq-len N|A:B|A,B,C [--seq-len-k M] [--num-heads H] [--head-dim D]
 //                   [--json] [pattern flags | --pattern-file P.json]
+//   sparseattn info --preset NAME --seq-len N|A:B|A,B,C [--layer L] [--json]   (per layer and
+//                   in total: FLOPs, KV-cache bytes, speedup bound; cli/presets.h)
 //
 // Everything is read off the materialized pattern (pattern_stats, attention_flops): nnz,
 // density, keys per query row, tiles of the canonical layout, the random draws that
@@ -18,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "api/info_result.h"
+#include "cli/presets.h"
 #include "api/inputs.h"
 #include "api/results.h"
 #include "api/seq_range.h"
@@ -34,6 +37,10 @@ struct InfoArgs {
   int64_t head_dim = 64;
   bool json = false;
   PatternFlags pattern;
+  std::string preset;  // --preset NAME (cli/presets.h), with --layer L
+  int64_t layer = 0;
+  CLI::Option* layer_flag = nullptr;
+  CLI::App* cmd = nullptr;
 };
 
 // One length: the table, or one JSON object (appended to `rows` when given, else printed).
@@ -53,6 +60,15 @@ void run_info(const InfoArgs& a, nlohmann::json* rows = nullptr) {
 // --seq-len N, or a sweep (A:B, A,B,C): one table row, or with --json one object of a JSON
 // array, per n.
 void run_info_command(const InfoArgs& a) {
+  if (!a.preset.empty()) {
+    std::vector<std::string> fixed = pattern_flag_names();
+    for (const char* f : {"--num-heads", "--head-dim", "--seq-len-k"}) fixed.push_back(f);
+    refuse_overridden_flags(a.cmd, a.preset, fixed);
+    return run_info_preset(a.preset, a.sizes.seq_len_text,
+                           a.layer_flag->count() ? std::optional<int64_t>(a.layer) : std::nullopt,
+                           a.json);
+  }
+  require(!a.layer_flag->count(), "--layer", a.layer, "selects a layer of a --preset; give --preset");
   const std::vector<int64_t> seq_lens = parse_seq_lens("--seq-len", a.sizes.seq_len_text);
   InfoArgs one = a;
   if (!is_seq_len_sweep(a.sizes.seq_len_text)) {
@@ -96,6 +112,12 @@ void register_info(CLI::App& app) {
                 "print one JSON object instead of the table (a JSON array, one object per n, for "
                 "a --seq-len sweep)");
   add_pattern_flags(cmd, args->pattern);
+  cmd->add_option("--preset", args->preset,
+                  "NAME: a model's attention stack from models/NAME.json (`sparseattn models` "
+                  "lists them): FLOPs and KV-cache bytes per layer and in total vs all-dense");
+  args->layer_flag = cmd->add_option("--layer", args->layer,
+                                     "L: with --preset, only layer L (counted from 0)");
+  args->cmd = cmd;
   cmd->callback([args] { run_info_command(*args); });
 }
 

@@ -4,6 +4,8 @@
 //   sparseattn reach --seq-len N|A:B|A,B,C [--plot DIR] [--layers L] [--num-heads H] [pattern flags]
 //                    [--layer-spec layers.json] [--level auto|token|block]
 //                    [--token I] [--from I --to J] [--json]
+//   sparseattn reach --preset NAME --seq-len N|A:B|A,B,C [--json]   (a model's stack from
+//                    models/; cli/presets.h, docs/models.md)
 //
 // Every layer uses the pattern flags, unless --layer-spec gives one pattern per layer:
 //   {"layers": [{"pattern": "window", "window": 1},
@@ -29,6 +31,7 @@
 
 #include "cli/commands.h"
 #include "cli/figures.h"
+#include "cli/presets.h"
 #include "api/inputs.h"
 #include "api/results.h"
 #include "api/pattern_file.h"
@@ -60,6 +63,8 @@ struct ReachArgs {
   CLI::Option* layers_flag = nullptr;
   bool json = false;
   std::string plot;  // --plot DIR (sweeps)
+  std::string preset;  // --preset NAME (cli/presets.h): a model's stack from models/
+  CLI::App* cmd = nullptr;
 };
 
 // The stack for one seq_len: the pattern flags (or a one-pattern --pattern-file) on every
@@ -218,6 +223,14 @@ void run_reach_sweep(const ReachArgs& a, const std::vector<int64_t>& seq_lens) {
 }
 
 void run_reach(const ReachArgs& a) {
+  if (!a.preset.empty()) {
+    std::vector<std::string> fixed = pattern_flag_names();
+    for (const char* f : {"--layer-spec", "--layers", "--num-heads", "--seq-len-k", "--token",
+                          "--from", "--to", "--level", "--plot"})
+      fixed.push_back(f);
+    refuse_overridden_flags(a.cmd, a.preset, fixed);
+    return run_reach_preset(a.preset, a.sizes.seq_len_text, a.json);
+  }
   const std::vector<int64_t> seq_lens = parse_seq_lens("--seq-len", a.sizes.seq_len_text);
   if (is_seq_len_sweep(a.sizes.seq_len_text)) return run_reach_sweep(a, seq_lens);
   require(a.plot.empty(), "--plot", a.plot, "draws a --seq-len sweep (A:B or A,B,C)");
@@ -251,6 +264,10 @@ void register_reach(CLI::App& app) {
                   "DIR: with a --seq-len sweep, draw mixing depth, diameter and spectral gap vs "
                   "seq_len into DIR/reach_vs_seq_len.{png,svg}");
   add_pattern_flags(cmd, a->pattern);
+  cmd->add_option("--preset", a->preset,
+                  "NAME: a model's attention stack from models/NAME.json (`sparseattn models` "
+                  "lists them); replaces the pattern flags, --layers and --layer-spec");
+  a->cmd = cmd;
   cmd->callback([a] { run_reach(*a); });
 }
 

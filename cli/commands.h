@@ -22,6 +22,7 @@ void register_analyze(CLI::App& app);
 void register_demo_real(CLI::App& app);
 void register_impls(CLI::App& app);
 void register_golden(CLI::App& app);
+void register_models(CLI::App& app);  // cli/preset_commands.cpp
 
 // Calls every register_* above (main.cpp calls this).
 inline void register_commands(CLI::App& app) {
@@ -37,6 +38,7 @@ inline void register_commands(CLI::App& app) {
   register_demo_real(app);
   register_impls(app);
   register_golden(app);
+  register_models(app);
   decimal_integer_flags(app);  // every integer flag of every subcommand: decimal, strict
 }
 

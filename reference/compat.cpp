@@ -127,11 +127,9 @@ Tensor<T> batch_slice(const Tensor<T>& x, int64_t b) {
 
 }  // namespace
 
-AttentionResult longformer_compat(const Tensor<double>& q, const Tensor<double>& k,
-                                  const Tensor<double>& v, const PatternSpec& spec,
-                                  const LongformerGlobals& g, const AttendFn& attend) {
-  const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
-  const Shape q4 = as_rank4(q.shape, "q"), k4 = as_rank4(k.shape, "k"), v4 = as_rank4(v.shape, "v");
+void validate_longformer_globals(const AttentionShape& s, const Shape& q4, const Shape& k4,
+                                 const Shape& v4, const PatternSpec& spec,
+                                 const LongformerGlobals& g) {
   require(spec.kind == PatternKind::longformer, "pattern", pattern_kind_name(spec.kind),
           "must be longformer for --global-mask and --q-global/--k-global/--v-global");
   const bool proj = g.q_global || g.k_global || g.v_global;
@@ -155,6 +153,40 @@ AttentionResult longformer_compat(const Tensor<double>& q, const Tensor<double>&
     for (uint8_t x : gm.data) require(x <= 1, "--global-mask entry", int(x), "must be 0 or 1");
     require(spec.global.empty(), "--global-mask", "", "replaces --global: give one of them");
   }
+}
+
+LongformerBatch longformer_batch(const PatternSpec& spec, const LongformerGlobals& g, int64_t b,
+                                 const AttentionShape& s) {
+  PatternSpec sb = spec;
+  if (g.global_mask) {
+    sb.global.clear();
+    for (int64_t j = 0; j < s.seq_len_k; ++j)
+      if (g.global_mask->data[static_cast<size_t>(b * s.seq_len_k + j)]) sb.global.push_back(j);
+  }
+  if (spec.key_padding_mask) {
+    const Tensor<uint8_t>& kp = *spec.key_padding_mask;
+    Tensor<uint8_t> row({1, s.seq_len_k}, 0);
+    const int64_t kb = kp.rank() == 2 ? b : 0;
+    for (int64_t j = 0; j < s.seq_len_k; ++j) row.data[static_cast<size_t>(j)] = kp.data[static_cast<size_t>(kb * s.seq_len_k + j)];
+    sb.key_padding_mask = row;
+  }
+  LongformerBatch out{materialize(sb, PatternSizes{1, s.num_heads, s.seq_len_q, s.seq_len_k}),
+                      std::vector<uint8_t>(static_cast<size_t>(s.seq_len_q), 0)};
+  // A global query sits at key position p = i + L_k - L_q (contract §3.1).
+  for (int64_t p : sb.global) {
+    const int64_t i = p - (s.seq_len_k - s.seq_len_q);
+    if (i >= 0 && i < s.seq_len_q) out.global_row[static_cast<size_t>(i)] = 1;
+  }
+  return out;
+}
+
+AttentionResult longformer_compat(const Tensor<double>& q, const Tensor<double>& k,
+                                  const Tensor<double>& v, const PatternSpec& spec,
+                                  const LongformerGlobals& g, const AttendFn& attend) {
+  const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
+  const Shape q4 = as_rank4(q.shape, "q"), k4 = as_rank4(k.shape, "k"), v4 = as_rank4(v.shape, "v");
+  validate_longformer_globals(s, q4, k4, v4, spec, g);
+  const bool proj = g.q_global != nullptr;
   const Tensor<double> q_r4 = [&] { Tensor<double> t = q; t.shape = q4; return t; }();
   const Tensor<double> k_r4 = [&] { Tensor<double> t = k; t.shape = k4; return t; }();
   const Tensor<double> v_r4 = [&] { Tensor<double> t = v; t.shape = v4; return t; }();
@@ -162,31 +194,16 @@ AttentionResult longformer_compat(const Tensor<double>& q, const Tensor<double>&
                       Tensor<double>({s.batch, s.num_heads, s.seq_len_q}, 0.0)};
   const int64_t o_per = s.num_heads * s.seq_len_q * s.head_dim_v, l_per = s.num_heads * s.seq_len_q;
   for (int64_t b = 0; b < s.batch; ++b) {
-    PatternSpec sb = spec;
-    if (g.global_mask) {
-      sb.global.clear();
-      for (int64_t j = 0; j < s.seq_len_k; ++j)
-        if (g.global_mask->data[static_cast<size_t>(b * s.seq_len_k + j)]) sb.global.push_back(j);
-    }
-    if (spec.key_padding_mask) {
-      const Tensor<uint8_t>& kp = *spec.key_padding_mask;
-      Tensor<uint8_t> row({1, s.seq_len_k}, 0);
-      const int64_t kb = kp.rank() == 2 ? b : 0;
-      for (int64_t j = 0; j < s.seq_len_k; ++j) row.data[static_cast<size_t>(j)] = kp.data[static_cast<size_t>(kb * s.seq_len_k + j)];
-      sb.key_padding_mask = row;
-    }
-    const Pattern pb = materialize(sb, PatternSizes{1, s.num_heads, s.seq_len_q, s.seq_len_k});
-    AttentionResult r = attend(batch_slice(q_r4, b), batch_slice(k_r4, b), batch_slice(v_r4, b), pb);
+    const LongformerBatch lb = longformer_batch(spec, g, b, s);
+    AttentionResult r = attend(batch_slice(q_r4, b), batch_slice(k_r4, b), batch_slice(v_r4, b), lb.pattern);
     if (proj) {
       const Tensor<double> qg = [&] { Tensor<double> t = *g.q_global; t.shape = q4; return batch_slice(t, b); }();
       const Tensor<double> kg = [&] { Tensor<double> t = *g.k_global; t.shape = k4; return batch_slice(t, b); }();
       const Tensor<double> vg = [&] { Tensor<double> t = *g.v_global; t.shape = v4; return batch_slice(t, b); }();
-      const AttentionResult rg = attend(qg, kg, vg, pb);
-      // A global query's row comes from the global projections (contract §3.12); it sits
-      // at key position p = i + L_k - L_q (contract §3.1).
-      for (int64_t p : sb.global) {
-        const int64_t i = p - (s.seq_len_k - s.seq_len_q);
-        if (i < 0 || i >= s.seq_len_q) continue;
+      const AttentionResult rg = attend(qg, kg, vg, lb.pattern);
+      // A global query's row comes from the global projections (contract §3.12).
+      for (int64_t i = 0; i < s.seq_len_q; ++i) {
+        if (!lb.global_row[static_cast<size_t>(i)]) continue;
         for (int64_t h = 0; h < s.num_heads; ++h) {
           const int64_t row = h * s.seq_len_q + i;
           for (int64_t x = 0; x < s.head_dim_v; ++x)

@@ -69,6 +69,26 @@ struct LongformerGlobals {
   const Tensor<double>* v_global = nullptr;
 };
 
+// Throws InvalidArgument naming the flag, as longformer_compat does, for a kind other than
+// longformer, projections not given together or not shaped like q, k, v (q4, k4, v4: their
+// rank-4 shapes), a global mask not [B, L_k] or with entries other than 0/1, or a global
+// mask given with spec.global.
+void validate_longformer_globals(const AttentionShape& s, const Shape& q4, const Shape& k4,
+                                 const Shape& v4, const PatternSpec& spec,
+                                 const LongformerGlobals& globals);
+
+// Batch element b under the Longformer mode: `spec` with the global set { j : global_mask[b,
+// j] = 1 } (or spec.global) and key padding row b, materialized for [1, H, L_q, L_k]; and
+// global_row[i] = 1 for each query row at a global position (i = p - (L_k - L_q), contract
+// §3.1), the rows the global projections compute. The forward (longformer_compat) and its
+// gradient (reference/backward/compat_grad.h) both read batch element b through this.
+struct LongformerBatch {
+  Pattern pattern;
+  std::vector<uint8_t> global_row;  // [L_q]
+};
+LongformerBatch longformer_batch(const PatternSpec& spec, const LongformerGlobals& globals,
+                                 int64_t b, const AttentionShape& s);
+
 // Runs `attend` once per batch element b on the pattern `spec` (kind longformer) with
 // global positions taken from global_mask row b (when given) and key padding row b, and,
 // when global projections are given, runs it again on q_global/k_global/v_global and

@@ -105,10 +105,65 @@ class AttendResult(NamedTuple):
     dv: np.ndarray
 
 
+class AttendGlobalResult(NamedTuple):
+    """What :func:`attend` returns when ``dout`` is given with Longformer's global
+    projections (``q_global``, ``k_global``, ``v_global``): ``o, lse, dq, dk, dv,
+    dq_global, dk_global, dv_global = attend(...)``.
+
+    Attributes
+    ----------
+    o, lse, dq, dk, dv
+        As :class:`AttendResult`: dq, dk, dv come from the rows that read q, k, v.
+    dq_global : ndarray, q_global's shape
+    dk_global : ndarray, k_global's shape
+    dv_global : ndarray, v_global's shape
+        The gradients of ``sum(dout * o)`` with respect to the global projections: the
+        global query rows read only them (docs/contract.md §7.5), float64.
+    """
+
+    o: np.ndarray
+    lse: np.ndarray
+    dq: np.ndarray
+    dk: np.ndarray
+    dv: np.ndarray
+    dq_global: np.ndarray
+    dk_global: np.ndarray
+    dv_global: np.ndarray
+
+
+def _compat_args(compat: Optional[str], global_mask: Any, q_global: Any, k_global: Any,
+                 v_global: Any, bshd: bool) -> Tuple[str, Optional[np.ndarray], List[np.ndarray]]:
+    """The compatibility mode's arguments (docs/contract.md §3.12) as the binding takes them:
+    compat ("" or "hf-bigbird"), the global mask (uint8 [batch, seq_len_k]) and the three
+    projections (bhsd), or [] when none is given."""
+    if compat not in (None, "hf-bigbird"):
+        raise _arrays.invalid("compat", compat, "must be hf-bigbird or None")
+    gm = None if global_mask is None else _arrays.mask_array(global_mask, "global_mask")
+    given = [x is not None for x in (q_global, k_global, v_global)]
+    if any(given) and not all(given):
+        raise _arrays.invalid("q_global", "None" if q_global is None else _given(q_global),
+                              "q_global, k_global and v_global go together")
+    proj: List[np.ndarray] = []
+    if all(given):
+        for x, n in ((q_global, "q_global"), (k_global, "k_global"), (v_global, "v_global")):
+            a = _arrays.float_array(x, n)
+            if bshd and a.ndim >= 3:
+                a = np.ascontiguousarray(np.swapaxes(a, -3, -2))
+            proj.append(a)
+    return compat or "", gm, proj
+
+
+def _masked_score_text(masked_score: Union[str, float]) -> str:
+    return masked_score if isinstance(masked_score, str) else repr(float(masked_score))
+
+
 def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_masked",
            scale: Optional[float] = None, key_padding_mask: Any = None,
            dout: Any = None, *, layout: str = "bhsd", lse_base: str = "e",
-           key_padding_polarity: str = "keep") -> Union[Tuple[np.ndarray, np.ndarray], AttendResult]:
+           key_padding_polarity: str = "keep", masked_score: Union[str, float] = "-inf",
+           compat: Optional[str] = None, global_mask: Any = None, q_global: Any = None,
+           k_global: Any = None, v_global: Any = None,
+           ) -> Union[Tuple[np.ndarray, np.ndarray], AttendResult, AttendGlobalResult]:
     """Sparse attention with one registered kernel (default: the float64 oracle), and
     with ``dout`` its backward pass.
 
@@ -148,6 +203,22 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
         ``layout="bshd"`` takes q, k, v and returns o (and dout, dq, dk, dv) as [batch, seq_len, num_heads, d]
         (lse stays [batch, num_heads, seq_len_q]); ``lse_base="2"`` returns lse / ln 2;
         ``key_padding_polarity="ignore"`` reads True as padding (PyTorch's mask).
+    masked_score : str or float
+        ``"-inf"`` (default): masked keys leave the softmax. A finite value (``-1e9``,
+        ``-1e6``): every masked score *is* that value (``masked_fill``; a row with no
+        allowed key gets the mean of v), as ``sparseattn attend --masked-score``
+        (contract §1.6); needs ``impl="a1_dense_masked"``. With ``dout`` the gradients
+        are that function's (contract §7.6).
+    compat, global_mask, q_global, k_global, v_global
+        The compatibility modes of ``sparseattn attend`` (docs/contract.md §3.12,
+        docs/peers.md): ``compat="hf-bigbird"`` (HF's block listing, a block listed twice
+        counted twice; pattern bigbird with a ``random_table``; ``impl`` a1_dense_masked or
+        cpu_k07_hf_listing); ``global_mask`` [batch, seq_len_k] bool (Longformer's per-batch
+        global tokens); ``q_global``, ``k_global``, ``v_global`` shaped like q, k, v
+        (Longformer's global projections: a global query's row reads only them). With
+        ``dout`` under any of these ``impl`` must be ``a1_dense_masked`` and the gradients
+        are the mode's float64 definition (contract §7.4–§7.5); with the projections the
+        result also carries ``dq_global``, ``dk_global``, ``dv_global``.
 
     Returns
     -------
@@ -163,6 +234,8 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
         (dO V^T - rowsum(dO * O))``, ``dQ = scale dS K``, ``dK = scale dS^T Q``), in the
         backward kernel's dtype. A fully masked row's dq and a padded or unattended key's
         dk, dv are exactly 0 (contract §7.2). For PyTorch: ``torch.from_numpy(r.dq)``.
+    dq_global, dk_global, dv_global : ndarray (with ``dout`` and the projections only)
+        Then the result is an :class:`AttendGlobalResult`.
 
     Raises
     ------
@@ -203,7 +276,10 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     pad = _padding(key_padding_mask)
     if pad is not None and key_padding_polarity == "ignore":
         pad = np.ascontiguousarray((pad == 0).astype(pad.dtype))
-    o, lse, nan_rows, dq, dk, dv = _C.attend(qa, ka, va, p._spec, impl, _scale(scale), pad, da)
+    mode, gm, proj = _compat_args(compat, global_mask, q_global, k_global, v_global, bshd)
+    o, lse, nan_rows, dq, dk, dv, dqg, dkg, dvg = _C.attend(
+        qa, ka, va, p._spec, impl, _scale(scale), pad, da, _masked_score_text(masked_score),
+        mode, gm, proj)
     if nan_rows:
         warnings.warn(f"{impl} has no lse estimate for {nan_rows} rows (NaN there)",
                       RuntimeWarning, stacklevel=2)
@@ -218,7 +294,13 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     dq, dk, dv = dq.reshape(qa.shape), dk.reshape(ka.shape), dv.reshape(va.shape)
     if bshd:
         dq, dk, dv = swap(dq), swap(dk), swap(dv)
-    return AttendResult(o, lse, dq, dk, dv)
+    if dqg is None:
+        return AttendResult(o, lse, dq, dk, dv)
+    # The projections' gradients keep the projections' shapes as given.
+    dqg, dkg, dvg = (g.reshape(x.shape) for g, x in zip((dqg, dkg, dvg), proj))
+    if bshd:
+        dqg, dkg, dvg = swap(dqg), swap(dkg), swap(dvg)
+    return AttendGlobalResult(o, lse, dq, dk, dv, dqg, dkg, dvg)
 
 
 class Timing(NamedTuple):
@@ -328,7 +410,10 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
           dq: Any = None, dk: Any = None, dv: Any = None, *,
           layout: str = "bhsd", lse_base: str = "e", padded_queries: str = "zero",
           key_padding_polarity: str = "keep", causal_align: str = "bottom-right",
-          masked_score: Union[str, float] = "-inf") -> CheckReport:
+          masked_score: Union[str, float] = "-inf", compat: Optional[str] = None,
+          global_mask: Any = None, q_global: Any = None, k_global: Any = None,
+          v_global: Any = None, dq_global: Any = None, dk_global: Any = None,
+          dv_global: Any = None) -> CheckReport:
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -362,7 +447,16 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         The convention flags of ``sparseattn check`` (docs/conventions.md, contract §1.6):
         ``layout="bshd"`` reads q, k, v, o (and dout, dq, dk, dv) as [batch, seq_len, num_heads, d];
         ``lse_base="2"``; ``padded_queries="any"``; ``key_padding_polarity="ignore"``
-        (PyTorch's mask); ``causal_align="top-left"``; ``masked_score=-1e9``.
+        (PyTorch's mask); ``causal_align="top-left"``; ``masked_score=-1e9``. With
+        ``dout`` under a finite ``masked_score`` the gradients are judged against that
+        function's (``masked_score_grad``, contract §7.6).
+    compat, global_mask, q_global, k_global, v_global
+        As :func:`attend`: the oracle is the compatibility mode's float64 definition
+        (contract §3.12) and, with ``dout``, so are the gradients (``hf_listing_grad``,
+        ``longformer_compat_grad``; contract §7.4–§7.5).
+    dq_global, dk_global, dv_global : array, the projections' shapes, optional
+        Candidate gradients of the global projections; each needs ``dout`` and
+        ``q_global``, ``k_global``, ``v_global``.
 
     Returns
     -------
@@ -390,10 +484,12 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     r = None if rtol is None else _arrays.real("rtol", rtol, 0.0)
     conventions = {"lse_base": str(lse_base), "padded_queries": padded_queries,
                    "key_padding_polarity": key_padding_polarity, "causal_align": causal_align,
-                   "masked_score": masked_score if isinstance(masked_score, str)
-                   else repr(float(masked_score))}
+                   "masked_score": _masked_score_text(masked_score)}
+    mode, gm, proj = _compat_args(compat, global_mask, q_global, k_global, v_global,
+                                  layout == "bshd")
     # Gradient candidates: each needs dout; dout needs at least one (as the CLI's flags).
-    given = {"dq": dq, "dk": dk, "dv": dv}
+    given = {"dq": dq, "dk": dk, "dv": dv, "dq_global": dq_global, "dk_global": dk_global,
+             "dv_global": dv_global}
     for name, x in given.items():
         if x is not None and dout is None:
             raise _arrays.invalid(name, _given(x), "needs dout (the gradient of o)")
@@ -413,7 +509,7 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         dtypes.append(g_dtype)
     return CheckReport._from(_C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r,
                                       _scale(scale), _padding(key_padding_mask), conventions,
-                                      da, grads, dtypes))
+                                      da, grads, dtypes, mode, gm, proj))
 
 
 def performer_favor(q: Any, k: Any, v: Any, num_features: int = 256, seed: int = 0,

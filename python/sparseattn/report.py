@@ -25,9 +25,11 @@ class TensorReport:
     Attributes
     ----------
     tensor : str
-        ``"o"``, ``"lse"``, ``"dq"``, ``"dk"`` or ``"dv"``.
+        ``"o"``, ``"lse"``, ``"dq"``, ``"dk"``, ``"dv"``, ``"dq_global"``, ``"dk_global"``
+        or ``"dv_global"``.
     rows_are : str
-        ``"query"`` (o, lse, dq) or ``"key"`` (dk, dv): what a row of the tensor is.
+        ``"query"`` (o, lse, dq, dq_global) or ``"key"`` (dk, dv, dk_global, dv_global):
+        what a row of the tensor is.
     num_elements, num_compared : int
         The tensor's elements, and those compared (rows skipped under
         ``padded_queries="any"`` are not). ``nothing_compared`` (no element compared) fails.
@@ -122,6 +124,12 @@ class CheckReport:
         ``dout`` was given.
     dq, dk, dv : TensorReport or None
         Present when that candidate gradient was given (with ``dout``).
+    dq_global, dk_global, dv_global : TensorReport or None
+        The global projections' gradients, when given (contract §7.5).
+    compat : str or None
+        ``"hf-bigbird"`` when that mode's definition was the oracle.
+    global_projections : bool or None
+        True under Longformer's global projections.
     probable_cause : str or None
         On failure: the mistake the candidate matches (cause probes, contract §4.9), e.g.
         ``"scale 1/head_dim (candidate matches the oracle with --scale 0.125)"``, or
@@ -148,6 +156,11 @@ class CheckReport:
     hint: Optional[str] = None
     rows_not_compared: Optional[int] = None
     tolerance_rule: Optional[str] = None
+    dq_global: Optional[TensorReport] = None
+    dk_global: Optional[TensorReport] = None
+    dv_global: Optional[TensorReport] = None
+    compat: Optional[str] = None
+    global_projections: Optional[bool] = None
     # The C++ report (_sparseattn.CheckResult): summary() and to_dict() are its renderer's.
     native: Any = field(default=None, repr=False, compare=False)
 
@@ -166,13 +179,17 @@ class CheckReport:
                            probable_cause=d.get("probable_cause"), probes=d.get("probes"),
                            conventions=d.get("conventions", ""), hint=d.get("hint"),
                            rows_not_compared=d.get("rows_not_compared"),
-                           tolerance_rule=d.get("tolerance_rule"), native=native)
+                           tolerance_rule=d.get("tolerance_rule"), dq_global=report("dq_global"),
+                           dk_global=report("dk_global"), dv_global=report("dv_global"),
+                           compat=d.get("compat"), global_projections=d.get("global_projections"),
+                           native=native)
 
     def __bool__(self) -> bool:
         return self.passed
 
     def _tensors(self) -> List[TensorReport]:
-        return [t for t in (self.o, self.lse, self.dq, self.dk, self.dv) if t is not None]
+        return [t for t in (self.o, self.lse, self.dq, self.dk, self.dv, self.dq_global,
+                            self.dk_global, self.dv_global) if t is not None]
 
     def to_dict(self) -> Dict[str, Any]:
         """The JSON object ``sparseattn check`` prints, field for field."""

@@ -259,52 +259,130 @@ int64_t count_nan(const Tensor<T>& x) {
   return n;
 }
 
+// The compatibility mode of one call (contract §3.12) from the binding's arguments:
+// compat "" or "hf-bigbird"; global_mask [B, L_k] 0/1; projections (q_global, k_global,
+// v_global), each shaped like q, k, v, finite. No GIL needed.
+api::CompatRequest compat_request(const std::string& compat, const std::optional<Tensor<uint8_t>>& gm,
+                                  const std::vector<ArrayView>& proj) {
+  api::CompatRequest r;
+  r.compat = compat;
+  r.global_mask = gm;
+  require(proj.empty() || proj.size() == 3, "q_global", "", "q_global, k_global and v_global go together");
+  if (proj.size() == 3) {
+    const char* names[3] = {"q_global", "k_global", "v_global"};
+    std::optional<Tensor<double>>* out[3] = {&r.q_global, &r.k_global, &r.v_global};
+    for (int t = 0; t < 3; ++t) {
+      Tensor<double> x = to_tensor(proj[static_cast<size_t>(t)]);
+      api::require_finite(x, names[t]);
+      *out[t] = std::move(x);
+    }
+  }
+  return r;
+}
+
 // Returns (o [B,H,Lq,Dv], lse [B,H,Lq], rows whose lse is NaN: an approximation's
-// undefined estimate, dq, dk, dv). o is never NaN: a kernel that produced one is refused,
-// as the CLI does. Given dout [B,H,Lq,Dv] (contract §7), the backward entry the CLI's
-// `attend --impl <impl> --dout` runs (api::backward_for) consumes this forward pass's o and
-// lse and dq [B,H,Lq,D], dk [B,H,Lk,D], dv [B,H,Lk,Dv] come back in its dtype; otherwise
-// they are None. dout is checked (shape, finiteness) before any O(n^2) work.
+// undefined estimate, dq, dk, dv, dq_global, dk_global, dv_global). o is never NaN: a
+// kernel that produced one is refused, as the CLI does. Given dout [B,H,Lq,Dv] (contract
+// §7), the backward entry the CLI's `attend --impl <impl> --dout` runs (api::backward_for)
+// consumes this forward pass's o and lse and dq [B,H,Lq,D], dk [B,H,Lk,D], dv [B,H,Lk,Dv]
+// come back in its dtype; otherwise they are None. dout is checked (shape, finiteness)
+// before any O(n^2) work. Under a finite masked_score ("-inf" or a real, as the CLI's
+// --masked-score) or a compatibility mode (compat, global_mask, projections: `attend
+// --compat/--global-mask/--q-global...`) the forward is that convention's and, with dout,
+// impl must be a1_dense_masked and the gradients are its float64 definition
+// (api::reference_gradients, contract §7.4-§7.6); dq_global, dk_global, dv_global (the
+// projections' shapes) come back under the projections only.
 py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
                  const PatternSpec& spec, const std::string& impl, std::optional<double> scale,
-                 std::optional<py::array> key_padding_mask, std::optional<py::array> dout_arr) {
+                 std::optional<py::array> key_padding_mask, std::optional<py::array> dout_arr,
+                 const std::string& masked_score, const std::string& compat,
+                 std::optional<py::array> global_mask, std::vector<py::array> projections) {
   const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
                   vv = float_view(v_arr, "v");
   std::optional<ArrayView> dv;
   if (dout_arr) dv = float_view(*dout_arr, "dout");
   const PatternSpec s = with_padding(spec, key_padding_mask);
+  std::optional<Tensor<uint8_t>> gm;
+  if (global_mask) gm = mask_tensor(*global_mask, "global_mask");
+  std::vector<ArrayView> pv;
+  const char* proj_names[3] = {"q_global", "k_global", "v_global"};
+  for (size_t t = 0; t < projections.size() && t < 3; ++t)
+    pv.push_back(float_view(projections[t], proj_names[t]));
+  api::ConventionFlags cf;
+  cf.masked_score = masked_score;
+  const api::Conventions conv = api::parse_conventions(cf);
   Output out;
   GradOutput gout;
+  api::ReferenceGradients ref;  // the float64 definitions' gradients (other conventions)
+  bool by_definition = false;   // o and the gradients come from a definition, not a kernel
   const GradKernel* grad = nullptr;
   {
     py::gil_scoped_release nogil;
     Inputs in = read_inputs(qv, kv, &vv);
     const AttentionShape& a = in.shape;
     const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
-    const Kernel& kernel = api::serving_kernel(impl, pattern);
-    Tensor<double> dout;
-    if (dv) {
-      grad = &api::backward_for(impl);
-      dout = api::checked_dout(to_tensor(*dv), a, "dout");
+    const api::CompatRequest request = compat_request(compat, gm, pv);
+    const bool compat_mode = !request.compat.empty() || request.longformer();
+    if (conv.masked_score || compat_mode) {
+      // The other conventions' float64 definitions (contract §1.6, §3.12, §7.4-§7.6).
+      by_definition = true;
+      require(!conv.masked_score || !compat_mode, "masked_score", masked_score,
+              "must be -inf under the compatibility modes (their definitions remove masked keys)");
+      require(!conv.masked_score || impl == "a1_dense_masked", "masked_score", masked_score,
+              "needs impl a1_dense_masked (the kernels remove masked keys)");
+      require(!dv || impl == "a1_dense_masked", "impl", impl,
+              "must be a1_dense_masked with dout under masked_score or a compatibility mode "
+              "(the gradients are the float64 definitions, contract §7.4-§7.6)");
+      Tensor<double> dout;
+      if (dv) dout = api::checked_dout(to_tensor(*dv), a, "dout");
+      const api::AttentionInputs ai{std::move(in.q), std::move(in.k), std::move(in.v), a, pattern};
+      AttentionResult r = compat_mode ? api::compat_attend(request, ai, scale_ptr(scale), impl)
+                                      : api::convention_oracle(ai.q, ai.k, ai.v, pattern,
+                                                               scale_ptr(scale), conv);
+      if (dv) ref = api::reference_gradients(ai, scale_ptr(scale), conv,
+                                             compat_mode ? &request : nullptr, dout);
+      // The kernel's own dtype, as the CLI's default --dtype: float32 for k07 and the CPU
+      // kernels (their o widened exactly), float64 for the reference ladder.
+      const bool f32 = impl == "cpu_k07_hf_listing" || find_kernel(impl).dtype != DType::float64;
+      if (f32) out.o32 = tensor_cast<float>(r.o), out.lse32 = tensor_cast<float>(r.lse);
+      else out.o = std::move(r.o), out.lse = std::move(r.lse);
+    } else {
+      const Kernel& kernel = api::serving_kernel(impl, pattern);
+      Tensor<double> dout;
+      if (dv) {
+        grad = &api::backward_for(impl);
+        dout = api::checked_dout(to_tensor(*dv), a, "dout");
+      }
+      const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
+                                           pattern, scale_ptr(scale));
+      kernel.run(problem, out);
+      const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
+      require(o_nan == 0, "impl", kernel.name,
+              "produced " + std::to_string(o_nan) + " NaN values in o");
+      if (grad != nullptr) gout = api::run_backward(*grad, problem, out, std::move(dout), impl);
     }
-    const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
-                                         pattern, scale_ptr(scale));
-    kernel.run(problem, out);
-    const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
-    require(o_nan == 0, "impl", kernel.name,
-            "produced " + std::to_string(o_nan) + " NaN values in o");
-    if (grad != nullptr) gout = api::run_backward(*grad, problem, out, std::move(dout), impl);
   }
   const int64_t lse_nan = count_nan(out.lse) + count_nan(out.lse32);
   const bool f64 = out.o.numel() > 0 || out.o32.numel() == 0;
   py::object o = f64 ? to_numpy(std::move(out.o)) : to_numpy(std::move(out.o32));
   py::object lse = f64 ? to_numpy(std::move(out.lse)) : to_numpy(std::move(out.lse32));
-  if (grad == nullptr) return py::make_tuple(o, lse, lse_nan, py::none(), py::none(), py::none());
+  const py::object none = py::none();
+  if (by_definition) {
+    if (!dv) return py::make_tuple(o, lse, lse_nan, none, none, none, none, none, none);
+    auto opt = [](Tensor<double>& t) -> py::object {
+      return t.numel() ? py::object(to_numpy(std::move(t))) : py::object(py::none());
+    };
+    CompatGradientResult& g = ref.g;
+    return py::make_tuple(o, lse, lse_nan, to_numpy(std::move(g.dq)), to_numpy(std::move(g.dk)),
+                          to_numpy(std::move(g.dv)), opt(g.dq_global), opt(g.dk_global),
+                          opt(g.dv_global));
+  }
+  if (grad == nullptr) return py::make_tuple(o, lse, lse_nan, none, none, none, none, none, none);
   if (grad->dtype == DType::float64)
     return py::make_tuple(o, lse, lse_nan, to_numpy(std::move(gout.dq)),
-                          to_numpy(std::move(gout.dk)), to_numpy(std::move(gout.dv)));
+                          to_numpy(std::move(gout.dk)), to_numpy(std::move(gout.dv)), none, none, none);
   return py::make_tuple(o, lse, lse_nan, to_numpy(std::move(gout.dq32)),
-                        to_numpy(std::move(gout.dk32)), to_numpy(std::move(gout.dv32)));
+                        to_numpy(std::move(gout.dk32)), to_numpy(std::move(gout.dv32)), none, none, none);
 }
 
 // Kernel time only (docs/benchmarks.md, "Peers"), through the harness (api/measure.h): the
@@ -359,7 +437,10 @@ py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::ar
 // `check`: o_dtype / lse_dtype (and grad_dtypes for dq, dk, dv) name the candidate's own
 // dtype before any widening ("float16" arrives widened to float64), which picks its
 // tolerance as the CLI does. Given dout, the candidate gradients (any of dq, dk, dv) are
-// judged against b1_dense_masked_grad as `check --dout --candidate-dq ...` does.
+// judged against b1_dense_masked_grad as `check --dout --candidate-dq ...` does — or, under
+// a finite masked_score or a compatibility mode (compat, global_mask, projections, as
+// `check --compat/--global-mask/--q-global...`), against that convention's float64
+// definitions (contract §7.4-§7.6), dq_global, dk_global, dv_global (grad_arrs[3..5]) too.
 api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
                  const PatternSpec& spec, const py::array& o_arr, const std::string& o_dtype,
                  std::optional<py::array> lse_arr, const std::string& lse_dtype,
@@ -367,7 +448,8 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
                  std::optional<double> scale, std::optional<py::array> key_padding_mask,
                  const std::map<std::string, std::string>& conventions,
                  std::optional<py::array> dout_arr, std::vector<std::optional<py::array>> grad_arrs,
-                 std::vector<std::string> grad_dtypes) {
+                 std::vector<std::string> grad_dtypes, const std::string& compat,
+                 std::optional<py::array> global_mask, std::vector<py::array> projections) {
   // Convention flags (api/conventions.h) by their CLI names without "--"; the layout is
   // handled in Python (a transpose), so bhsd arrives here.
   api::ConventionFlags cf;
@@ -381,8 +463,6 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
                                "key_padding_polarity, causal_align or masked_score");
   }
   const api::Conventions conv = api::parse_conventions(cf);
-  require(!conv.masked_score || !dout_arr, "masked_score", cf.masked_score,
-          "must be -inf with dout (the gradient oracle removes masked keys)");
   auto tol_of = [&](const std::string& dtype) {
     Tolerance t = api::tolerance_for(dtype == "float16"   ? api::CandidateDtype::float16
                                      : dtype == "float32" ? api::CandidateDtype::float32
@@ -391,16 +471,25 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
     if (rtol) t.rtol = *rtol;
     return t;
   };
-  require(grad_arrs.size() == 3 && grad_dtypes.size() == 3, "gradients", grad_arrs.size(),
-          "must be (dq, dk, dv)");
-  const char* grad_names[3] = {"dq", "dk", "dv"};
+  require(grad_arrs.size() == 6 && grad_dtypes.size() == 6, "gradients", grad_arrs.size(),
+          "must be (dq, dk, dv, dq_global, dk_global, dv_global)");
+  const char* grad_names[6] = {"dq", "dk", "dv", "dq_global", "dk_global", "dv_global"};
   const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
                   vv = float_view(v_arr, "v"), ov = float_view(o_arr, "o");
-  std::optional<ArrayView> lv, dov, gv[3];
+  std::optional<ArrayView> lv, dov, gv[6];
   if (lse_arr) lv = float_view(*lse_arr, "lse");
   if (dout_arr) dov = float_view(*dout_arr, "dout");
-  for (int t = 0; t < 3; ++t)
+  for (int t = 0; t < 6; ++t)
     if (grad_arrs[t]) gv[t] = float_view(*grad_arrs[t], grad_names[t]);
+  std::optional<Tensor<uint8_t>> gm;
+  if (global_mask) gm = mask_tensor(*global_mask, "global_mask");
+  std::vector<ArrayView> pv;
+  const char* proj_names[3] = {"q_global", "k_global", "v_global"};
+  for (size_t t = 0; t < projections.size() && t < 3; ++t)
+    pv.push_back(float_view(projections[t], proj_names[t]));
+  for (int t = 3; t < 6; ++t)
+    require(!gv[t] || pv.size() == 3, grad_names[t], "array",
+            "needs q_global, k_global and v_global (the projections it is the gradient of)");
   const PatternSpec s = with_padding(spec, key_padding_mask);
   const Tolerance o_tol = tol_of(o_dtype), lse_tol = tol_of(lse_dtype);
   api::CheckResult j;  // bound in report_bindings.cpp
@@ -418,25 +507,56 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
       lse = to_tensor(*lv);
       api::require_candidate_shape(lse.shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
     }
-    Tensor<double> dout, grads[3];
-    api::GradientCandidate cands[3];
+    Tensor<double> dout, grads[6];
+    api::GradientCandidate cands[6];
     if (dov) {
       dout = api::checked_dout(to_tensor(*dov), a, "dout");
-      const Shape want[3] = {{a.batch, a.num_heads, a.seq_len_q, a.head_dim},
+      const Shape want[6] = {{a.batch, a.num_heads, a.seq_len_q, a.head_dim},
+                             {a.batch, a.num_heads, a.seq_len_k, a.head_dim},
+                             {a.batch, a.num_heads, a.seq_len_k, a.head_dim_v},
+                             {a.batch, a.num_heads, a.seq_len_q, a.head_dim},
                              {a.batch, a.num_heads, a.seq_len_k, a.head_dim},
                              {a.batch, a.num_heads, a.seq_len_k, a.head_dim_v}};
-      for (int t = 0; t < 3; ++t) {
+      for (int t = 0; t < 6; ++t) {
         if (!gv[t]) continue;
         grads[t] = to_tensor(*gv[t]);
         api::require_candidate_shape(grads[t].shape, want[t], grad_names[t]);
         cands[t] = {&grads[t], tol_of(grad_dtypes[t])};
       }
     }
-    j = api::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
-                                  lv ? &lse : nullptr, lse_tol, conv, &s);
-    if (dov)
-      api::check_gradients_against_oracle(j, in.q, in.k, in.v, pattern, scale_ptr(scale), dout,
-                                          cands[0], cands[1], cands[2]);
+    const api::CompatRequest request = compat_request(compat, gm, pv);
+    const bool compat_mode = !request.compat.empty() || request.longformer();
+    if (compat_mode) {
+      // The mode's float64 definition is the oracle (contract §3.12), as `check --compat`.
+      require(!conv.masked_score, "masked_score", cf.masked_score,
+              "must be -inf under the compatibility modes (their definitions remove masked keys)");
+      const api::AttentionInputs ai{in.q, in.k, in.v, a, pattern};
+      AttentionResult oracle = api::compat_attend(request, ai, scale_ptr(scale), "a1_dense_masked");
+      if (conv.lse_base2)
+        for (double& x : oracle.lse.data) x /= std::log(2.0);
+      api::CheckContext ctx;
+      ctx.q = &in.q, ctx.k = &in.k, ctx.v = &in.v, ctx.scale = scale_ptr(scale);
+      ctx.conv = conv, ctx.raw_spec = &s, ctx.compat = true;
+      ctx.hint = request.compat.empty() && !request.projections();
+      if (gm) ctx.global_mask = &*gm;
+      j = api::check_against(oracle, pattern, a, o, o_tol, lv ? &lse : nullptr, lse_tol, ctx);
+      j.compat = request.compat;
+      j.global_projections = request.projections();
+    } else {
+      j = api::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
+                                    lv ? &lse : nullptr, lse_tol, conv, &s);
+    }
+    if (dov) {  // the gradient definition of these conventions (contract §7)
+      const api::AttentionInputs ai{in.q, in.k, in.v, a, pattern};
+      const api::ReferenceGradients ref = api::reference_gradients(
+          ai, scale_ptr(scale), conv, compat_mode ? &request : nullptr, dout);
+      const Tensor<double>* refs[6] = {&ref.g.dq, &ref.g.dk, &ref.g.dv,
+                                       &ref.g.dq_global, &ref.g.dk_global, &ref.g.dv_global};
+      std::vector<api::NamedGradientCandidate> named;
+      for (int t = 0; t < 6; ++t) named.push_back({grad_names[t], refs[t], cands[t]});
+      const api::GradientInputs probe_inputs{in.q, in.k, in.v, dout, scale_ptr(scale)};
+      api::check_gradients_against(j, ref.oracle, named, pattern, &probe_inputs);
+    }
   }
   return j;
 }

@@ -1,6 +1,8 @@
 // The backward pass of the reference ladder (contract §7; formulas in docs/backward.md).
 // Serial, float64, no intrinsics, no OpenMP. Read in order: b1 -> b3
-// (files reference/backward/b*_*.cpp).
+// (files reference/backward/b*_*.cpp). Beside b1, the gradients under the other
+// conventions (b1c: the compatibility modes, b1m: a finite masked score) are declared in
+// reference/backward/compat_grad.h (contract §7.4-§7.6).
 //
 // Common contract of every step:
 //   q: [batch, num_heads, seq_len_q, head_dim]     row-major (rank 2/3: leading 1s)

@@ -1,0 +1,345 @@
+// `reach --preset`, `info --preset` and `sparseattn models` (cli/presets.h).
+#include <fmt/format.h>
+
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "api/model_presets.h"
+#include "api/pattern_file.h"
+#include "api/seq_range.h"
+#include "cli/presets.h"
+#include "core/error.h"
+#include "graph/band_reach.h"
+#include "graph/measures.h"
+#include "graph/reach.h"
+#include "pattern/pattern.h"
+
+namespace sparseattn::cli {
+
+using namespace api;
+
+namespace {
+
+// One layer of a preset at one seq_len: its spec, and its band when it is one.
+struct PresetLayer {
+  std::string type;
+  PatternSpec spec;
+  std::optional<graph::Band> band;
+};
+
+std::vector<PresetLayer> preset_layers(const ModelPreset& p, int64_t n) {
+  std::vector<PresetLayer> out;
+  for (int64_t l = 0; l < p.num_layers; ++l) {
+    const nlohmann::json entry = p.layer_entry(l);  // throws for a missing kind
+    const FilePattern fp = pattern_from_json(
+        entry, "--preset " + p.name + ": layer " + std::to_string(l), models_dir());
+    out.push_back({p.type_of(l), fp.spec, graph::band_of(fp.spec, n)});
+  }
+  return out;
+}
+
+PatternSizes one_head(int64_t n) {
+  PatternSizes z;
+  z.num_heads = 1;
+  z.seq_len_q = z.seq_len_k = n;
+  return z;
+}
+
+nlohmann::json opt_json(const std::optional<int64_t>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json reach_one(const ModelPreset& p, int64_t n) {
+  const std::vector<PresetLayer> layers = preset_layers(p, n);
+  bool all_bands = true;
+  for (const PresetLayer& l : layers) all_bands = all_bands && l.band.has_value();
+  graph::ReachSummary s;
+  std::optional<int64_t> first;
+  std::string engine;
+  if (all_bands) {
+    std::vector<graph::Band> bands;
+    for (const PresetLayer& l : layers) bands.push_back(*l.band);
+    s = graph::g2_reach_band(bands, n, n - 1);
+    first = graph::band_first_reach(bands, n);
+    engine = "band (closed form, exact)";
+  } else {
+    graph::LayerStack stack;
+    std::map<std::string, std::shared_ptr<const Pattern>> built;  // identical layers share one
+    for (const PresetLayer& l : layers) {
+      const std::string key = describe(l.spec);
+      auto it = built.find(key);
+      if (it == built.end())
+        it = built.emplace(key, std::make_shared<const Pattern>(materialize(l.spec, one_head(n)))).first;
+      stack.layers.push_back(it->second);
+    }
+    s = graph::g1_reach_bitset(stack, n - 1);
+    const std::vector<int64_t> path = graph::shortest_path(stack, 0, n - 1);
+    if (!path.empty()) first = static_cast<int64_t>(path.size()) - 1;
+    engine = std::string("bitset, level ") + graph::level_name(s.level) + " (exact)";
+  }
+  const std::vector<double> fraction = graph::connected_fraction(s);
+  nlohmann::json rows = nlohmann::json::array();
+  for (int64_t l = 0; l < p.num_layers; ++l) {
+    const size_t i = static_cast<size_t>(std::min<int64_t>(l, static_cast<int64_t>(fraction.size()) - 1));
+    rows.push_back({{"layer", l + 1},
+                    {"type", layers[static_cast<size_t>(l)].type},
+                    {"pattern", describe(layers[static_cast<size_t>(l)].spec)},
+                    {"connected_fraction", fraction.empty() ? 1.0 : fraction[i]},
+                    {"last_query_coverage", s.coverage[static_cast<size_t>(l)]},
+                    {"reaches_token_0", s.span[static_cast<size_t>(l)] == n - 1}});
+  }
+  const auto mean = graph::mean_shortest_path(s);
+  return {{"preset", p.name},
+          {"model", p.model},
+          {"seq_len", n},
+          {"num_layers", p.num_layers},
+          {"engine", engine},
+          {"layers", rows},
+          {"first_reach_depth", opt_json(first)},
+          {"first_reach_within_stack", first.has_value() && *first <= p.num_layers},
+          {"mixing_depth", opt_json(graph::mixing_depth(s))},
+          {"diameter", opt_json(graph::diameter(s))},
+          {"mean_shortest_path", mean ? nlohmann::json(*mean) : nlohmann::json(nullptr)},
+          {"never_connected", s.never},
+          {"connected_fraction", fraction},
+          {"hops", s.hops}};
+}
+
+void print_reach(const nlohmann::json& r) {
+  const int64_t n = r["seq_len"].get<int64_t>(), L = r["num_layers"].get<int64_t>();
+  std::cout << fmt::format("reach         preset {} ({}), seq_len {}, {} layers, engine {}\n",
+                           r["preset"].get<std::string>(), r["model"].get<std::string>(), n, L,
+                           r["engine"].get<std::string>());
+  std::cout << fmt::format("\n{:>6}  {:<10} {:<40} {:>18}  {:>16}\n", "layer", "type", "pattern",
+                           "connected fraction", fmt::format("cover({})", n - 1));
+  for (const auto& row : r["layers"])
+    std::cout << fmt::format("{:>6}  {:<10} {:<40} {:>18.6f}  {:>16}{}\n", row["layer"].get<int64_t>(),
+                             row["type"].get<std::string>(), row["pattern"].get<std::string>(),
+                             row["connected_fraction"].get<double>(),
+                             row["last_query_coverage"].get<int64_t>(),
+                             row["reaches_token_0"].get<bool>() ? "  reaches token 0" : "");
+  const auto text = [](const nlohmann::json& v, const char* none) {
+    return v.is_null() ? std::string(none) : v.dump();
+  };
+  std::string first = "never";
+  if (!r["first_reach_depth"].is_null())
+    first = fmt::format("{} ({})", r["first_reach_depth"].get<int64_t>(),
+                        r["first_reach_within_stack"].get<bool>()
+                            ? "layers counted from 1"
+                            : "beyond the stack: its last layer repeated");
+  const auto& hops = r["hops"];
+  std::cout << fmt::format("\nlast query {} first reaches token 0 after layer {}\n", n - 1, first)
+            << fmt::format("mixing depth        {}\n", text(r["mixing_depth"], "never (some pairs never connect)"))
+            << fmt::format("diameter            {}\n", text(r["diameter"], "none (disconnected)"))
+            << fmt::format("mean shortest path  {}\n",
+                           r["mean_shortest_path"].is_null()
+                               ? std::string("none")
+                               : fmt::format("{:.4f} hops (connected pairs, i != j)",
+                                             r["mean_shortest_path"].get<double>()))
+            << fmt::format("never connected     {} of {} ordered pairs\n",
+                           r["never_connected"].get<int64_t>(), n * n)
+            << "hop distances       ";
+  for (size_t d = 0; d < hops.size(); ++d) {
+    if (hops.size() > 24 && d >= 12 && d + 12 < hops.size()) {
+      if (d == 12) std::cout << "... ";
+      continue;
+    }
+    std::cout << fmt::format("{}:{} ", d, hops[d].get<int64_t>());
+  }
+  std::cout << "\n";
+}
+
+}  // namespace
+
+const std::vector<std::string>& pattern_flag_names() {
+  static const std::vector<std::string> names = {
+      "--pattern",   "--window",      "--dilation",          "--causal",
+      "--global",    "--num-random",  "--block-size",        "--num-random-blocks",
+      "--num-global-tokens", "--random-table", "--segment-ids", "--mask",
+      "--key-padding-mask",  "--seed",         "--pattern-file"};
+  return names;
+}
+
+void refuse_overridden_flags(const CLI::App* cmd, const std::string& preset,
+                             const std::vector<std::string>& flags) {
+  for (const std::string& f : flags) {
+    const CLI::Option* o = cmd->get_option_no_throw(f);
+    if (o && o->count() > 0)
+      throw InvalidArgument(f, "given", "--preset " + preset + " fixes the pattern, heads and "
+                                            "layers; leave " + f + " out");
+  }
+}
+
+void run_reach_preset(const std::string& name, const std::string& seq_len_text, bool json) {
+  const ModelPreset p = load_preset(name);
+  const std::vector<int64_t> seq_lens = parse_seq_lens("--seq-len", seq_len_text);
+  if (!is_seq_len_sweep(seq_len_text)) {
+    const nlohmann::json r = reach_one(p, seq_lens.front());
+    if (json) std::cout << r.dump(2) << "\n";
+    else print_reach(r);
+    return;
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  if (!json)
+    std::cout << fmt::format("{:>8}  {:>12}  {:>12}  {:>22}  {:>10}\n", "seq_len", "first reach",
+                             "mixing depth", "fraction after stack", "mean path");
+  for (const int64_t n : seq_lens) {
+    nlohmann::json r = reach_one(p, n);
+    r.erase("hops");
+    const double after = r["layers"].back()["connected_fraction"].get<double>();
+    if (!json)
+      std::cout << fmt::format("{:>8}  {:>12}  {:>12}  {:>22.6f}  {:>10}\n", n,
+                               r["first_reach_depth"].is_null() ? "never" : r["first_reach_depth"].dump(),
+                               r["mixing_depth"].is_null() ? "never" : r["mixing_depth"].dump(), after,
+                               r["mean_shortest_path"].is_null()
+                                   ? std::string("none")
+                                   : fmt::format("{:.3f}", r["mean_shortest_path"].get<double>()))
+                << std::flush;
+    rows.push_back(r);
+  }
+  if (json) std::cout << rows.dump(2) << "\n";
+}
+
+namespace {
+
+nlohmann::json info_one(const ModelPreset& p, int64_t n, int64_t only_layer) {
+  const std::vector<PresetLayer> layers = preset_layers(p, n);
+  const double dense_pairs = p.causal ? 0.5 * static_cast<double>(n) * static_cast<double>(n + 1)
+                                      : static_cast<double>(n) * static_cast<double>(n);
+  const double per_pair = 4.0 * static_cast<double>(p.head_dim * p.num_heads);
+  const double kv_per_token =
+      2.0 * static_cast<double>(p.num_kv_heads * p.head_dim * p.kv_bytes_per_value);
+  std::map<std::string, int64_t> nnz_of;  // identical layers are counted once
+  nlohmann::json rows = nlohmann::json::array();
+  double flops = 0, dense_flops = 0, kv = 0, dense_kv = 0;
+  for (int64_t l = 0; l < p.num_layers; ++l) {
+    if (only_layer >= 0 && l != only_layer) continue;
+    const PresetLayer& layer = layers[static_cast<size_t>(l)];
+    int64_t nnz = 0;
+    if (layer.band) {
+      nnz = graph::band_nnz(*layer.band, n);
+    } else {
+      const std::string key = describe(layer.spec);
+      auto it = nnz_of.find(key);
+      if (it == nnz_of.end())
+        it = nnz_of.emplace(key, pattern_stats(materialize(layer.spec, one_head(n))).nnz).first;
+      nnz = it->second;
+    }
+    const double f = per_pair * static_cast<double>(nnz), df = per_pair * dense_pairs;
+    nlohmann::json row = {{"layer", l},
+                          {"type", layer.type},
+                          {"pattern", describe(layer.spec)},
+                          {"keys_per_query", static_cast<double>(nnz) / static_cast<double>(n)},
+                          {"flops", f},
+                          {"dense_flops", df}};
+    flops += f;
+    dense_flops += df;
+    if (p.causal) {
+      // A decoder keeps, per layer, the keys a future query can still attend: a causal
+      // window of width w keeps w + 1 tokens, any other layer all n.
+      const int64_t kept = layer.band && layer.band->right == 0 ? std::min(n, layer.band->left + 1) : n;
+      row["kv_cache_tokens"] = kept;
+      row["kv_cache_bytes"] = kv_per_token * static_cast<double>(kept);
+      kv += kv_per_token * static_cast<double>(kept);
+      dense_kv += kv_per_token * static_cast<double>(n);
+    } else {
+      row["kv_cache_tokens"] = nullptr;
+      row["kv_cache_bytes"] = nullptr;
+    }
+    rows.push_back(row);
+  }
+  nlohmann::json total = {{"flops", flops},
+                          {"dense_flops", dense_flops},
+                          {"speedup_bound", flops > 0 ? dense_flops / flops : 0.0}};
+  if (p.causal) {
+    total["kv_cache_bytes"] = kv;
+    total["dense_kv_cache_bytes"] = dense_kv;
+    total["kv_cache_fraction"] = dense_kv > 0 ? kv / dense_kv : 0.0;
+  } else {
+    total["kv_cache_bytes"] = nullptr;  // an encoder keeps no cache
+  }
+  return {{"preset", p.name}, {"model", p.model}, {"seq_len", n}, {"num_heads", p.num_heads},
+          {"num_kv_heads", p.num_kv_heads}, {"head_dim", p.head_dim},
+          {"kv_bytes_per_value", p.kv_bytes_per_value}, {"layers", rows}, {"total", total}};
+}
+
+void print_info(const nlohmann::json& r) {
+  std::cout << fmt::format(
+      "info          preset {} ({}), seq_len {}, num_heads {}, num_kv_heads {}, head_dim {}\n",
+      r["preset"].get<std::string>(), r["model"].get<std::string>(), r["seq_len"].get<int64_t>(),
+      r["num_heads"].get<int64_t>(), r["num_kv_heads"].get<int64_t>(), r["head_dim"].get<int64_t>());
+  std::cout << fmt::format("\n{:>5}  {:<10} {:<40} {:>10} {:>12} {:>12} {:>14}\n", "layer", "type",
+                           "pattern", "keys/query", "FLOPs", "dense FLOPs", "KV-cache bytes");
+  for (const auto& row : r["layers"])
+    std::cout << fmt::format("{:>5}  {:<10} {:<40} {:>10.1f} {:>12.4g} {:>12.4g} {:>14}\n",
+                             row["layer"].get<int64_t>(), row["type"].get<std::string>(),
+                             row["pattern"].get<std::string>(), row["keys_per_query"].get<double>(),
+                             row["flops"].get<double>(), row["dense_flops"].get<double>(),
+                             row["kv_cache_bytes"].is_null()
+                                 ? std::string("n/a")
+                                 : fmt::format("{:.4g}", row["kv_cache_bytes"].get<double>()));
+  const auto& t = r["total"];
+  std::cout << fmt::format("\ntotal FLOPs         {:.4g} per batch element vs all-dense {:.4g}\n",
+                           t["flops"].get<double>(), t["dense_flops"].get<double>())
+            << fmt::format("speedup bound       {:.3f}x (all-dense FLOPs / preset FLOPs)\n",
+                           t["speedup_bound"].get<double>());
+  if (t["kv_cache_bytes"].is_null())
+    std::cout << "KV cache            n/a (an encoder keeps no KV cache)\n";
+  else
+    std::cout << fmt::format("KV cache            {:.4g} bytes vs all-dense {:.4g} ({:.4f} of dense; "
+                             "{} bytes per value)\n",
+                             t["kv_cache_bytes"].get<double>(), t["dense_kv_cache_bytes"].get<double>(),
+                             t["kv_cache_fraction"].get<double>(), r["kv_bytes_per_value"].get<int64_t>());
+}
+
+}  // namespace
+
+void run_info_preset(const std::string& name, const std::string& seq_len_text,
+                     std::optional<int64_t> layer, bool json) {
+  const ModelPreset p = load_preset(name);
+  if (layer) p.check_layer(*layer);
+  const std::vector<int64_t> seq_lens = parse_seq_lens("--seq-len", seq_len_text);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const int64_t n : seq_lens) {
+    const nlohmann::json r = info_one(p, n, layer ? *layer : -1);
+    if (json) {
+      rows.push_back(r);
+    } else {
+      print_info(r);
+      if (seq_lens.size() > 1) std::cout << "\n";
+    }
+  }
+  if (json) std::cout << (is_seq_len_sweep(seq_len_text) ? rows : rows.front()).dump(2) << "\n";
+}
+
+void register_models(CLI::App& app) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* cmd = app.add_subcommand(
+      "models", "list the model presets (models/*.json) for --preset: name, layers, heads, "
+                "schedule, source (contract §6.4, docs/models.md)");
+  cmd->add_flag("--json", *json, "print a JSON array instead of the table");
+  cmd->callback([json] {
+    nlohmann::json rows = nlohmann::json::array();
+    if (!*json)
+      std::cout << fmt::format("{:<22} {:>6} {:>11} {:>8}  {:<36} {}\n", "name", "layers",
+                               "H_q/H_kv", "head_dim", "schedule", "source");
+    for (const std::string& name : preset_names()) {
+      const ModelPreset p = load_preset(name);
+      const std::string source = p.source.substr(0, p.source.find(';'));
+      rows.push_back({{"name", p.name}, {"model", p.model}, {"num_layers", p.num_layers},
+                      {"num_heads", p.num_heads}, {"num_kv_heads", p.num_kv_heads},
+                      {"head_dim", p.head_dim}, {"schedule", p.schedule_line()},
+                      {"source", p.source}});
+      if (!*json)
+        std::cout << fmt::format("{:<22} {:>6} {:>11} {:>8}  {:<36} {}\n", p.name, p.num_layers,
+                                 fmt::format("{}/{}", p.num_heads, p.num_kv_heads), p.head_dim,
+                                 p.schedule_line(), source);
+    }
+    if (*json) std::cout << rows.dump(2) << "\n";
+  });
+}
+
+}  // namespace sparseattn::cli

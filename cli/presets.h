@@ -1,0 +1,40 @@
+// `--preset NAME` for reach and info (contract §6.4; docs/models.md): a model's attention
+// stack from models/NAME.json instead of pattern flags. cmd_reach.cpp and cmd_info.cpp only
+// add the flag and call these; everything preset-specific lives in preset_commands.cpp.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sparseattn::cli {
+
+// Throws InvalidArgument(flag, "given", "--preset NAME fixes ...; leave FLAG out") for the
+// first of `flags` (option names of `cmd`) that was given: a preset must not be silently
+// overridden.
+void refuse_overridden_flags(const CLI::App* cmd, const std::string& preset,
+                             const std::vector<std::string>& flags);
+
+// The pattern flags of add_pattern_flags() (api/pattern_flags.h).
+const std::vector<std::string>& pattern_flag_names();
+
+// `reach --preset NAME --seq-len N|A:B|A,B,C [--json]`: per layer the connected fraction and
+// the last query's receptive field, the depth at which the last query first reaches token 0,
+// mixing depth, diameter, mean shortest path, hop distances. Band stacks (windows and dense
+// layers only) use g2_reach_band, any n; other stacks g1 (its limits).
+void run_reach_preset(const std::string& preset, const std::string& seq_len_text, bool json);
+
+// `info --preset NAME --seq-len N|A:B|A,B,C [--layer L] [--json]`: per layer and in total
+// the FLOPs (4 * nnz * head_dim * num_heads per batch element, as `info`), the KV-cache
+// bytes a decoder keeps (2 * num_kv_heads * head_dim * kept tokens * kv_bytes_per_value;
+// a causal window keeps window + 1 tokens), both against the all-dense stack, and the
+// speedup bound (all-dense FLOPs / preset FLOPs). layer: that layer only (0-based), else all.
+void run_info_preset(const std::string& preset, const std::string& seq_len_text,
+                     std::optional<int64_t> layer, bool json);
+
+// `sparseattn models`: name, layers, heads, schedule in one line, source.
+void register_models(CLI::App& app);
+
+}  // namespace sparseattn::cli

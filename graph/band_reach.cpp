@@ -1,0 +1,118 @@
+// g2_reach_band (band_reach.h): per side, the offsets first reached at depth D are the run
+// (cum_{D-1}, cum_D] of the summed widths; an offset d is held by n - d ordered pairs.
+#include "graph/band_reach.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+
+namespace sparseattn::graph {
+
+namespace {
+
+// Ordered pairs with offset in (a, b]: sum over d = a+1 .. b of (n - d).
+int64_t pairs_between(int64_t a, int64_t b, int64_t n) {
+  if (b <= a) return 0;
+  const int64_t count = b - a;
+  return count * n - (a + 1 + b) * count / 2;
+}
+
+// One side (left: key before query, or right): adds pairs first reached at each depth into
+// hops (grown as needed); returns the pairs never reached on this side.
+int64_t side(const std::vector<int64_t>& widths, int64_t n, std::vector<int64_t>& hops) {
+  const int64_t max_offset = n - 1;
+  const int64_t layers = static_cast<int64_t>(widths.size());
+  int64_t cum = 0;
+  for (int64_t depth = 1; cum < max_offset; ++depth) {
+    const int64_t w = widths[static_cast<size_t>(std::min(depth, layers) - 1)];
+    if (w == 0 && depth >= layers) break;  // the repeating last layer adds nothing: stuck
+    const int64_t next = std::min(max_offset, cum + w);
+    if (static_cast<int64_t>(hops.size()) <= depth) hops.resize(static_cast<size_t>(depth) + 1, 0);
+    hops[static_cast<size_t>(depth)] += pairs_between(cum, next, n);
+    cum = next;
+  }
+  return pairs_between(cum, max_offset, n);
+}
+
+}  // namespace
+
+std::optional<Band> band_of(const PatternSpec& spec, int64_t seq_len) {
+  const int64_t top = std::max<int64_t>(seq_len - 1, 0);
+  if (spec.key_padding_mask) return std::nullopt;
+  if (spec.kind == PatternKind::per_head) {
+    if (spec.per_head.empty()) return std::nullopt;
+    Band u;
+    for (const PatternSpec& h : spec.per_head) {
+      const auto b = band_of(h, seq_len);
+      if (!b) return std::nullopt;
+      u.left = std::max(u.left, b->left);
+      u.right = std::max(u.right, b->right);
+    }
+    return u;
+  }
+  int64_t w = 0;
+  if (spec.kind == PatternKind::dense) {
+    w = top;
+  } else if ((spec.kind == PatternKind::window || spec.kind == PatternKind::longformer) &&
+             spec.global.empty() && spec.dilation == 1 && spec.window >= 0) {
+    w = std::min(spec.window, top);
+  } else {
+    return std::nullopt;
+  }
+  return Band{w, spec.causal ? 0 : w};
+}
+
+int64_t band_nnz(const Band& band, int64_t n) {
+  const auto one_side = [n](int64_t w) {  // sum over i = 0 .. n-1 of min(i, w)
+    w = std::min(w, n - 1);
+    return w * (w + 1) / 2 + (n - 1 - w) * w;
+  };
+  return n + one_side(band.left) + one_side(band.right);
+}
+
+ReachSummary g2_reach_band(const std::vector<Band>& layers, int64_t n, int64_t token) {
+  require(!layers.empty(), "layers", 0, "must hold at least one layer");
+  require(n >= 1, "seq_len", n, "must be an integer >= 1");
+  require(token >= -1 && token < n, "token", token, "must be in [-1, " + std::to_string(n) + ")");
+  std::vector<int64_t> lefts, rights;
+  for (const Band& b : layers) {
+    require(b.left >= 0 && b.right >= 0, "layers", b.left < 0 ? b.left : b.right,
+            "band widths must be >= 0");
+    lefts.push_back(b.left);
+    rights.push_back(b.right);
+  }
+  ReachSummary s;
+  s.level = Level::token;
+  s.seq_len = n;
+  s.num_layers = static_cast<int64_t>(layers.size());
+  s.hops = {n};
+  s.never = side(lefts, n, s.hops) + side(rights, n, s.hops);
+  while (s.hops.size() > 1 && s.hops.back() == 0) s.hops.pop_back();
+  s.token = token;
+  if (token >= 0) {
+    int64_t cl = 0, cr = 0;
+    for (const Band& b : layers) {
+      cl = std::min(token, cl + b.left);
+      cr = std::min(n - 1 - token, cr + b.right);
+      s.coverage.push_back(cl + cr + 1);
+      s.span.push_back(std::max(cl, cr));
+    }
+  }
+  return s;
+}
+
+std::optional<int64_t> band_first_reach(const std::vector<Band>& layers, int64_t n) {
+  require(!layers.empty(), "layers", 0, "must hold at least one layer");
+  if (n <= 1) return 0;
+  const int64_t L = static_cast<int64_t>(layers.size());
+  int64_t cum = 0;
+  for (int64_t depth = 1;; ++depth) {
+    const int64_t w = layers[static_cast<size_t>(std::min(depth, L) - 1)].left;
+    if (w == 0 && depth >= L) return std::nullopt;
+    cum += w;
+    if (cum >= n - 1) return depth;
+  }
+}
+
+}  // namespace sparseattn::graph

@@ -1,0 +1,116 @@
+// Serves contract §6.4: g2_reach_band (closed-form reach of band stacks) equals g1 exactly —
+// every hop count, never, coverage and span — on random stacks of windows and dense layers,
+// causal or not; band_nnz equals pattern_stats; band_first_reach equals the hop distance of
+// (0, n - 1) that g1 measures; band_of refuses what is not a band.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+#include "graph/band_reach.h"
+#include "graph/reach.h"
+#include "graph_test_util.h"
+#include "pattern/pattern.h"
+#include "core/error.h"
+
+namespace sparseattn::graph {
+namespace {
+
+PatternSizes sizes(int64_t n) {
+  PatternSizes z;
+  z.seq_len_q = z.seq_len_k = n;
+  return z;
+}
+
+PatternSpec dense_spec(bool causal) {
+  PatternSpec s;
+  s.kind = PatternKind::dense;
+  s.causal = causal;
+  return s;
+}
+
+// A random band layer: dense or a window (width 0 .. n + 2, beyond the sequence too).
+PatternSpec random_band(std::mt19937_64& rng, int64_t n) {
+  const bool causal = rng() % 2 == 0;
+  if (rng() % 5 == 0) return dense_spec(causal);
+  return testing::window_spec(static_cast<int64_t>(rng() % static_cast<uint64_t>(n + 3)), 1, causal,
+                              rng() % 2 ? 16 : 64);
+}
+
+TEST(BandReach, EqualsBitsetEngineOnRandomBandStacks) {
+  std::mt19937_64 rng(20260601);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 150);
+    const int64_t layers = 1 + static_cast<int64_t>(rng() % 5);
+    LayerStack stack;
+    std::vector<Band> bands;
+    for (int64_t l = 0; l < layers; ++l) {
+      const PatternSpec spec = random_band(rng, n);
+      const auto band = band_of(spec, n);
+      ASSERT_TRUE(band.has_value()) << describe(spec);
+      bands.push_back(*band);
+      stack.layers.push_back(std::make_shared<const Pattern>(materialize(spec, sizes(n))));
+    }
+    const int64_t token = static_cast<int64_t>(rng() % static_cast<uint64_t>(n + 1)) - 1;
+    std::vector<int32_t> distances;
+    const ReachSummary want = g1_reach_bitset(stack, token, LevelChoice::token, &distances);
+    const ReachSummary got = g2_reach_band(bands, n, token);
+    ASSERT_EQ(got, want) << "trial " << trial << ", n " << n << ", layers " << layers;
+    const int32_t d = distances[static_cast<size_t>((n - 1) * n + 0)];  // target n-1, source 0
+    const auto first = band_first_reach(bands, n);
+    if (d < 0) EXPECT_FALSE(first.has_value()) << "trial " << trial;
+    else EXPECT_EQ(first, std::optional<int64_t>(d)) << "trial " << trial;
+  }
+}
+
+TEST(BandReach, PerHeadUnionOfBandsIsTheWidestBand) {
+  const int64_t n = 100;
+  PatternSpec s;
+  s.kind = PatternKind::per_head;
+  s.per_head = {testing::window_spec(3, 1, true), testing::window_spec(2)};
+  const auto b = band_of(s, n);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->left, 3);
+  EXPECT_EQ(b->right, 2);
+  PatternSizes z = sizes(n);
+  z.num_heads = 2;
+  const LayerStack stack = uniform_stack(std::make_shared<const Pattern>(materialize(s, z)), 3);
+  EXPECT_EQ(g2_reach_band({*b, *b, *b}, n, 7), g1_reach_bitset(stack, 7, LevelChoice::token));
+}
+
+TEST(BandReach, NnzEqualsPatternStats) {
+  for (const int64_t n : {1, 2, 5, 64, 129, 300}) {
+    for (const PatternSpec& spec :
+         {testing::window_spec(0), testing::window_spec(3), testing::window_spec(3, 1, true),
+          testing::window_spec(500, 1, true), dense_spec(true), dense_spec(false)}) {
+      const auto b = band_of(spec, n);
+      ASSERT_TRUE(b.has_value());
+      EXPECT_EQ(band_nnz(*b, n), pattern_stats(materialize(spec, sizes(n))).nnz)
+          << describe(spec) << " n " << n;
+    }
+  }
+}
+
+TEST(BandReach, NotABand) {
+  EXPECT_FALSE(band_of(testing::window_spec(3, 2), 100));                // dilation
+  EXPECT_FALSE(band_of(testing::longformer_spec(3, {0}), 100));          // a global token
+  EXPECT_FALSE(band_of(testing::bigbird_spec(16, 1, 0), 100));           // block-sparse
+  EXPECT_TRUE(band_of(testing::longformer_spec(3, {}), 100));            // no global: a band
+}
+
+// The facts the presets' answers rest on (docs/models.md), at 131072 tokens: a causal window
+// w over L layers reaches back L * w; one dense causal layer reaches everything.
+TEST(BandReach, LongSequenceClosedForms) {
+  const int64_t n = 131072;
+  EXPECT_EQ(band_first_reach(std::vector<Band>(32, Band{4096, 0}), n), 32);  // 32 * 4096 >= n - 1
+  EXPECT_EQ(band_first_reach(std::vector<Band>(32, Band{4095, 0}), n), 33);  // one short: HF's width
+  EXPECT_EQ(band_first_reach({Band{127, 0}, Band{n - 1, 0}}, n), 2);
+  EXPECT_EQ(band_first_reach({Band{0, 0}}, n), std::nullopt);
+  const ReachSummary s = g2_reach_band({Band{127, 0}, Band{n - 1, 0}}, n);
+  EXPECT_EQ(s.never, n * (n - 1) / 2);  // the future never reaches the past
+  EXPECT_THROW(g2_reach_band({}, n), InvalidArgument);
+  EXPECT_THROW(g2_reach_band({Band{1, 0}}, n, n), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace sparseattn::graph
