@@ -1,9 +1,9 @@
 // The parts of `check`'s report that locate and explain a failure (contract §4.9): where
 // the mismatches are (per batch and head, failing query rows as ranges), the worst row in
-// full, non-finite values named as strings, and cause probes that re-run the oracle under
-// the usual mistakes and name the one the candidate matches. check_against_oracle()
-// (api/results.h) builds its report (api/check_result.h) from these; api/check_render.h
-// writes it as JSON and text, so the CLI and the Python package agree.
+// full, non-finite values named as strings; the cause probes that name the mistake are
+// api/probes.h. check_against_oracle() (api/results.h) builds its report
+// (api/check_result.h) from these; api/check_render.h writes it as JSON and text, so the
+// CLI and the Python package agree.
 #pragma once
 
 #include <string>
@@ -43,29 +43,6 @@ TensorReport tensor_report(const std::string& name, const Tensor<double>& cand,
 bool matches(const Tensor<double>& cand, const Tensor<double>& ref, Tolerance tol,
              const std::vector<uint8_t>& skip_row, const std::vector<uint8_t>* only_rows = nullptr);
 
-// Probe inputs: what check_against_oracle judged.
-struct ProbeInputs {
-  const Tensor<double>& q;
-  const Tensor<double>& k;
-  const Tensor<double>& v;
-  const Pattern& pattern;
-  const double* scale;
-  const Conventions& conv;
-  const Tensor<double>& o;     // candidate, bhsd
-  Tolerance o_tol;
-  const Tensor<double>* lse;   // candidate, may be null
-  Tolerance lse_tol;
-  const std::vector<uint8_t>& skip_row;  // [B * Lq]: rows not compared (empty: none)
-  const AttentionResult& oracle;         // convention_oracle on the inputs as given
-  const PatternSpec* raw_spec = nullptr; // the flags' spec before canonicalization, if known
-};
-
-// Inputs above this many multiply-adds per oracle run (batch · heads · seq_len_q ·
-// seq_len_k · (head_dim + head_dim_v)) skip the probes.
-inline constexpr double kMaxProbeWork = 6.0e7;
-
-// Runs the cause probes on a failing candidate. Returns {"probable_cause": text or
-// "unknown: ...", "probes": {"tried": [...], "skipped": reason?}}.
-nlohmann::json probe_causes(const ProbeInputs& in);
+// The cause probes (ProbeInputs, probe_causes) live in api/probes.h.
 
 }  // namespace sparseattn::api

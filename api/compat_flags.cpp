@@ -7,6 +7,7 @@
 
 #include "api/conventions.h"
 #include "core/error.h"
+#include "core/field.h"
 #include "core/npy.h"
 #include "optimized/cpu/compat_kernels.h"
 #include "reference/compat.h"
@@ -76,7 +77,7 @@ BlockListing listing_of(const AttentionInputs& in) {
     return hf_bigbird_listing(in.shape.seq_len_q, spec.block_size, in.shape.num_heads,
                               *spec.random_table);
   } catch (const InvalidArgument& e) {
-    if (e.argument() == "seq_len") throw InvalidArgument("--q seq_len", std::to_string(in.shape.seq_len_q), std::string(e.what()).substr(std::string(e.what()).find(": ") + 2));
+    if (e.argument() == "seq_len") throw InvalidArgument("--q seq_len", e.value(), e.allowed());
     throw;
   }
 }
@@ -86,7 +87,7 @@ AttentionResult hf_bigbird(const AttentionInputs& in, const double* scale, const
   const BlockListing listing = listing_of(in);
   const Tensor<uint8_t>* kp = spec.key_padding_mask ? &*spec.key_padding_mask : nullptr;
   if (impl == "a1_dense_masked") return hf_listing_oracle(in.q, in.k, in.v, listing, kp, scale);
-  require(impl == "cpu_k07_hf_listing", "--impl", impl,
+  require_field(impl == "cpu_k07_hf_listing", Field::impl, "", impl,
           "under --compat hf-bigbird must be a1_dense_masked (float64) or cpu_k07_hf_listing (float32)");
   const AttentionShape& s = in.shape;
   const Tensor<float> q = tensor_cast<float>(in.q), k = tensor_cast<float>(in.k), v = tensor_cast<float>(in.v);
@@ -139,7 +140,7 @@ AttentionResult compat_attend(const CompatRequest& r, const AttentionInputs& in,
   const Kernel& kernel = find_kernel(impl);
   AttendFn attend = [&](const Tensor<double>& q, const Tensor<double>& k, const Tensor<double>& v,
                         const Pattern& p) -> AttentionResult {
-    require(kernel.serves(p), "--impl", impl, "does not serve " + describe(p.spec));
+    require_field(kernel.serves(p), Field::impl, "", impl, "does not serve " + describe(p.spec));
     const Problem problem = make_problem(q, k, v, p, scale);
     Output out;
     kernel.run(problem, out);

@@ -68,7 +68,9 @@ std::string convention_hint(const Pattern& p, const Tensor<double>& o, const Ten
            "compare with --compat hf-bigbird (contract §3.12, docs/peers.md)";
   }
 
-  if (s.kind == PatternKind::longformer) {
+  // HF Longformer is an encoder (no causal mask), self-attention, undilated (docs/peers.md):
+  // a case it could not have produced gets no hint naming it.
+  if (s.kind == PatternKind::longformer && p.sizes.seq_len_q == p.sizes.seq_len_k) {
     const int64_t shift = p.sizes.seq_len_k - L;  // query i sits at key position i + shift
     const int64_t Lk = p.sizes.seq_len_k;
     const std::set<int64_t> shared(s.global.begin(), s.global.end());
@@ -87,12 +89,23 @@ std::string convention_hint(const Pattern& p, const Tensor<double>& o, const Ten
              " rows): HuggingFace and the original Longformer compute them with separate "
              "projections; pass --q-global QG.npy --k-global KG.npy --v-global VG.npy "
              "(contract §3.12, docs/peers.md)";
+    if (s.causal || s.dilation != 1) return "";
+    // What HF does differently that could give failing rows outside the global ones: its
+    // globals per batch element (only with more than one), its attention_window the total
+    // width (even; the one-sided window is half of it).
+    std::string could;
+    if (B > 1 && !global_mask)
+      could += "its global tokens may differ per batch element (--global-mask G.npy from its "
+               "global_attention_mask), ";
+    if (s.window >= 2 && s.window % 2 == 0)
+      could += "its attention_window is the total width (--attention-window " +
+               std::to_string(s.window) + " means --window " + std::to_string(s.window / 2) +
+               "), ";
+    if (could.empty()) return "";
     return std::to_string(num_bad) + " failing rows, " + std::to_string(num_bad - on_global) +
-           " of them not global queries. If the candidate comes from HuggingFace Longformer: "
-           "its global tokens may differ per batch element (--global-mask G.npy from its "
-           "global_attention_mask), its global rows use separate projections (--q-global "
-           "--k-global --v-global), and its attention_window is the total width "
-           "(--attention-window N, not --window N) (docs/peers.md)";
+           " of them not global queries. If the candidate comes from HuggingFace Longformer: " +
+           could + "and its global rows use separate projections (--q-global --k-global "
+           "--v-global) (docs/peers.md)";
   }
   return "";
 }

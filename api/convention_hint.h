@@ -17,8 +17,10 @@ namespace sparseattn::api {
 // --q-global QG.npy --k-global KG.npy --v-global VG.npy". Facts it uses:
 //  - bigbird with a random table: the query blocks whose HuggingFace listing names a block
 //    twice (eval mode lists block 0 1 + r times);
-//  - longformer: the rows of global queries (separate global projections), and globals
-//    that may differ per batch element.
+//  - longformer (self-attention): the rows of global queries (separate global
+//    projections); when HF Longformer could have produced the case (not causal, not
+//    dilated), globals that differ per batch element (batch > 1) and attention_window as
+//    the total width (an even window).
 // global_mask: [B, L_k] (--global-mask) or nullptr: the global queries per batch element;
 // without it, the pattern's --global positions.
 std::string convention_hint(const Pattern& pattern, const Tensor<double>& o,

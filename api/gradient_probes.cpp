@@ -69,7 +69,8 @@ GradientCause gradient_cause(const Tensor<double>& q, const Tensor<double>& k,
                              const Pattern& pattern, const double* scale,
                              const std::array<const Tensor<double>*, 3>& oracle,
                              const std::array<const TensorReport*, 3>& reports,
-                             const std::array<const Tensor<double>*, 3>& cands) {
+                             const std::array<const Tensor<double>*, 3>& cands,
+                             const ProbeOptions& options) {
   GradientCause out;
   nlohmann::json tried = nlohmann::json::array();
   const int64_t B = q.dim(0), H = q.dim(1), Lq = q.dim(2), D = q.dim(3);
@@ -110,13 +111,18 @@ GradientCause gradient_cause(const Tensor<double>& q, const Tensor<double>& k,
     }
   }
 
+  if (options.mode == ProbeOptions::Mode::never) {
+    out.probable_cause = "unknown: probes not run (--probes never)";
+    out.probes = {{"tried", tried}, {"skipped", "--probes never"}};
+    return out;
+  }
   const double work = static_cast<double>(B) * H * Lq * Lk * static_cast<double>(D + Dv);
-  if (work > kMaxProbeWork) {
+  if (work > kMaxGradientProbeWork && options.mode == ProbeOptions::Mode::automatic) {
     char buf[200];
     std::snprintf(buf, sizeof buf,
-                  "skipped: %.3g multiply-adds per oracle run exceed the probe limit %.3g "
-                  "(re-run check on a smaller slice, e.g. one head)",
-                  work, kMaxProbeWork);
+                  "skipped: %.3g multiply-adds per gradient oracle run exceed the gradient probe "
+                  "limit %.3g (--probes always runs them; or check a smaller slice, e.g. one head)",
+                  work, kMaxGradientProbeWork);
     out.probable_cause = "unknown: gradient probes skipped above the size limit";
     out.probes = {{"tried", tried}, {"skipped", buf}};
     return out;

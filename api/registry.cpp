@@ -5,6 +5,7 @@
 #include "registry/registry.h"
 
 #include "core/error.h"
+#include "core/field.h"
 #include "core/numerics.h"
 #include "reference/validate.h"
 
@@ -63,7 +64,7 @@ const Kernel& find_kernel(const std::string& name) {
     if (name == k.name) return k;
     known += (known.empty() ? "" : ", ") + std::string(k.name);
   }
-  throw InvalidArgument("impl", name, "must be one of: " + known);
+  throw FieldError(Field::impl, "", name, "must be one of: " + known);
 }
 
 Problem make_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,

@@ -12,6 +12,7 @@
 #include "api/convention_hint.h"
 #include "api/inputs.h"
 #include "core/error.h"
+#include "core/field.h"
 #include "graph/measures.h"
 #include "graph/rollout.h"
 #include "optimized/cpu/isa.h"
@@ -45,18 +46,12 @@ nlohmann::json impls_json() {
 }
 
 const Kernel& serving_kernel(const std::string& name, const Pattern& pattern) {
-  const Kernel* kernel = nullptr;
-  try {
-    kernel = &find_kernel(name);
-  } catch (const InvalidArgument& e) {
-    const std::string what = e.what();
-    throw InvalidArgument("--impl", name, what.substr(what.find(": ") + 2));
-  }
+  const Kernel* kernel = &find_kernel(name);  // FieldError(impl) for an unknown name
   if (!kernel->serves(pattern)) {
     std::string serving;
     for (const Kernel& k : kernels())
       if (k.serves(pattern)) serving += (serving.empty() ? "" : ", ") + std::string(k.name);
-    throw InvalidArgument("--impl", name,
+    throw FieldError(Field::impl, "", name,
                           std::string("serves only ") + kernel->patterns + ", not " +
                               describe(pattern.spec) + "; kernels that serve it: " + serving);
   }
@@ -136,11 +131,12 @@ CheckResult check_against_oracle(const Tensor<double>& q, const Tensor<double>& 
                                  const double* scale, const Tensor<double>& o, Tolerance o_tol,
                                  const Tensor<double>* lse, Tolerance lse_tol,
                                  const Conventions& conv, const PatternSpec* raw_spec,
-                                 const ToleranceRule* rule) {
+                                 const ToleranceRule* rule, const ProbeOptions& probes) {
   const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
   CheckContext ctx;
   ctx.q = &q, ctx.k = &k, ctx.v = &v, ctx.scale = scale;
   ctx.conv = conv, ctx.raw_spec = raw_spec, ctx.rule = rule;
+  ctx.probes = probes;
   return check_against(convention_oracle(q, k, v, pattern, scale, conv), pattern, s, o, o_tol,
                        lse, lse_tol, ctx);
 }
@@ -229,7 +225,8 @@ CheckResult check_against(const AttentionResult& oracle, const Pattern& pattern,
       r.probes = {{"tried", nlohmann::json::array()}, {"skipped", "nothing was compared"}};
     } else if (have_inputs && !ctx.compat) {
       const ProbeInputs in{*ctx.q, *ctx.k, *ctx.v, pattern, ctx.scale, conv, o4, o_tol,
-                           lse ? &lse3 : nullptr, lse_tol, skip, oracle, ctx.raw_spec};
+                           lse ? &lse3 : nullptr, lse_tol, skip, oracle, ctx.raw_spec,
+                           ctx.probes};
       const nlohmann::json probes = probe_causes(in);
       r.probable_cause = probes["probable_cause"].get<std::string>();
       r.probes = probes["probes"];
@@ -264,8 +261,8 @@ const GradKernel& backward_for(const std::string& impl) {
   if (const GradKernel* g = grad_kernel_for_forward(impl)) return *g;
   std::string with;
   for (const GradKernel& g : grad_kernels()) with += (with.empty() ? "" : ", ") + std::string(g.forward);
-  throw InvalidArgument("--impl", impl,
-                        "has no backward pass (needed by --dout); implementations with one: " + with);
+  throw FieldError(Field::impl, "", impl,
+                   "has no backward pass (needed for gradients); implementations with one: " + with);
 }
 
 Tensor<double> checked_dout(Tensor<double> d, const AttentionShape& s, const std::string& name) {
@@ -301,7 +298,7 @@ GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Ou
   grad.run(gp, gout);
   const int64_t nan = count_nan(gout.dq) + count_nan(gout.dk) + count_nan(gout.dv) +
                       count_nan(gout.dq32) + count_nan(gout.dk32) + count_nan(gout.dv32);
-  require(nan == 0, "--impl", impl,
+  require_field(nan == 0, Field::impl, "", impl,
           std::string("its backward ") + grad.name + " produced " + std::to_string(nan) +
               " NaN gradient values; nothing was written");
   return gout;
@@ -335,7 +332,7 @@ void check_gradients_against(CheckResult& r, const std::string& oracle,
   GradientCause cause;
   if (inputs != nullptr && oracle == "b1_dense_masked_grad") {
     cause = gradient_cause(inputs->q, inputs->k, inputs->v, inputs->dout, pattern, inputs->scale,
-                           refs, reports, cands);
+                           refs, reports, cands, inputs->options);
   } else {  // the gradient probes re-run b1: not this definition
     cause.probable_cause = "unknown: gradient probes skipped";
     cause.probes = {{"tried", nlohmann::json::array()},

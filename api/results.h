@@ -15,6 +15,7 @@
 #include "api/check_result.h"
 #include "api/compat_flags.h"
 #include "api/conventions.h"
+#include "api/probes.h"
 #include "api/tolerance_rule.h"
 #include "core/check.h"
 #include "core/numerics.h"
@@ -71,13 +72,14 @@ void require_candidate_shape(const Shape& got, const Shape& want, const std::str
 // verdict is judge_reference_error's (reference_error in its report) instead of the fixed
 // table's. `raw_spec`: the pattern as given, before its parameters were canonicalized for
 // these sizes (the layout probe re-sizes it). o is bhsd here (the caller transposes a bshd
-// file).
+// file). `probes`: how the cause probes run (api/probes.h).
 CheckResult check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                  const Tensor<double>& v, const Pattern& pattern,
                                  const double* scale, const Tensor<double>& o, Tolerance o_tol,
                                  const Tensor<double>* lse, Tolerance lse_tol,
                                  const Conventions& conv = {}, const PatternSpec* raw_spec = nullptr,
-                                 const ToleranceRule* rule = nullptr);
+                                 const ToleranceRule* rule = nullptr,
+                                 const ProbeOptions& probes = {});
 
 // What check_against's explaining report needs besides the oracle. q/k/v/scale: the inputs
 // (bhsd) the cause probes and the reference-error rule re-run; null: the probes are
@@ -96,6 +98,7 @@ struct CheckContext {
   bool compat = false;
   bool hint = true;
   const Tensor<uint8_t>* global_mask = nullptr;
+  ProbeOptions probes{};  // --probes, --probe-budget (api/probes.h)
 };
 
 // `check` against `oracle` (convention_oracle's, or a compatibility mode's float64
@@ -162,6 +165,7 @@ struct GradientInputs {  // what the gradient probes re-run b1 on (bhsd)
   const Tensor<double>& v;
   const Tensor<double>& dout;
   const double* scale;
+  ProbeOptions options{};  // never: no gradient probe; always: no size limit
 };
 void check_gradients_against(CheckResult& r, const std::string& oracle,
                              const std::vector<NamedGradientCandidate>& grads,

@@ -21,10 +21,12 @@
 // too, under "dq_global", "dk_global", "dv_global".
 // A failing report locates and explains (contract §4.9): failing rows per (batch, head),
 // the worst row against its allowed keys, non-finite values as strings, probable_cause
-// from re-running the oracle under the usual mistakes; --format text prints a summary
+// from re-running the oracle's rows under the usual mistakes (api/probes.h; --probes,
+// --probe-budget; failing gradients: api/gradient_probes.h); --format text prints a summary
 // (api/check_render.h, the same text as Python's CheckReport.summary()). A tensor of which
 // nothing is compared (every row skipped) fails. --tolerance-rule reference-error judges o
-// and lse only and is refused with --dout.
+// and lse only and is refused with --dout. A shape error that a convention explains (a
+// forgotten --layout bshd, grouped-query attention) says so (api/shape_hint.h).
 // Convention flags (contract §1.6): --layout, --lse-base, --padded-queries,
 // --key-padding-polarity, --causal-align, --masked-score. --tolerance-rule
 // reference-error --factor F judges against a naive low-precision run (contract §4.10).
@@ -42,7 +44,9 @@
 #include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/inputs.h"
+#include "api/probes.h"
 #include "api/results.h"
+#include "api/shape_hint.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "core/npy.h"
@@ -64,6 +68,7 @@ struct CheckArgs {
   std::string format = "json";
   std::string tolerance_rule = "table", factor = "2", floor = "1e-6", naive_dtype;
   CompatFlags compat;  // contract §3.12
+  std::string probes = "auto", probe_budget = "5";  // api/probes.h
 };
 
 Tolerance tolerance_of_file(NpyDtype dtype) {
@@ -122,22 +127,48 @@ void run_check(const CheckArgs& a) {
           "--tolerance-rule table (contract §4.10)");
   require(!compat || !conv.masked_score, "--masked-score", a.conventions.masked_score,
           "must be -inf under the compatibility flags (their definitions remove masked keys)");
-  AttentionInputs in = load_inputs_with(a.q, a.k, a.v, pattern_flags, conv);
   double scale = 0.0;
   if (!a.scale.empty()) scale = parse_finite("--scale", a.scale, -INFINITY);
   const double* scale_ptr = a.scale.empty() ? nullptr : &scale;
+  const ProbeOptions probe_options = parse_probe_options(
+      a.probes, parse_finite("--probe-budget", a.probe_budget, 0.0), "--probes", "--probe-budget");
 
-  // Candidates are read (and their shapes checked) before the oracle's O(n^2) work.
+  // Inputs, then candidates (their shapes checked before the oracle's O(n^2) work), under
+  // the layout `c` names. A shape error that another layout or grouped-query attention
+  // explains says so (api/shape_hint.h).
+  AttentionInputs in;
+  Tensor<double> o, lse;
+  Tolerance o_tol{}, lse_tol{};
+  auto load = [&](const Conventions& c) {
+    in = load_inputs_with(a.q, a.k, a.v, pattern_flags, c);
+    const Shape o_shape = {in.shape.batch, in.shape.num_heads, in.shape.seq_len_q,
+                           in.shape.head_dim_v};
+    const Shape lse_shape = {in.shape.batch, in.shape.num_heads, in.shape.seq_len_q};
+    o = read_candidate(a.candidate, "--candidate", c.bshd ? bshd_of(o_shape) : o_shape, a, &o_tol);
+    if (c.bshd) o = to_bhsd(std::move(o), o_shape);
+    if (!a.candidate_lse.empty())
+      lse = read_candidate(a.candidate_lse, "--candidate-lse", lse_shape, a, &lse_tol);
+  };
+  try {
+    load(conv);
+  } catch (const InvalidArgument& e) {
+    std::string hint;
+    try {
+      auto bhsd = [&](const std::string& path, const char* flag) {
+        const Shape s = as_rank4(read_npy_header(path, flag).shape, flag);
+        return conv.bshd ? Shape{s[0], s[2], s[1], s[3]} : s;
+      };
+      Conventions other = conv;
+      other.bshd = !conv.bshd;
+      hint = shape_error_hint(e, bhsd(a.q, "--q"), bhsd(a.k, "--k"), bhsd(a.v, "--v"),
+                              [&] { load(other); },
+                              other.bshd ? "--layout bshd" : "--layout bhsd", other.bshd);
+    } catch (const std::exception&) {  // the files themselves are the problem: no hint
+    }
+    throw_with_hint(e, hint);
+  }
   const Shape o_shape = {in.shape.batch, in.shape.num_heads, in.shape.seq_len_q,
                          in.shape.head_dim_v};
-  const Shape lse_shape = {in.shape.batch, in.shape.num_heads, in.shape.seq_len_q};
-  Tolerance o_tol{}, lse_tol{};
-  Tensor<double> o = read_candidate(a.candidate, "--candidate",
-                                    conv.bshd ? bshd_of(o_shape) : o_shape, a, &o_tol);
-  if (conv.bshd) o = to_bhsd(std::move(o), o_shape);
-  Tensor<double> lse;
-  if (!a.candidate_lse.empty())
-    lse = read_candidate(a.candidate_lse, "--candidate-lse", lse_shape, a, &lse_tol);
 
   // Gradient candidates: each needs --dout; --dout needs at least one of them.
   const bool backward = !a.dout.empty();
@@ -200,6 +231,7 @@ void run_check(const CheckArgs& a) {
   ctx.q = &in.q, ctx.k = &in.k, ctx.v = &in.v, ctx.scale = scale_ptr;
   ctx.conv = conv, ctx.raw_spec = &raw, ctx.rule = by_reference ? &rule : nullptr;
   ctx.compat = compat;
+  ctx.probes = probe_options;
   // The convention hint names a peer convention's flags: not when they were given.
   ctx.hint = a.compat.compat.empty() && a.compat.q_global.empty();
   Tensor<uint8_t> gm;
@@ -233,7 +265,7 @@ void run_check(const CheckArgs& a) {
     for (size_t t = 0; t < grads.size(); ++t)
       named.push_back({grads[t].name, refs[t],
                        {grads[t].path.empty() ? nullptr : &grads[t].x, grads[t].tol}});
-    const GradientInputs probe_inputs{in.q, in.k, in.v, dout, scale_ptr};
+    const GradientInputs probe_inputs{in.q, in.k, in.v, dout, scale_ptr, probe_options};
     check_gradients_against(r, ref.oracle, named, in.pattern, &probe_inputs);
   }
   const bool pass = r.pass;
@@ -295,6 +327,11 @@ void register_check(CLI::App& app) {
   cmd->add_option("--factor", args->factor, "F for --tolerance-rule reference-error, >= 1; default 2");
   cmd->add_option("--floor", args->floor,
                   "absolute error floor for --tolerance-rule reference-error, >= 0; default 1e-6");
+  cmd->add_option("--probes", args->probes,
+                  "auto (default): the cause probes run within --probe-budget; always: every "
+                  "probe on every failing row, no budget; never: none (contract §4.9)");
+  cmd->add_option("--probe-budget", args->probe_budget,
+                  "SECONDS: wall-clock budget of the cause probes, finite > 0; default 5");
   cmd->add_option("--naive-dtype", args->naive_dtype,
                   "float32 | float16 | bfloat16: the naive implementation's precision; default "
                   "the candidate file's dtype (bfloat16 values arrive in a float32 file)");

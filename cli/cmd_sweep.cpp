@@ -99,13 +99,7 @@ std::vector<const Kernel*> choose_kernels(const SweepArgs& a, const Pattern& pro
     return out;
   }
   for (const std::string& name : split_commas(a.impl)) {
-    const Kernel* k = nullptr;
-    try {
-      k = &find_kernel(name);
-    } catch (const InvalidArgument& e) {
-      const std::string what = e.what();
-      throw InvalidArgument("--impl", name, what.substr(what.find(": ") + 2));
-    }
+    const Kernel* k = &find_kernel(name);  // FieldError(impl): main() names --impl
     require(k->exact, "--impl", name,
             "is an approximation; sweep times only kernels held to the oracle's tolerance");
     require(k->serves(probe), "--impl", name,

@@ -18,12 +18,18 @@ class InvalidArgument : public std::invalid_argument {
   InvalidArgument(const std::string& argument, const std::string& value,
                   const std::string& allowed)
       : std::invalid_argument("invalid " + argument + " = " + value + ": " + allowed),
-        argument_(argument) {}
+        argument_(argument),
+        value_(value),
+        allowed_(allowed) {}
 
   const std::string& argument() const { return argument_; }
+  const std::string& value() const { return value_; }
+  const std::string& allowed() const { return allowed_; }
 
  private:
   std::string argument_;
+  std::string value_;
+  std::string allowed_;
 };
 
 // Bad input that asks for more memory than the machine has (a shape whose buffer cannot

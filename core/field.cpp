@@ -42,6 +42,7 @@ constexpr Row kRows[] = {
     {Field::q, "q", "--q", "q"},
     {Field::k, "k", "--k", "k"},
     {Field::v, "v", "--v", "v"},
+    {Field::impl, "impl", "--impl", "impl"},
     {Field::scale, "scale", "--scale", "scale"},
 };
 
@@ -75,12 +76,18 @@ FieldError::FieldError(Field field, std::string detail, const std::string& value
     : InvalidArgument(argument_text(field, Spelling::name, detail, head), value, allowed),
       field_(field),
       detail_(std::move(detail)),
-      head_(head),
-      value_(value),
-      allowed_(allowed) {}
+      head_(head) {}
+
+FieldError FieldError::exceeds_memory(Field field, std::string detail, const MemoryLimitError& e) {
+  FieldError out(field, std::move(detail), e.value(), e.allowed());
+  out.memory_limit_ = true;
+  return out;
+}
 
 FieldError FieldError::at_head(int64_t head) const {
-  return FieldError(field_, detail_, value_, allowed_, head);
+  FieldError out(field_, detail_, value(), allowed(), head);
+  out.memory_limit_ = memory_limit_;
+  return out;
 }
 
 std::string FieldError::argument_as(Spelling spelling) const {
@@ -88,7 +95,7 @@ std::string FieldError::argument_as(Spelling spelling) const {
 }
 
 InvalidArgument FieldError::spelled(Spelling spelling) const {
-  return InvalidArgument(argument_as(spelling), value_, allowed_);
+  return InvalidArgument(argument_as(spelling), value(), allowed());
 }
 
 }  // namespace sparseattn

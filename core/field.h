@@ -24,7 +24,7 @@ enum class Field {
   // the conventions of other libraries (contract §1.6, docs/conventions.md)
   layout, lse_base, padded_queries, key_padding_polarity, causal_align, masked_score,
   // the attention itself
-  q, k, v, scale,  // the last: kFieldCount below counts up to it
+  q, k, v, impl, scale,  // scale is the last: kFieldCount below counts up to it
 };
 inline constexpr size_t kFieldCount = static_cast<size_t>(Field::scale) + 1;
 
@@ -47,11 +47,14 @@ class FieldError : public InvalidArgument {
   FieldError(Field field, std::string detail, const std::string& value,
              const std::string& allowed, int64_t head = -1);
 
+  // The field asks for a buffer that cannot fit in memory (core/tensor.h checked_numel):
+  // still bad input, which Python raises as MemoryError.
+  static FieldError exceeds_memory(Field field, std::string detail, const MemoryLimitError& e);
+  bool is_memory_limit() const { return memory_limit_; }
+
   Field field() const { return field_; }
   const std::string& detail() const { return detail_; }
   int64_t head() const { return head_; }
-  const std::string& value() const { return value_; }
-  const std::string& allowed() const { return allowed_; }
 
   // The same error with head `head` (a per-head pattern's builder adds it).
   FieldError at_head(int64_t head) const;
@@ -65,8 +68,7 @@ class FieldError : public InvalidArgument {
   Field field_;
   std::string detail_;
   int64_t head_;
-  std::string value_;
-  std::string allowed_;
+  bool memory_limit_ = false;
 };
 
 // Throws FieldError(field, detail, value, allowed) unless ok.

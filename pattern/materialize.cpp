@@ -600,10 +600,16 @@ Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
   validate_kind(cs, sizes);
   const Shape ds = draws_shape(cs, sizes);
   if (!ds.empty()) {
-    checked_numel(ds, sizeof(int64_t),
-                  cs.kind == PatternKind::random
-                      ? "num_random (table of draws [num_heads, seq_len_q, num_random])"
-                      : "num_random_blocks (table of draws [num_heads, rows, num_random_blocks])");
+    const bool token = cs.kind == PatternKind::random;
+    try {
+      checked_numel(ds, sizeof(int64_t), "table of draws");
+    } catch (const MemoryLimitError& e) {
+      throw FieldError::exceeds_memory(
+          token ? Field::num_random : Field::num_random_blocks,
+          token ? " (table of draws [num_heads, seq_len_q, num_random])"
+                : " (table of draws [num_heads, rows, num_random_blocks])",
+          e);
+    }
     p.random_draws = Tensor<int64_t>(ds, -1);
   }
 

@@ -45,7 +45,8 @@ def check(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray
           key_padding_mask: Optional[np.ndarray], conventions: Dict[str, str],
           dout: Optional[np.ndarray], grads: List[Optional[np.ndarray]],
           grad_dtypes: List[str], compat: str, global_mask: Optional[np.ndarray],
-          projections: List[np.ndarray]) -> CheckResult: ...
+          projections: List[np.ndarray], layout: str, probes: str,
+          probe_budget: float) -> CheckResult: ...
 
 # check's report (api/check_result.h; python/src/report_bindings.cpp), read-only. json()
 # and text() are the one renderer's (api/check_render.h): the CLI's JSON and --format text.

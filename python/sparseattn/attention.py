@@ -413,7 +413,8 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
           masked_score: Union[str, float] = "-inf", compat: Optional[str] = None,
           global_mask: Any = None, q_global: Any = None, k_global: Any = None,
           v_global: Any = None, dq_global: Any = None, dk_global: Any = None,
-          dv_global: Any = None) -> CheckReport:
+          dv_global: Any = None, probes: str = "auto",
+          probe_budget: float = 5.0) -> CheckReport:
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -457,6 +458,13 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     dq_global, dk_global, dv_global : array, the projections' shapes, optional
         Candidate gradients of the global projections; each needs ``dout`` and
         ``q_global``, ``k_global``, ``v_global``.
+    probes : {"auto", "always", "never"}
+        The cause probes of a failing check (docs/contract.md §4.9): ``"auto"`` runs them
+        within ``probe_budget``, ``"always"`` on every failing row with no budget,
+        ``"never"`` not at all. ``sparseattn check --probes``.
+    probe_budget : float
+        Seconds of wall clock the probes may take, finite, > 0 (default 5); the report's
+        ``probes["not_run"]`` lists those it left out. ``sparseattn check --probe-budget``.
 
     Returns
     -------
@@ -467,7 +475,9 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     Raises
     ------
     ValueError
-        As :func:`attend`; a candidate of the wrong shape or dtype; a gradient without
+        As :func:`attend`; a candidate of the wrong shape or dtype (naming
+        ``layout="bshd"`` when the shapes fit it, grouped-query attention when q and k
+        differ only in num_heads); ``probes`` or ``probe_budget`` out of range; a gradient without
         ``dout`` (``invalid dq = ...: needs dout``), ``dout`` without a gradient, a
         ``dout`` of the wrong shape or holding NaN/Inf (``invalid dout ...``).
     """
@@ -509,7 +519,8 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         dtypes.append(g_dtype)
     return CheckReport._from(_C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r,
                                       _scale(scale), _padding(key_padding_mask), conventions,
-                                      da, grads, dtypes, mode, gm, proj))
+                                      da, grads, dtypes, mode, gm, proj, layout, str(probes),
+                                      _arrays.real("probe_budget", probe_budget, 0.0)))
 
 
 def performer_favor(q: Any, k: Any, v: Any, num_features: int = 256, seed: int = 0,

@@ -26,6 +26,7 @@
 #include "api/measure.h"
 #include "api/pattern_flags.h"
 #include "api/results.h"
+#include "api/shape_hint.h"
 #include "core/error.h"
 #include "graph/layer_graph.h"
 #include "optimized/cpu/isa.h"
@@ -52,7 +53,8 @@ void translate(std::exception_ptr p) {
   try {
     if (p) std::rethrow_exception(p);
   } catch (const FieldError& e) {
-    PyErr_SetString(PyExc_ValueError, e.spelled(Spelling::keyword).what());
+    PyErr_SetString(e.is_memory_limit() ? PyExc_MemoryError : PyExc_ValueError,
+                    e.spelled(Spelling::keyword).what());
   } catch (const MemoryLimitError& e) {
     PyErr_SetString(PyExc_MemoryError, e.what());
   } catch (const InvalidArgument& e) {
@@ -449,7 +451,8 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
                  const std::map<std::string, std::string>& conventions,
                  std::optional<py::array> dout_arr, std::vector<std::optional<py::array>> grad_arrs,
                  std::vector<std::string> grad_dtypes, const std::string& compat,
-                 std::optional<py::array> global_mask, std::vector<py::array> projections) {
+                 std::optional<py::array> global_mask, std::vector<py::array> projections,
+                 const std::string& layout, const std::string& probes, double probe_budget) {
   // Convention flags (api/conventions.h) by their CLI names without "--"; the layout is
   // handled in Python (a transpose), so bhsd arrives here.
   api::ConventionFlags cf;
@@ -463,6 +466,8 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
                                "key_padding_polarity, causal_align or masked_score");
   }
   const api::Conventions conv = api::parse_conventions(cf);
+  const api::ProbeOptions probe_options =
+      api::parse_probe_options(probes, probe_budget, "probes", "probe_budget");
   auto tol_of = [&](const std::string& dtype) {
     Tolerance t = api::tolerance_for(dtype == "float16"   ? api::CandidateDtype::float16
                                      : dtype == "float32" ? api::CandidateDtype::float32
@@ -495,18 +500,48 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
   api::CheckResult j;  // bound in report_bindings.cpp
   {
     py::gil_scoped_release nogil;
-    const Inputs in = read_inputs(qv, kv, &vv);
-    const AttentionShape& a = in.shape;
-    const Pattern pattern = api::apply_pattern_conventions(
-        materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k)), conv);
-    // Candidates' shapes are checked before the oracle's O(n^2) work.
-    Tensor<double> o = to_tensor(ov);
-    api::require_candidate_shape(o.shape, {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
-    Tensor<double> lse;
-    if (lv) {
-      lse = to_tensor(*lv);
-      api::require_candidate_shape(lse.shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
+    // A shape error that the other layout or grouped-query attention explains says so
+    // (api/shape_hint.h): check_shapes(true) repeats the shape checks below with q/k/v/o
+    // read in the other layout (they arrive bhsd: Python transposed them for "bshd").
+    auto check_shapes = [&](bool swap) {
+      auto shape4 = [swap](const Shape& s, const char* what) {
+        const Shape x = as_rank4(s, what);
+        return swap ? Shape{x[0], x[2], x[1], x[3]} : x;
+      };
+      const AttentionShape a = attention_shape(shape4(qv.shape, "q"), shape4(kv.shape, "k"),
+                                               shape4(vv.shape, "v"));
+      materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
+      api::require_candidate_shape(shape4(ov.shape, "o"),
+                                   {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
+      if (lv) api::require_candidate_shape(lv->shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
+    };
+    Inputs in;
+    Pattern pattern;
+    Tensor<double> o, lse;
+    try {
+      in = read_inputs(qv, kv, &vv);
+      const AttentionShape& a = in.shape;
+      pattern = api::apply_pattern_conventions(
+          materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k)), conv);
+      // Candidates' shapes are checked before the oracle's O(n^2) work.
+      o = to_tensor(ov);
+      api::require_candidate_shape(o.shape, {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
+      if (lv) {
+        lse = to_tensor(*lv);
+        api::require_candidate_shape(lse.shape, {a.batch, a.num_heads, a.seq_len_q}, "lse");
+      }
+    } catch (const InvalidArgument& e) {
+      std::string hint;
+      try {
+        hint = api::shape_error_hint(
+            e, as_rank4(qv.shape, "q"), as_rank4(kv.shape, "k"), as_rank4(vv.shape, "v"),
+            [&] { check_shapes(true); },
+            layout == "bshd" ? "layout=\"bhsd\"" : "layout=\"bshd\"", layout != "bshd");
+      } catch (const std::exception&) {
+      }
+      api::throw_with_hint(e, hint);
     }
+    const AttentionShape& a = in.shape;
     Tensor<double> dout, grads[6];
     api::GradientCandidate cands[6];
     if (dov) {
@@ -538,13 +573,15 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
       ctx.q = &in.q, ctx.k = &in.k, ctx.v = &in.v, ctx.scale = scale_ptr(scale);
       ctx.conv = conv, ctx.raw_spec = &s, ctx.compat = true;
       ctx.hint = request.compat.empty() && !request.projections();
+      ctx.probes = probe_options;
       if (gm) ctx.global_mask = &*gm;
       j = api::check_against(oracle, pattern, a, o, o_tol, lv ? &lse : nullptr, lse_tol, ctx);
       j.compat = request.compat;
       j.global_projections = request.projections();
     } else {
       j = api::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
-                                    lv ? &lse : nullptr, lse_tol, conv, &s);
+                                    lv ? &lse : nullptr, lse_tol, conv, &s, nullptr,
+                                    probe_options);
     }
     if (dov) {  // the gradient definition of these conventions (contract §7)
       const api::AttentionInputs ai{in.q, in.k, in.v, a, pattern};
@@ -554,7 +591,7 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
                                        &ref.g.dq_global, &ref.g.dk_global, &ref.g.dv_global};
       std::vector<api::NamedGradientCandidate> named;
       for (int t = 0; t < 6; ++t) named.push_back({grad_names[t], refs[t], cands[t]});
-      const api::GradientInputs probe_inputs{in.q, in.k, in.v, dout, scale_ptr(scale)};
+      const api::GradientInputs probe_inputs{in.q, in.k, in.v, dout, scale_ptr(scale), probe_options};
       api::check_gradients_against(j, ref.oracle, named, pattern, &probe_inputs);
     }
   }

@@ -239,19 +239,7 @@ TEST_F(CheckExplain, BigBirdWithOtherRandomBlocksMatchesOnlyTheNonRandomRows) {
   }
 }
 
-TEST_F(CheckExplain, ProbesAreSkippedAboveTheSizeLimitAndSaySo) {
-  write_inputs(Dims{1, 1, 2000, 2000, 8, 8});  // 2000^2 * 16 = 6.4e7 multiply-adds > 6e7
-  ASSERT_EQ(run("attend " + qkv() + " --out " + path("o.npy") + " --pattern window --window 4")
-                .exit_code, 0);
-  Tensor<double> o = read_npy_float(path("o.npy"), "o");
-  o.data[1234 * 8 + 3] += 1.0;
-  write_npy(path("o.npy"), o);
-  const nlohmann::json j = check(" --pattern window --window 4", 1);
-  EXPECT_EQ(j["probable_cause"], "unknown: probes skipped above the size limit");
-  EXPECT_NE(j["probes"]["skipped"].get<std::string>().find("exceed the probe limit"),
-            std::string::npos);
-  EXPECT_EQ(j["o"]["rows"]["0,0"], "1234");
-}
+// The probes at real sizes and their budget: cli_check_probes_test.cpp.
 
 TEST_F(CheckExplain, BadConventionValuesAreArgumentErrors) {
   candidate([](int64_t, int64_t, int64_t i, int64_t j) { return longformer(i, j, 3); }, sd_);

@@ -88,12 +88,12 @@ std::vector<Invalid> invalid_cases() {
       {"seq_len_0", "seq_len", "0", build(PatternSpec{}, {1, 1, 0, 8})},
       {"seq_len_k_0", "seq_len_k", "0", build(PatternSpec{}, {1, 1, 8, 0})},
       {"batch_0", "batch", "0", build(PatternSpec{}, {0, 1, 8, 8})},
-      {"per_head_wrong_count", "per_head size", "1",
+      {"per_head_wrong_count", "heads length", "1",
        build(with(PatternSpec{}, [](PatternSpec& s) {
                s.kind = PatternKind::per_head;
                s.per_head = {PatternSpec{}};
              }), z)},
-      {"per_head_bad_window_in_head_1", "window", "-2",
+      {"per_head_bad_window_in_head_1", "heads[1].window", "-2",
        build(with(PatternSpec{}, [](PatternSpec& s) {
                s.kind = PatternKind::per_head;
                s.per_head = {PatternSpec{}, token(PatternKind::window, -2, 1, false, 5)};
