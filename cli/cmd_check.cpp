@@ -323,7 +323,8 @@ void register_check(CLI::App& app) {
   cmd->add_option("--tolerance-rule", args->tolerance_rule,
                   "table (default): atol + rtol*|ref| by the candidate's dtype (docs/numerics.md); "
                   "reference-error: pass when the candidate's max and mean error are at most "
-                  "--factor times a naive implementation's in --naive-dtype, plus --floor");
+                  "--factor times a naive implementation's in --naive-dtype, plus --floor (o and "
+                  "lse only: refused with --dout)");
   cmd->add_option("--factor", args->factor, "F for --tolerance-rule reference-error, >= 1; default 2");
   cmd->add_option("--floor", args->floor,
                   "absolute error floor for --tolerance-rule reference-error, >= 0; default 1e-6");
