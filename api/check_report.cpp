@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "core/check.h"
 #include "core/error.h"
 
 namespace sparseattn::api {
@@ -30,14 +31,6 @@ RowShape row_shape(const Tensor<double>& ref) {
 
 bool skipped(const std::vector<uint8_t>& skip, const RowShape& r, int64_t b, int64_t i) {
   return !skip.empty() && skip[static_cast<size_t>(b * r.rows + i)] != 0;
-}
-
-std::string fmt(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", x);
-  return buf;
 }
 
 }  // namespace
@@ -67,186 +60,157 @@ std::string ranges_text(const std::vector<int64_t>& v, size_t max_ranges) {
   return s;
 }
 
-void locate_failures(nlohmann::json& j, const Tensor<double>& cand, const Tensor<double>& ref,
-                     Tolerance tol, const Pattern& pattern, const std::vector<uint8_t>& skip) {
+namespace {
+
+// Where an element sits: (batch, head, row) of a [B, H, rows, width] tensor.
+struct ElementPlace {
+  int64_t b, h, i, d;
+};
+ElementPlace place(const RowShape& r, int64_t e) {
+  const int64_t row = e / r.width;
+  return {row / (r.rows * r.heads), (row / r.rows) % r.heads, row % r.rows, e % r.width};
+}
+Shape index_of(const Tensor<double>& ref, const ElementPlace& p) {
+  Shape idx = {p.b, p.h, p.i};
+  if (ref.shape.size() == 4) idx.push_back(p.d);
+  return idx;
+}
+
+// The worst row in full: its first 8 values and, from the pattern, the keys a query row may
+// attend (or the queries that may attend a key row).
+WorstRow worst_row_of(const Tensor<double>& cand, const Tensor<double>& ref, const RowShape& r,
+                      int64_t worst, const Pattern& pattern, RowKind rows_are) {
+  const ElementPlace p = place(r, worst);
+  const int64_t row = worst / r.width;
+  WorstRow w;
+  w.batch = p.b, w.head = p.h, w.row = p.i;
+  for (int64_t d = 0; d < std::min<int64_t>(r.width, 8); ++d) {
+    w.expected.push_back(ref.data[row * r.width + d]);
+    w.candidate.push_back(cand.data[row * r.width + d]);
+  }
+  std::vector<int64_t> allowed;
+  const PatternSizes& z = pattern.sizes;
+  const bool query = rows_are == RowKind::query;
+  if (p.b < z.batch && p.h < z.num_heads && p.i < (query ? z.seq_len_q : z.seq_len_k)) {
+    const int64_t other = query ? z.seq_len_k : z.seq_len_q;
+    for (int64_t x = 0; x < other; ++x)
+      if (query ? pattern.allowed(p.b, p.h, p.i, x) : pattern.allowed(p.b, p.h, x, p.i))
+        allowed.push_back(x);
+    w.padded = query ? !pattern.query_valid(p.b, p.i) : !pattern.key_valid(p.b, p.i);
+  }
+  w.allowed = ranges_text(allowed);
+  w.num_allowed = static_cast<int64_t>(allowed.size());
+  w.fully_masked = allowed.empty();
+  return w;
+}
+
+}  // namespace
+
+TensorReport tensor_report(const std::string& name, const Tensor<double>& cand,
+                           const Tensor<double>& ref, Tolerance tol, const Pattern& pattern,
+                           const std::vector<uint8_t>& skip, RowKind rows_are) {
   const RowShape r = row_shape(ref);
-  nlohmann::json mism = nlohmann::json::object(), rows = nlohmann::json::object();
-  int64_t worst_row = -1, nonfinite_row = -1, heads_listed = 0, heads_failing = 0;
-  double worst_budget = -1.0;
-  nlohmann::json first_nonfinite;
+  // Skipped rows take the oracle's values for core/check.h's checker: never compared.
+  Tensor<double> c = cand;
+  c.shape = ref.shape;
+  int64_t compared = 0, first_compared = -1;
+  for (int64_t e = 0; e < ref.numel(); ++e) {
+    const ElementPlace p = place(r, e);
+    if (skipped(skip, r, p.b, p.i)) {
+      c.data[e] = ref.data[e];
+    } else {
+      if (compared++ == 0) first_compared = e;
+    }
+  }
+  const CheckReport k = check_close(c, ref, tol);
+  TensorReport t;
+  t.tensor = name;
+  t.rows_are = rows_are;
+  t.tol = tol;
+  t.num_elements = k.num_elements;
+  t.num_compared = compared;
+  t.num_nonfinite = k.num_nonfinite;
+  t.num_mismatched = k.num_mismatched;
+  t.max_abs_error = t.max_abs_error_finite = k.max_abs_error;
+  t.max_rel_error = t.max_rel_error_finite = k.max_rel_error;
+  t.error_over_tolerance = k.budget_used;
+  t.reason = k.reason;
+  t.pass = k.pass && compared > 0;
+  if (compared == 0) {
+    t.nothing_compared = true;
+    t.reason = "nothing compared: every row of " + name + " is skipped";
+    return t;
+  }
+  // The worst element: the first NaN mismatch, else the checker's (largest budget used). A
+  // NaN has no size; max_abs_error says NaN rather than the largest finite error around it.
+  // (An exact match everywhere leaves the checker's first element, maybe a skipped one.)
+  int64_t worst = k.budget_used > 0.0 ? k.worst_index : first_compared;
+  bool nan = false, other_nonfinite = false;
+  for (int64_t e = 0; e < ref.numel(); ++e) {
+    const double x = c.data[e], y = ref.data[e];
+    if (std::isnan(x) && !std::isnan(y)) {
+      if (!nan) worst = e;
+      nan = true;
+    } else if (!element_ok(x, y, tol) && !(std::isfinite(x) && std::isfinite(y))) {
+      other_nonfinite = true;
+    }
+  }
+  if (nan) {
+    t.max_abs_error = t.max_rel_error = NAN;
+    t.error_over_tolerance = INFINITY;
+  } else if (other_nonfinite) {
+    t.max_abs_error = t.max_rel_error = INFINITY;
+  }
+  if (worst >= 0) {
+    t.worst_index = index_of(ref, place(r, worst));
+    t.worst_candidate = c.data[worst];
+    t.worst_reference = ref.data[worst];
+  }
+  // Mismatches and failing rows per (batch, head).
   for (int64_t b = 0; b < r.batch; ++b)
     for (int64_t h = 0; h < r.heads; ++h) {
       int64_t count = 0;
       std::vector<int64_t> failing;
       for (int64_t i = 0; i < r.rows; ++i) {
-        if (skipped(skip, r, b, i)) continue;
         const int64_t row = (b * r.heads + h) * r.rows + i;
         bool bad = false;
         for (int64_t d = 0; d < r.width; ++d) {
-          const double x = cand.data[row * r.width + d], y = ref.data[row * r.width + d];
-          if (element_ok(x, y, tol)) continue;
+          const int64_t e = row * r.width + d;
+          if (element_ok(c.data[e], ref.data[e], tol)) continue;
           bad = true;
           ++count;
-          const double budget = std::isfinite(x) && std::isfinite(y)
-                                    ? std::fabs(x - y) / (tol.atol + tol.rtol * std::fabs(y))
-                                    : INFINITY;
-          if (budget > worst_budget) worst_budget = budget, worst_row = row;
-          if (nonfinite_row < 0 && std::isfinite(y)) {
-            nonfinite_row = row;
-            nlohmann::json idx = {b, h, i};
-            if (r.width > 1 || ref.shape.size() == 4) idx.push_back(d);
-            first_nonfinite = {{"index", idx}, {"candidate", number_json(x)},
-                               {"expected", number_json(y)}};
-          }
+          if (!t.first_nonfinite && std::isfinite(ref.data[e]) && !std::isfinite(c.data[e]))
+            t.first_nonfinite = NonFinite{index_of(ref, place(r, e)), c.data[e], ref.data[e]};
         }
         if (bad) failing.push_back(i);
       }
       if (count == 0) continue;
-      ++heads_failing;
       const std::string key = std::to_string(b) + "," + std::to_string(h);
-      mism[key] = count;
-      if (heads_listed < 32) {
-        rows[key] = ranges_text(failing);
-        ++heads_listed;
-      }
-      (void)nonfinite_row;
+      t.mismatches.emplace_back(key, count);
+      if (t.rows.size() < 32)
+        t.rows.emplace_back(key, ranges_text(failing));
+      else
+        ++t.rows_truncated;
     }
-  // nonfinite_row above tracks a candidate NaN/Inf only when it is non-finite itself:
-  // recompute precisely (first element where the oracle is finite and the candidate not).
-  nonfinite_row = -1;
-  first_nonfinite = nullptr;
-  for (int64_t e = 0; e < ref.numel() && nonfinite_row < 0; ++e) {
-    const int64_t row = e / r.width, i = row % r.rows, b = row / (r.rows * r.heads);
-    if (skipped(skip, r, b, i)) continue;
-    if (std::isfinite(ref.data[e]) && !std::isfinite(cand.data[e])) {
-      nonfinite_row = row;
-      nlohmann::json idx = {b, (row / r.rows) % r.heads, i};
-      if (ref.shape.size() == 4) idx.push_back(e % r.width);
-      first_nonfinite = {{"index", idx}, {"candidate", number_json(cand.data[e])},
-                         {"expected", number_json(ref.data[e])}};
-    }
-  }
-  j["mismatches"] = mism;
-  j["rows"] = rows;
-  if (heads_failing > heads_listed)
-    j["rows_truncated"] = std::to_string(heads_failing - heads_listed) + " more (batch, head) pairs fail";
-  if (!first_nonfinite.is_null()) j["first_nonfinite"] = first_nonfinite;
-  // The row shown in full: the first non-finite one when there is one, else the worst.
-  const int64_t show = nonfinite_row >= 0 ? nonfinite_row : worst_row;
-  if (show >= 0) {
-    const int64_t i = show % r.rows, h = (show / r.rows) % r.heads, b = show / (r.rows * r.heads);
-    nlohmann::json e = nlohmann::json::array(), c = nlohmann::json::array();
-    for (int64_t d = 0; d < std::min<int64_t>(r.width, 8); ++d) {
-      e.push_back(number_json(ref.data[show * r.width + d]));
-      c.push_back(number_json(cand.data[show * r.width + d]));
-    }
-    std::vector<int64_t> keys;
-    const PatternSizes& z = pattern.sizes;
-    if (b < z.batch && h < z.num_heads && i < z.seq_len_q)
-      for (int64_t k = 0; k < z.seq_len_k; ++k)
-        if (pattern.allowed(b, h, i, k)) keys.push_back(k);
-    j["worst_row"] = {{"batch", b},
-                      {"head", h},
-                      {"row", i},
-                      {"expected", e},
-                      {"candidate", c},
-                      {"allowed_keys", ranges_text(keys)},
-                      {"num_allowed_keys", keys.size()},
-                      {"fully_masked", keys.empty()},
-                      {"padded_query", b < z.batch && i < z.seq_len_q && !pattern.query_valid(b, i)}};
-  }
-  const double over = worst_budget < 0 ? 0.0 : worst_budget;
-  j["error_over_tolerance"] = number_json(over);
-  j["error_over_tolerance_means"] =
-      "the worst element's |candidate - oracle| divided by its allowed error atol + rtol*|oracle|; "
-      "<= 1 passes, 2 is twice the allowed error, inf a non-finite value where a finite one "
-      "(or a different infinity) was expected";
-}
-
-void locate_gradient_failures(nlohmann::json& j, const Tensor<double>& cand,
-                              const Tensor<double>& ref, Tolerance tol, const char* rows_are) {
-  const RowShape r = row_shape(ref);
-  nlohmann::json mism = nlohmann::json::object(), rows = nlohmann::json::object();
-  int64_t heads_listed = 0, heads_failing = 0;
-  for (int64_t b = 0; b < r.batch; ++b)
-    for (int64_t h = 0; h < r.heads; ++h) {
-      int64_t count = 0;
-      std::vector<int64_t> failing;
-      for (int64_t i = 0; i < r.rows; ++i) {
-        const int64_t row = (b * r.heads + h) * r.rows + i;
-        int64_t bad = 0;
-        for (int64_t d = 0; d < r.width; ++d)
-          bad += !element_ok(cand.data[row * r.width + d], ref.data[row * r.width + d], tol);
-        if (bad > 0) failing.push_back(i);
-        count += bad;
-      }
-      if (count == 0) continue;
-      ++heads_failing;
-      const std::string key = std::to_string(b) + "," + std::to_string(h);
-      mism[key] = count;
-      if (heads_listed < 32) rows[key] = ranges_text(failing), ++heads_listed;
-    }
-  j["mismatches"] = mism;
-  j["rows"] = rows;
-  j["rows_are"] = rows_are;
-  if (heads_failing > heads_listed)
-    j["rows_truncated"] = std::to_string(heads_failing - heads_listed) + " more (batch, head) pairs fail";
+  // first_nonfinite above is the first in (b, h, row) order, which is element order.
+  if (t.num_mismatched > 0 && worst >= 0)
+    t.worst_row = worst_row_of(c, ref, r, worst, pattern, rows_are);
+  return t;
 }
 
 bool matches(const Tensor<double>& cand, const Tensor<double>& ref, Tolerance tol,
              const std::vector<uint8_t>& skip, const std::vector<uint8_t>* only_rows) {
   if (cand.numel() != ref.numel()) return false;
   const RowShape r = row_shape(ref);
+  int64_t compared = 0;
   for (int64_t e = 0; e < ref.numel(); ++e) {
     const int64_t row = e / r.width, i = row % r.rows, b = row / (r.rows * r.heads);
     if (skipped(skip, r, b, i)) continue;
     if (only_rows && !(*only_rows)[static_cast<size_t>(row)]) continue;
     if (!element_ok(cand.data[e], ref.data[e], tol)) return false;
+    ++compared;
   }
-  return true;
-}
-
-std::string check_summary_text(const nlohmann::json& j) {
-  auto list = [](const nlohmann::json& xs) {
-    std::string t = "[";
-    for (const nlohmann::json& x : xs) {
-      if (t.size() > 1) t += ", ";
-      t += x.is_number() ? fmt(x.get<double>()) : x.get<std::string>();
-    }
-    return t + "]";
-  };
-  std::string t = std::string("check: ") + (j.value("pass", false) ? "PASS" : "FAIL") + " (" +
-                  j.value("pattern", "") + ", oracle " + j.value("oracle", "") + ")\n";
-  for (const char* name : {"o", "lse", "dq", "dk", "dv", "dq_global", "dk_global", "dv_global"}) {
-    if (!j.contains(name)) continue;
-    const nlohmann::json& r = j[name];
-    t += std::string("  ") + name + ": " + (r.value("pass", false) ? "pass" : "FAIL");
-    if (r.contains("error_over_tolerance")) {
-      const nlohmann::json& e = r["error_over_tolerance"];
-      t += ", error/tolerance " + (e.is_number() ? fmt(e.get<double>()) : e.get<std::string>());
-    }
-    if (!r.value("reason", std::string()).empty()) t += " — " + r["reason"].get<std::string>();
-    t += "\n";
-    if (r.contains("rows"))
-      for (auto it = r["rows"].begin(); it != r["rows"].end(); ++it)
-        t += "    (batch,head) " + it.key() + ": " +
-             (r.contains("rows_are") ? r["rows_are"].get<std::string>() + " rows " : "rows ") +
-             it.value().get<std::string>() + "\n";
-    if (r.contains("worst_row") && !r.value("pass", false)) {
-      const nlohmann::json& w = r["worst_row"];
-      t += "    worst row b=" + std::to_string(w["batch"].get<int64_t>()) +
-           " h=" + std::to_string(w["head"].get<int64_t>()) +
-           " i=" + std::to_string(w["row"].get<int64_t>()) + ": expected " + list(w["expected"]) +
-           ", candidate " + list(w["candidate"]) + "; allowed keys " +
-           w["allowed_keys"].get<std::string>() +
-           (w["allowed_keys"].get<std::string>().empty() ? "none" : "") +
-           (w["fully_masked"].get<bool>() ? " (fully masked)" : "") +
-           (w["padded_query"].get<bool>() ? " (padded query)" : "") + "\n";
-    }
-  }
-  if (j.contains("probable_cause")) t += "  probable cause: " + j["probable_cause"].get<std::string>() + "\n";
-  if (j.contains("hint")) t += "  convention hint: " + j["hint"].get<std::string>() + "\n";
-  return t;
+  return compared > 0;  // a comparison of nothing matches nothing
 }
 
 }  // namespace sparseattn::api

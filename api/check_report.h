@@ -1,8 +1,9 @@
 // The parts of `check`'s report that locate and explain a failure (contract §4.9): where
 // the mismatches are (per batch and head, failing query rows as ranges), the worst row in
 // full, non-finite values named as strings; the cause probes that name the mistake are
-// api/probes.h. check_against_oracle()
-// (api/results.h) builds its JSON from these, so the CLI and the Python package agree.
+// api/probes.h. check_against_oracle() (api/results.h) builds its report
+// (api/check_result.h) from these; api/check_render.h writes it as JSON and text, so the
+// CLI and the Python package agree.
 #pragma once
 
 #include <string>
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/check_result.h"
 #include "api/conventions.h"
 #include "core/numerics.h"
 #include "core/tensor.h"
@@ -22,35 +24,25 @@ namespace sparseattn::api {
 nlohmann::json number_json(double x);
 
 // "0-3,7,9-12": sorted distinct indices as inclusive ranges; at most `max_ranges` ranges,
-// then ",... (N more)".
+// then ",... (N more ranges)".
 std::string ranges_text(const std::vector<int64_t>& sorted, size_t max_ranges = 24);
 
-// The location part of one tensor's report. `cand` and `ref` are [B, H, Lq, X] (o, X =
-// head_dim_v) or [B, H, Lq] (lse); `skip_row(b, i)` rows are not compared. Adds to `j`:
-// mismatches (per "b,h"), rows (failing query rows per "b,h" as ranges, at most 32 heads),
-// worst_row (batch, head, row, expected/candidate first 8 elements, allowed_keys as ranges,
-// num_allowed_keys, fully_masked, padded_query), first_nonfinite, error_over_tolerance and
-// its meaning; rewrites worst_candidate/worst_reference/budget_used as number_json.
-void locate_failures(nlohmann::json& j, const Tensor<double>& cand, const Tensor<double>& ref,
-                     Tolerance tol, const Pattern& pattern, const std::vector<uint8_t>& skip_row);
-
-// The location part of one gradient's report (contract §7.3): `cand` and `ref` are
-// [B, H, L, W] (dq, dq_global: query rows; dk, dv, dk_global, dv_global: key rows). Adds to
-// `j` mismatches (per "b,h"), rows (failing rows per "b,h" as ranges, at most 32 heads;
-// rows_truncated beyond), and rows_are ("query" or "key", as given).
-void locate_gradient_failures(nlohmann::json& j, const Tensor<double>& cand,
-                              const Tensor<double>& ref, Tolerance tol, const char* rows_are);
+// One tensor's report (api/check_result.h), judged by core/check.h's checker and located.
+// `cand` and `ref` are [B, H, rows, X] (o, dq: query rows; dk, dv: key rows, `rows_are`) or
+// [B, H, Lq] (lse); `skip_row` [B * rows] (empty: none) marks rows not compared (their
+// elements count in num_elements, not in num_compared). A tensor with no compared element
+// fails as "nothing compared" (contract §4.9). The probable cause is left to the caller.
+TensorReport tensor_report(const std::string& name, const Tensor<double>& cand,
+                           const Tensor<double>& ref, Tolerance tol, const Pattern& pattern,
+                           const std::vector<uint8_t>& skip_row, RowKind rows_are = RowKind::query);
 
 // Whether `cand` matches `ref` within `tol` on every row not in `skip_row` (and, when
-// `only_rows` is non-empty, only on rows flagged there). Rank as for locate_failures.
+// `only_rows` is non-empty, only on rows flagged there), comparing at least one element: a
+// comparison of nothing is no match, so no probe names a mistake whose fix would skip every
+// row (contract §4.9). Rank as for tensor_report.
 bool matches(const Tensor<double>& cand, const Tensor<double>& ref, Tolerance tol,
              const std::vector<uint8_t>& skip_row, const std::vector<uint8_t>* only_rows = nullptr);
 
 // The cause probes (ProbeInputs, probe_causes) live in api/probes.h.
-
-// A short human summary of a check report (the JSON check_against_oracle returns): pass or
-// fail, per tensor the reason, failing rows, worst row and error over tolerance, and the
-// probable cause. Used by `check --format text` and on stderr when a check fails.
-std::string check_summary_text(const nlohmann::json& report);
 
 }  // namespace sparseattn::api

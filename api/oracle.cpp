@@ -1,6 +1,7 @@
 // The oracle a kernel is checked against (oracle.h).
 #include "api/oracle.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>

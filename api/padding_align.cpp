@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "api/check_report.h"
+#include "api/check_result.h"
 #include "api/probe_rows.h"
 #include "core/field.h"
 #include "core/error.h"
@@ -179,27 +180,32 @@ std::vector<uint8_t> valid_empty_rows(const Pattern& pattern) {
   return empty;
 }
 
-void restate_worst_row(nlohmann::json& report, const Pattern& pattern) {
-  if (!report.contains("worst_row")) return;
-  nlohmann::json& w = report["worst_row"];
-  const int64_t b = w["batch"].get<int64_t>(), h = w["head"].get<int64_t>(),
-                i = w["row"].get<int64_t>();
+void restate_worst_rows(CheckResult& result, const Pattern& pattern) {
   const PatternSizes& z = pattern.sizes;
-  if (b >= z.batch || h >= z.num_heads || i >= z.seq_len_q) return;
   const ValidCounts c = valid_counts(pattern);
-  std::vector<int64_t> keys;
-  if (valid_alignment_moves(pattern, c)) {
-    const Pattern pb = valid_batch_pattern(pattern, c, b);
-    for (int64_t j = 0; j < z.seq_len_k; ++j)
-      if (pb.allowed(0, h, i, j)) keys.push_back(j);
-  } else {
-    for (int64_t j = 0; j < z.seq_len_k; ++j)
-      if (pattern.allowed(b, h, i, j)) keys.push_back(j);
+  const RowKeys keys = valid_row_keys(pattern);
+  std::vector<int64_t> row;
+  for (TensorReport* t : result.tensors_mutable()) {
+    if (!t->worst_row) continue;
+    WorstRow& w = *t->worst_row;
+    if (w.batch >= z.batch || w.head >= z.num_heads) continue;
+    std::vector<int64_t> allowed;
+    if (t->rows_are == RowKind::query) {
+      if (w.row >= z.seq_len_q) continue;
+      keys(w.batch, w.head, w.row, allowed);
+      w.padded = valid_query_padded(c, w.batch, w.row);
+    } else {  // a key row: the queries that attend it
+      if (w.row >= z.seq_len_k) continue;
+      for (int64_t i = 0; i < z.seq_len_q; ++i) {
+        keys(w.batch, w.head, i, row);
+        if (std::binary_search(row.begin(), row.end(), w.row)) allowed.push_back(i);
+      }
+      w.padded = w.row >= c.keys[static_cast<size_t>(w.batch)];
+    }
+    w.allowed = ranges_text(allowed);
+    w.num_allowed = static_cast<int64_t>(allowed.size());
+    w.fully_masked = allowed.empty();
   }
-  w["allowed_keys"] = ranges_text(keys);
-  w["num_allowed_keys"] = keys.size();
-  w["fully_masked"] = keys.empty();
-  w["padded_query"] = valid_query_padded(c, b, i);
 }
 
 RowKeys valid_row_keys(const Pattern& pattern) {

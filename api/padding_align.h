@@ -33,6 +33,8 @@
 
 namespace sparseattn::api {
 
+struct CheckResult;  // api/check_result.h
+
 // The valid counts of every batch element: keys[b] = n_b, queries[b] = m_b (above).
 struct ValidCounts {
   std::vector<int64_t> keys;
@@ -117,10 +119,10 @@ std::vector<uint8_t> valid_padded_rows(const Pattern& pattern);
 // alignment (padded queries included).
 std::vector<uint8_t> valid_empty_rows(const Pattern& pattern);
 
-// Restates a located tensor report's worst_row (api/check_report.h: allowed_keys,
-// num_allowed_keys, fully_masked, padded_query) under the valid alignment; the report was
-// located against the spec's pattern.
-void restate_worst_row(nlohmann::json& tensor_report, const Pattern& pattern);
+// Restates every located tensor report's worst row (api/check_result.h: allowed,
+// num_allowed, fully_masked, padded) under the valid alignment — a query row's keys, a key
+// row's queries — where the reports were located against the spec's pattern.
+void restate_worst_rows(CheckResult& result, const Pattern& pattern);
 
 // The keys of row (b, h, i) under the valid alignment, ascending; none for a padded query
 // (i >= m_b). Built from each distinct valid count's unpadded problem, materialized once

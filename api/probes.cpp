@@ -248,6 +248,9 @@ Prober::Verdict Prober::judge(const Hypothesis& hy) {
     ok = check(r);
   }
   if (ok && hy.also) ok = hy.also();
+  // A hypothesis that leaves no row to check explains nothing: it would name a fix that
+  // skips every row (contract §4.9, "nothing compared fails").
+  if (checked == 0) ok = false;
   nlohmann::json t = {{"probe", hy.name},
                       {"matches", ok},
                       {"rows_checked", checked},

@@ -1,9 +1,14 @@
 #include "api/results.h"
 
+#include <array>
 #include <cmath>
+#include <optional>
+#include <tuple>
 #include <utility>
 
 #include "api/check_report.h"
+#include "api/gradient_probes.h"
+#include "api/info_result.h"
 #include "api/convention_hint.h"
 #include "api/inputs.h"
 #include "api/padding_align.h"
@@ -54,77 +59,12 @@ const Kernel& serving_kernel(const std::string& name, const Pattern& pattern) {
   return *kernel;
 }
 
-// What a tiled kernel does with the layout: it computes every pair of every listed tile,
-// partial ones included (tiled_flops, and the share of them spent on masked pairs),
-// reads q once and k, v once per listed tile (bytes_tiled, float32) against every tensor
-// once (bytes_min); and the layout's own memory (layout_bytes: row_ptr, col, bits_at,
-// bits; heads that share a layout counted once). Key padding ignored, like the counts.
 nlohmann::json tile_json(const Pattern& p, int64_t head_dim) {
-  int64_t tile_pairs = 0, kv_columns = 0, layout_bytes = 0;
-  std::vector<const HeadLayout*> seen;
-  for (int64_t h = 0; h < p.sizes.num_heads; ++h) {
-    const HeadLayout& L = p.head(h);
-    for (int64_t qt = 0; qt < L.num_q_tiles(); ++qt) {
-      const int64_t rows = std::min(L.tile, L.seq_len_q - qt * L.tile);
-      for (int64_t e = L.row_ptr[qt]; e < L.row_ptr[qt + 1]; ++e) {
-        const int64_t cols = std::min(L.tile, L.seq_len_k - int64_t{L.col[e]} * L.tile);
-        tile_pairs += rows * cols;
-        kv_columns += cols;
-      }
-    }
-    if (std::find(seen.begin(), seen.end(), &L) != seen.end()) continue;
-    seen.push_back(&L);
-    layout_bytes += static_cast<int64_t>(L.row_ptr.size() * sizeof(int64_t) + L.col.size() * sizeof(int32_t) +
-                                         L.bits_at.size() * sizeof(int64_t) + L.bits.size() * sizeof(uint64_t));
-  }
-  PatternStats st = pattern_stats(p);
-  const double flops = attention_flops(st, head_dim, head_dim);
-  st.nnz = tile_pairs;
-  const double tiled_flops = attention_flops(st, head_dim, head_dim);
-  const double H = static_cast<double>(p.sizes.num_heads), D = static_cast<double>(head_dim);
-  const double q_o_lse = 4.0 * H * static_cast<double>(p.sizes.seq_len_q) * (2 * D + 1);
-  return {{"tile_pairs", tile_pairs},
-          {"tiled_flops", tiled_flops},
-          {"partial_tile_waste", tiled_flops > 0 ? 1.0 - flops / tiled_flops : 0.0},
-          {"bytes_min", q_o_lse + 4.0 * H * static_cast<double>(p.sizes.seq_len_k) * 2 * D},
-          {"bytes_tiled", q_o_lse + 4.0 * static_cast<double>(kv_columns) * 2 * D},
-          {"layout_bytes", layout_bytes}};
+  return tile_cost_json(tile_cost(p, head_dim));
 }
 
 nlohmann::json info_json(const Pattern& pattern, int64_t head_dim) {
-  const PatternStats st = pattern_stats(pattern);
-  const double flops = attention_flops(st, head_dim, head_dim);
-  PatternStats dense = st;
-  dense.nnz = st.dense_pairs;
-  const double dense_flops = attention_flops(dense, head_dim, head_dim);
-  nlohmann::json j = {
-      {"pattern", describe(pattern.spec)},
-      {"num_heads", pattern.sizes.num_heads},
-      {"seq_len_q", pattern.sizes.seq_len_q},
-      {"seq_len_k", pattern.sizes.seq_len_k},
-      {"head_dim", head_dim},
-      {"nnz", st.nnz},
-      {"dense_pairs", st.dense_pairs},
-      {"density", st.density},
-      {"keys_per_row", {{"min", st.row_min}, {"mean", st.row_mean}, {"max", st.row_max}}},
-      {"empty_rows", st.empty_rows},
-      {"tiles", {{"listed", st.num_tiles}, {"full", st.full_tiles},
-                 {"partial", st.num_tiles - st.full_tiles}}},
-      {"random_draws", pattern.random_draws.numel()},
-      {"random_draws_shape", pattern.random_draws.shape},
-      {"random_draws_layout",
-       pattern.spec.kind == PatternKind::bigbird       ? "[num_heads, nb - 2, num_random_blocks] key-block indices of query blocks 1..nb-2 (HF rand_attn); mask --random-table-out writes them"
-       : pattern.spec.kind == PatternKind::bigbird_etc ? "[num_heads, nb, num_random_blocks] key-block indices; mask --random-table-out writes them"
-       : pattern.spec.kind == PatternKind::random      ? "[num_heads, seq_len_q, num_random] key indices, -1 where a row has fewer; mask --random-table-out writes them, --random-table reads them back"
-                                                       : "none"},
-      {"random_shortfall", pattern.random_shortfall},
-      {"flops", flops},
-      {"dense_flops", dense_flops},
-      {"flops_fraction", dense_flops > 0 ? flops / dense_flops : 0.0},
-      {"clamped", pattern.clamped},
-  };
-  j.update(tile_json(pattern, head_dim));
-  return j;
+  return info_json(info_result(pattern, head_dim));
 }
 
 Tensor<uint8_t> allowed_mask(const Pattern& pattern) {
@@ -166,33 +106,6 @@ void require_candidate_shape(const Shape& shape, const Shape& want, const std::s
 
 namespace {
 
-// One tensor's report: core/check.h's fields (non-finite values as strings), located.
-nlohmann::json tensor_report(const Tensor<double>& cand, const Tensor<double>& ref, Tolerance tol,
-                             const Pattern& pattern, const std::vector<uint8_t>& skip,
-                             const std::string& name, bool* pass) {
-  // Skipped rows (--padded-queries any) take the oracle's values: never compared.
-  Tensor<double> c = cand;
-  if (!skip.empty()) {
-    const int64_t rows = ref.shape[2], width = ref.numel() / (ref.shape[0] * ref.shape[1] * rows);
-    for (int64_t e = 0; e < ref.numel(); ++e) {
-      const int64_t row = e / width, i = row % rows, b = row / (rows * ref.shape[1]);
-      if (skip[static_cast<size_t>(b * rows + i)]) c.data[e] = ref.data[e];
-    }
-  }
-  const CheckReport r = check_close(c, ref, tol);
-  nlohmann::json j = nlohmann::json::parse(report_json(r, name, tol));
-  j["worst_candidate"] = number_json(r.worst_candidate);
-  j["worst_reference"] = number_json(r.worst_reference);
-  j["budget_used"] = number_json(r.budget_used);
-  if (r.num_nonfinite > 0)  // a NaN/Inf where the oracle is finite is named first
-    j["reason"] = r.reason;
-  Tensor<double> shaped = c;
-  shaped.shape = ref.shape;
-  locate_failures(j, shaped, ref, tol, pattern, skip);
-  *pass = r.pass;
-  return j;
-}
-
 // Never judge a candidate against a wrong reference (contract §5: no silent NaN or wrong
 // answer). The oracle is float64: where the scores scale * q·k or the outputs leave its
 // range (inputs near 1e308) it produces NaN or ±inf instead of the result, and every
@@ -214,13 +127,12 @@ void require_finite_oracle(const AttentionResult& oracle) {
 
 }  // namespace
 
-nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
-                                    const Tensor<double>& v, const Pattern& pattern,
-                                    const double* scale, const Tensor<double>& o,
-                                    Tolerance o_tol, const Tensor<double>* lse,
-                                    Tolerance lse_tol, const Conventions& conv,
-                                    const PatternSpec* raw_spec, const ToleranceRule* rule,
-                                    const ProbeOptions& probes) {
+CheckResult check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
+                                 const Tensor<double>& v, const Pattern& pattern,
+                                 const double* scale, const Tensor<double>& o, Tolerance o_tol,
+                                 const Tensor<double>* lse, Tolerance lse_tol,
+                                 const Conventions& conv, const PatternSpec* raw_spec,
+                                 const ToleranceRule* rule, const ProbeOptions& probes) {
   const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
   CheckContext ctx;
   ctx.q = &q, ctx.k = &k, ctx.v = &v, ctx.scale = scale;
@@ -230,10 +142,35 @@ nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double
                        lse, lse_tol, ctx);
 }
 
-nlohmann::json check_against(const AttentionResult& oracle, const Pattern& pattern,
-                             const AttentionShape& s, const Tensor<double>& o, Tolerance o_tol,
-                             const Tensor<double>* lse, Tolerance lse_tol,
-                             const CheckContext& ctx) {
+namespace {
+
+// The cause of a check where no tensor compared anything (contract §4.9): the probes would
+// re-run the oracle only to compare nothing again.
+const char* kNothingCompared =
+    "nothing compared: every query row is skipped (--padded-queries any skips padded query "
+    "rows, and every query row here is padding: query i sits at key position i + seq_len_k - "
+    "seq_len_q, contract §2); a check that compares nothing fails";
+
+// A tensor judged by the reference-error rule (contract §4.10): the rule's verdict, the
+// failing rows located against its bound on one element's error.
+TensorReport by_reference_error(const std::string& name, const Tensor<double>& c,
+                                const Tensor<double>& ref, const Tensor<double>& naive,
+                                const ToleranceRule& rule, const Pattern& pattern,
+                                const std::vector<uint8_t>& skip) {
+  const ReferenceErrorVerdict v = judge_reference_error(c, ref, naive, rule, skip);
+  TensorReport t = tensor_report(name, c, ref, {v.bound(), 0.0}, pattern, skip);
+  t.pass = v.pass && !t.nothing_compared;
+  if (!t.pass && t.reason.empty())
+    t.reason = "mean |error| " + std::to_string(v.candidate_mean) + " above factor x naive mean + floor";
+  t.reference_error = v;
+  return t;
+}
+
+}  // namespace
+
+CheckResult check_against(const AttentionResult& oracle, const Pattern& pattern,
+                          const AttentionShape& s, const Tensor<double>& o, Tolerance o_tol,
+                          const Tensor<double>* lse, Tolerance lse_tol, const CheckContext& ctx) {
   require_finite_oracle(oracle);
   const Conventions& conv = ctx.conv;
   const ToleranceRule* rule = ctx.rule;
@@ -250,91 +187,75 @@ nlohmann::json check_against(const AttentionResult& oracle, const Pattern& patte
       for (int64_t i = 0; i < s.seq_len_q; ++i)
         skip[static_cast<size_t>(b * s.seq_len_q + i)] = !pattern.query_valid(b, i);
   }
-  // The reports locate against the spec's pattern; under --padding-align valid the worst
-  // row's keys are restated for its batch element's alignment (contract §2.6).
-  auto aligned = [&](nlohmann::json t) {
-    if (conv.padding_align_valid) restate_worst_row(t, pattern);
-    return t;
-  };
-  nlohmann::json j;
-  j["oracle"] = conv.masked_score ? "dense definition with masked scores = --masked-score"
-                                  : "a1_dense_masked";
-  j["pattern"] = describe(pattern.spec);
-  j["shape"] = {{"batch", s.batch},         {"num_heads", s.num_heads},
-                {"seq_len_q", s.seq_len_q}, {"seq_len_k", s.seq_len_k},
-                {"head_dim", s.head_dim},   {"head_dim_v", s.head_dim_v}};
-  j["conventions"] = conv.describe();
-  bool pass = true, p = true;
+  CheckResult r;
+  r.oracle = conv.masked_score ? "dense definition with masked scores = --masked-score"
+                               : "a1_dense_masked";
+  r.pattern = describe(pattern.spec);
+  r.shape = s;
+  r.conventions = conv.describe();
   Tensor<double> o4 = o;
   o4.shape = oracle.o.shape;
-  j["o"] = aligned(tensor_report(o4, oracle.o, o_tol, pattern, skip, "o", &p));
-  pass = pass && p;
   Tensor<double> lse3;
   if (lse != nullptr) {
     lse3 = *lse;
     lse3.shape = oracle.lse.shape;
-    j["lse"] = aligned(tensor_report(lse3, oracle.lse, lse_tol, pattern, skip, "lse", &p));
-    pass = pass && p;
   }
-  if (rule != nullptr) {  // the verdict is the reference-error rule's (contract §4.10)
+  if (rule == nullptr) {
+    r.o = tensor_report("o", o4, oracle.o, o_tol, pattern, skip);
+    if (lse != nullptr) r.lse = tensor_report("lse", lse3, oracle.lse, lse_tol, pattern, skip);
+  } else {  // the verdict is the reference-error rule's (contract §4.10)
     const BatchAttend naive_run = [&](const Tensor<double>& q, const Tensor<double>& k,
                                       const Tensor<double>& v, const Pattern& p) {
       return naive_low_precision(q, k, v, p, ctx.scale, rule->dtype);
     };
-    const AttentionResult naive = conv.padding_align_valid
+    const AttentionResult naive = conv.padding_align_valid  // contract §2.6
                                       ? attend_valid_aligned(*ctx.q, *ctx.k, *ctx.v, pattern, naive_run)
                                       : naive_run(*ctx.q, *ctx.k, *ctx.v, pattern);
-    nlohmann::json r = judge_reference_error(o4, oracle.o, naive.o, *rule, skip);
-    pass = r["pass"].get<bool>();
-    // Located against the rule's bound on the largest error: factor * naive max + floor.
-    auto relocate = [&](const char* name, const Tensor<double>& c, const Tensor<double>& ref,
-                        const nlohmann::json& verdict) {
-      const Tolerance bound{rule->factor * verdict["naive"]["max_abs_error"].get<double>() +
-                                rule->floor, 0.0};
-      bool unused = false;
-      nlohmann::json t = aligned(tensor_report(c, ref, bound, pattern, skip, name, &unused));
-      t["pass"] = verdict["pass"];
-      t["reference_error"] = verdict;
-      return t;
-    };
-    j["o"] = relocate("o", o4, oracle.o, r);
+    r.o = by_reference_error("o", o4, oracle.o, naive.o, *rule, pattern, skip);
     if (lse != nullptr) {
       Tensor<double> naive_lse = naive.lse;
       if (conv.lse_base2)
         for (double& x : naive_lse.data) x /= std::log(2.0);
-      r = judge_reference_error(lse3, oracle.lse, naive_lse, *rule, skip);
-      j["lse"] = relocate("lse", lse3, oracle.lse, r);
-      pass = pass && r["pass"].get<bool>();
+      r.lse = by_reference_error("lse", lse3, oracle.lse, naive_lse, *rule, pattern, skip);
     }
-    j["tolerance_rule"] = "reference-error";
+    r.tolerance_rule = "reference-error";
   }
+  // The reports locate against the spec's pattern; under --padding-align valid the worst
+  // row's keys are restated for its batch element's alignment (contract §2.6).
+  if (conv.padding_align_valid) restate_worst_rows(r, pattern);
+  r.pass = r.o.pass && (!r.lse || r.lse->pass);
   if (!skip.empty()) {
     int64_t n = 0;
     for (uint8_t x : skip) n += x;
-    j["rows_not_compared"] = n * s.num_heads;
+    r.rows_not_compared = n * s.num_heads;
   }
-  if (!pass && have_inputs && !ctx.compat) {
-    const ProbeInputs in{*ctx.q, *ctx.k, *ctx.v, pattern, ctx.scale, conv, o4, o_tol,
-                         lse ? &lse3 : nullptr, lse_tol, skip, oracle, ctx.raw_spec,
-                         ctx.probes};
-    const nlohmann::json probes = probe_causes(in);
-    j["probable_cause"] = probes["probable_cause"];
-    j["probes"] = probes["probes"];
-  } else if (!pass) {  // the probes re-run the normal oracle: not this one
-    j["probable_cause"] = "unknown: probes skipped";
-    j["probes"] = {{"tried", nlohmann::json::array()},
-                   {"skipped", ctx.compat ? "the probes re-run the normal oracle a1_dense_masked, "
-                                            "not the compatibility mode's (contract §3.12)"
-                                          : "the inputs q, k, v were not given"}};
+  if (!r.pass) {
+    const bool nothing = r.o.nothing_compared && (!r.lse || r.lse->nothing_compared);
+    if (nothing) {
+      r.probable_cause = kNothingCompared;
+      r.probes = {{"tried", nlohmann::json::array()}, {"skipped", "nothing was compared"}};
+    } else if (have_inputs && !ctx.compat) {
+      const ProbeInputs in{*ctx.q, *ctx.k, *ctx.v, pattern, ctx.scale, conv, o4, o_tol,
+                           lse ? &lse3 : nullptr, lse_tol, skip, oracle, ctx.raw_spec,
+                           ctx.probes};
+      const nlohmann::json probes = probe_causes(in);
+      r.probable_cause = probes["probable_cause"].get<std::string>();
+      r.probes = probes["probes"];
+    } else {  // the probes re-run the normal oracle: not this one
+      r.probable_cause = "unknown: probes skipped";
+      r.probes = {{"tried", nlohmann::json::array()},
+                  {"skipped", ctx.compat ? "the probes re-run the normal oracle a1_dense_masked, "
+                                           "not the compatibility mode's (contract §3.12)"
+                                         : "the inputs q, k, v were not given"}};
+    }
+    for (TensorReport* t : {&r.o, r.lse ? &*r.lse : nullptr})
+      if (t && !t->pass) t->probable_cause = t->nothing_compared ? kNothingCompared : r.probable_cause;
   }
   // On failure, which peer convention would explain it (not when the flags of that
   // convention were given: then there is nothing left to suggest).
-  if (ctx.hint && !j.at("o").at("pass").get<bool>()) {
-    const std::string hint = convention_hint(pattern, o4, oracle.o, o_tol, ctx.global_mask);
-    if (!hint.empty()) j["hint"] = hint;
-  }
-  j["pass"] = pass;
-  return j;
+  if (ctx.hint && !r.o.pass && !r.o.nothing_compared)
+    r.hint = convention_hint(pattern, o4, oracle.o, o_tol, ctx.global_mask);
+  return r;
 }
 
 nlohmann::json grad_impls_json() {
@@ -394,29 +315,53 @@ GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Ou
   return gout;
 }
 
-void check_gradients_against(nlohmann::json& j, const std::string& oracle,
-                             const std::vector<NamedGradientCandidate>& grads) {
-  j["gradient_oracle"] = oracle;
-  bool pass = j.at("pass").get<bool>();
+void check_gradients_against(CheckResult& r, const std::string& oracle,
+                             const std::vector<NamedGradientCandidate>& grads,
+                             const Pattern& pattern, const GradientInputs* inputs) {
+  require(r.tolerance_rule.empty(), "--tolerance-rule", r.tolerance_rule,
+          "judges o and lse only (its yardstick is a naive forward pass): with --dout, use "
+          "--tolerance-rule table (contract §4.10)");
+  r.gradient_oracle = oracle;
+  // b1's own tensors for the probes: dq, dk, dv (the probes re-run b1, contract §4.9).
+  std::array<const Tensor<double>*, 3> refs{}, cands{};
+  std::array<const TensorReport*, 3> reports{};
+  bool failed = false;
   for (const NamedGradientCandidate& c : grads) {
     if (c.candidate.x == nullptr) continue;
-    const CheckReport r = check_close(*c.candidate.x, *c.reference, c.candidate.tol);
-    nlohmann::json gj = nlohmann::json::parse(report_json(r, c.name, c.candidate.tol));
-    gj["worst_candidate"] = number_json(r.worst_candidate);  // "nan"/"inf", never null
-    gj["worst_reference"] = number_json(r.worst_reference);
-    gj["budget_used"] = number_json(r.budget_used);
-    gj["error_over_tolerance"] = number_json(r.budget_used);
-    // Where it fails: query rows for dq and dq_global, key rows for the others.
-    if (!r.pass)
-      locate_gradient_failures(gj, *c.candidate.x, *c.reference, c.candidate.tol,
-                               c.name.rfind("dq", 0) == 0 ? "query" : "key");
-    j[c.name] = gj;
-    pass = pass && r.pass;
+    // Query rows for dq and dq_global, key rows for the others.
+    const RowKind rows_are = c.name.rfind("dq", 0) == 0 ? RowKind::query : RowKind::key;
+    std::optional<TensorReport>* slot = r.gradient(c.name);
+    require(slot != nullptr, "gradient", c.name, "must be dq, dk, dv, dq_global, dk_global or dv_global");
+    *slot = tensor_report(c.name, *c.candidate.x, *c.reference, c.candidate.tol, pattern, {}, rows_are);
+    failed = failed || !(*slot)->pass;
+    static const char* const kOwn[3] = {"dq", "dk", "dv"};
+    for (int t = 0; t < 3; ++t)
+      if (c.name == kOwn[t]) refs[t] = c.reference, cands[t] = c.candidate.x, reports[t] = &**slot;
   }
-  j["pass"] = pass;
+  if (!failed) return;
+  r.pass = false;
+  GradientCause cause;
+  if (inputs != nullptr && oracle == "b1_dense_masked_grad") {
+    cause = gradient_cause(inputs->q, inputs->k, inputs->v, inputs->dout, pattern, inputs->scale,
+                           refs, reports, cands, inputs->options);
+  } else {  // the gradient probes re-run b1: not this definition
+    cause.probable_cause = "unknown: gradient probes skipped";
+    cause.probes = {{"tried", nlohmann::json::array()},
+                    {"skipped", inputs == nullptr ? "the inputs q, k, v, dout were not given"
+                                                  : "the gradient probes re-run b1_dense_masked_grad, "
+                                                    "not " + oracle + " (contract §7.4-§7.6)"}};
+  }
+  for (TensorReport* t : r.tensors_mutable())
+    if (t->tensor.rfind("d", 0) == 0 && !t->pass) t->probable_cause = cause.probable_cause;
+  if (r.probable_cause.empty()) {  // o and lse pass: the gradients' cause is the report's
+    r.probable_cause = cause.probable_cause;
+    r.probes = cause.probes;
+  } else if (r.probes.is_object()) {
+    r.probes["gradient"] = cause.probes;
+  }
 }
 
-void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
+void check_gradients_against_oracle(CheckResult& r, const Tensor<double>& q,
                                     const Tensor<double>& k, const Tensor<double>& v,
                                     const Pattern& pattern, const double* scale,
                                     const Tensor<double>& dout, const GradientCandidate& dq,
@@ -429,8 +374,11 @@ void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
   const GradientResult g = conv.padding_align_valid  // contract §2.6: per batch element
                                ? grad_valid_aligned(q, k, v, dout, pattern, b1)
                                : b1(q, k, v, dout, pattern);
-  check_gradients_against(j, "b1_dense_masked_grad",
-                          {{"dq", &g.dq, dq}, {"dk", &g.dk, dk}, {"dv", &g.dv, dv}});
+  const GradientInputs inputs{q, k, v, dout, scale};
+  check_gradients_against(r, "b1_dense_masked_grad",
+                          {{"dq", &g.dq, dq}, {"dk", &g.dk, dk}, {"dv", &g.dv, dv}}, pattern,
+                          &inputs);
+  if (conv.padding_align_valid) restate_worst_rows(r, pattern);
 }
 
 ReferenceGradients reference_gradients(const AttentionInputs& in, const double* scale,

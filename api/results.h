@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/check_result.h"
 #include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/probes.h"
@@ -38,11 +39,13 @@ nlohmann::json impls_json();
 const Kernel& serving_kernel(const std::string& name, const Pattern& pattern);
 
 // What a tiled kernel does with the layout: tile_pairs, tiled_flops, partial_tile_waste,
-// bytes_min, bytes_tiled, layout_bytes (key padding ignored, like the counts).
+// bytes_min, bytes_tiled, layout_bytes (key padding ignored, like the counts):
+// tile_cost_json(tile_cost(...)) of api/info_result.h.
 nlohmann::json tile_json(const Pattern& pattern, int64_t head_dim);
 
 // `info --json`: nnz, density, keys per row, tiles, random draws and FLOPs (4 · nnz ·
-// head_dim per batch element, the FlashAttention paper's count) of a materialized pattern.
+// head_dim per batch element, the FlashAttention paper's count) of a materialized pattern:
+// info_json(info_result(...)) of api/info_result.h, which also writes `info`'s text.
 nlohmann::json info_json(const Pattern& pattern, int64_t head_dim);
 
 // `mask`: the allowed mask [batch, num_heads, seq_len_q, seq_len_k], 1 = may attend:
@@ -61,21 +64,22 @@ void require_candidate_shape(const Shape& got, const Shape& want, const std::str
 
 // `check`: runs the oracle a1_dense_masked (convention_oracle under `conv`) on q/k/v
 // (already rank 4, bhsd) and judges o (and lse when given, in the base `conv` names) with
-// core/check.h's checker. Returns the JSON object the CLI prints: oracle, pattern, shape,
-// conventions, o (and lse) reports located per (batch, head) and row (api/check_report.h,
-// contract §4.9), pass; on failure probable_cause and probes. With --padded-queries any,
-// padded query rows are not compared. With `rule` (contract §4.10) each tensor's verdict
-// is judge_reference_error's ("reference_error" in its report) instead of the fixed table's. `raw_spec`: the pattern as given, before its
-// parameters were canonicalized for these sizes (the layout probe re-sizes it). o is bhsd here (the caller transposes a bshd file).
-// `probes`: how the cause probes run (api/probes.h).
-nlohmann::json check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
-                                    const Tensor<double>& v, const Pattern& pattern,
-                                    const double* scale, const Tensor<double>& o,
-                                    Tolerance o_tol, const Tensor<double>* lse,
-                                    Tolerance lse_tol, const Conventions& conv = {},
-                                    const PatternSpec* raw_spec = nullptr,
-                                    const ToleranceRule* rule = nullptr,
-                                    const ProbeOptions& probes = {});
+// core/check.h's checker. Returns the report (api/check_result.h; api/check_render.h writes
+// it as the JSON the CLI prints and as text): oracle, pattern, shape, conventions, o (and
+// lse) reports located per (batch, head) and row (contract §4.9), pass; on failure
+// probable_cause and probes. With --padded-queries any, padded query rows are not compared;
+// a tensor with nothing left to compare fails. With `rule` (contract §4.10) each tensor's
+// verdict is judge_reference_error's (reference_error in its report) instead of the fixed
+// table's. `raw_spec`: the pattern as given, before its parameters were canonicalized for
+// these sizes (the layout probe re-sizes it). o is bhsd here (the caller transposes a bshd
+// file). `probes`: how the cause probes run (api/probes.h).
+CheckResult check_against_oracle(const Tensor<double>& q, const Tensor<double>& k,
+                                 const Tensor<double>& v, const Pattern& pattern,
+                                 const double* scale, const Tensor<double>& o, Tolerance o_tol,
+                                 const Tensor<double>* lse, Tolerance lse_tol,
+                                 const Conventions& conv = {}, const PatternSpec* raw_spec = nullptr,
+                                 const ToleranceRule* rule = nullptr,
+                                 const ProbeOptions& probes = {});
 
 // What check_against's explaining report needs besides the oracle. q/k/v/scale: the inputs
 // (bhsd) the cause probes and the reference-error rule re-run; null: the probes are
@@ -98,13 +102,12 @@ struct CheckContext {
 };
 
 // `check` against `oracle` (convention_oracle's, or a compatibility mode's float64
-// definition, contract §3.12): the JSON of check_against_oracle (which wraps this), with
-// the report fields of api/check_report.h, probes and hint as `ctx` allows. `oracle`, o and
-// lse are bhsd. Throws InvalidArgument("--q, --k, --v") where the oracle is not finite.
-nlohmann::json check_against(const AttentionResult& oracle, const Pattern& pattern,
-                             const AttentionShape& shape, const Tensor<double>& o,
-                             Tolerance o_tol, const Tensor<double>* lse, Tolerance lse_tol,
-                             const CheckContext& ctx = {});
+// definition, contract §3.12): the report of check_against_oracle (which wraps this), with
+// probes and hint as `ctx` allows. `oracle`, o and lse are bhsd. Throws
+// InvalidArgument("--q, --k, --v") where the oracle is not finite.
+CheckResult check_against(const AttentionResult& oracle, const Pattern& pattern,
+                          const AttentionShape& shape, const Tensor<double>& o, Tolerance o_tol,
+                          const Tensor<double>* lse, Tolerance lse_tol, const CheckContext& ctx = {});
 // `impls --backward --json`: one object per backward registry entry (name, target, dtype,
 // forward, patterns, reference, atol, rtol, summary), in ladder order (docs/backward.md).
 nlohmann::json grad_impls_json();
@@ -130,17 +133,14 @@ GradOutput run_backward(const GradKernel& grad, const Problem& problem, const Ou
                         Tensor<double> dout, const std::string& impl);
 
 // `check --dout`: judges candidate gradients against the gradient oracle
-// b1_dense_masked_grad on q/k/v/dout (rank 4, dout from checked_dout) with core/check.h's
-// checker. Each non-null candidate (already shape-checked) is reported under its name
-// ("dq", "dk", "dv") with the fields of "o"; adds "gradient_oracle" and ANDs the verdicts
-// into j["pass"] (j is check_against_oracle's object). With conv.padding_align_valid the
-// oracle runs per batch element on its aligned pattern (contract §2.6); the other
-// conventions do not change gradients.
+// b1_dense_masked_grad on q/k/v/dout (rank 4, dout from checked_dout): check_gradients_against
+// with b1's gradients and the probes' inputs. With conv.padding_align_valid the oracle runs
+// per batch element on its aligned pattern (contract §2.6).
 struct GradientCandidate {
   const Tensor<double>* x = nullptr;  // nullptr: not checked
   Tolerance tol{};
 };
-void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
+void check_gradients_against_oracle(CheckResult& r, const Tensor<double>& q,
                                     const Tensor<double>& k, const Tensor<double>& v,
                                     const Pattern& pattern, const double* scale,
                                     const Tensor<double>& dout, const GradientCandidate& dq,
@@ -148,16 +148,30 @@ void check_gradients_against_oracle(nlohmann::json& j, const Tensor<double>& q,
                                     const Conventions& conv = {});
 
 // `check --dout` against given reference gradients: each candidate with a tensor (already
-// shape-checked, bhsd) is judged against its reference with core/check.h's checker and
-// reported under its name ("dq", ..., "dq_global", ...) with the fields of "dq"; sets
-// j["gradient_oracle"] = oracle and ANDs the verdicts into j["pass"].
+// shape-checked, bhsd) is judged against its reference with core/check.h's checker and gets
+// a report with the fields of o's (r.dq, ..., r.dq_global, ...; dq's and dq_global's rows are
+// query rows, the others' key rows; `pattern` gives the worst row's allowed keys or
+// queries). Sets r.gradient_oracle = oracle and ANDs the verdicts into r.pass (r is
+// check_against's). A failing gradient gets a probable cause from the gradient probes
+// (api/gradient_probes.h) when `oracle` is b1_dense_masked_grad and `inputs` are given, else
+// "unknown: gradient probes skipped". Throws InvalidArgument("--tolerance-rule") when r was
+// judged by the reference-error rule, which judges o and lse only (contract §4.10).
 struct NamedGradientCandidate {
   std::string name;
   const Tensor<double>* reference = nullptr;
   GradientCandidate candidate;
 };
-void check_gradients_against(nlohmann::json& j, const std::string& oracle,
-                             const std::vector<NamedGradientCandidate>& grads);
+struct GradientInputs {  // what the gradient probes re-run b1 on (bhsd)
+  const Tensor<double>& q;
+  const Tensor<double>& k;
+  const Tensor<double>& v;
+  const Tensor<double>& dout;
+  const double* scale;
+  ProbeOptions options{};  // never: no gradient probe; always: no size limit
+};
+void check_gradients_against(CheckResult& r, const std::string& oracle,
+                             const std::vector<NamedGradientCandidate>& grads,
+                             const Pattern& pattern, const GradientInputs* inputs = nullptr);
 
 // The float64 gradient definition of a call's conventions (contract §7): b1_dense_masked_grad
 // by default (§7.1); masked_score_grad under a finite masked score (§7.6); with `compat`

@@ -10,7 +10,8 @@
 // mismatch fails).
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 #include "reference/attention.h"
@@ -36,11 +37,24 @@ AttentionResult naive_low_precision(const Tensor<double>& q, const Tensor<double
                                     const Tensor<double>& v, const Pattern& pattern,
                                     const double* scale, LowDtype dtype);
 
+// A tensor's verdict under the rule: the candidate's and the naive run's max and mean
+// |x - oracle| over the compared elements (+inf for the candidate's max when a non-finite
+// value mismatches), and pass.
+struct ReferenceErrorVerdict {
+  LowDtype naive_dtype = LowDtype::float32;
+  double factor = 2.0, floor = 1e-6;
+  double candidate_max = 0.0, candidate_mean = 0.0;
+  double naive_max = 0.0, naive_mean = 0.0;
+  bool pass = false;
+  // The bound on a single element's error the failing rows are located against:
+  // factor * naive_max + floor.
+  double bound() const { return factor * naive_max + floor; }
+};
+
 // Judges `cand` against `oracle` with the naive result as yardstick; `skip` as in
-// locate_failures ([B * Lq] rows not compared; empty: none). Returns {rule, factor, floor,
-// naive_dtype, candidate: {max_abs_error, mean_abs_error}, naive: {...}, pass}.
-nlohmann::json judge_reference_error(const Tensor<double>& cand, const Tensor<double>& oracle,
-                                     const Tensor<double>& naive, const ToleranceRule& rule,
-                                     const std::vector<uint8_t>& skip);
+// tensor_report (api/check_report.h: [B * Lq] rows not compared; empty: none).
+ReferenceErrorVerdict judge_reference_error(const Tensor<double>& cand, const Tensor<double>& oracle,
+                                            const Tensor<double>& naive, const ToleranceRule& rule,
+                                            const std::vector<uint8_t>& skip);
 
 }  // namespace sparseattn::api

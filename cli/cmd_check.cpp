@@ -22,8 +22,11 @@
 // A failing report locates and explains (contract §4.9): failing rows per (batch, head),
 // the worst row against its allowed keys, non-finite values as strings, probable_cause
 // from re-running the oracle's rows under the usual mistakes (api/probes.h; --probes,
-// --probe-budget); --format text prints a summary. A shape error that a convention explains
-// (a forgotten --layout bshd, grouped-query attention) says so (api/shape_hint.h).
+// --probe-budget; failing gradients: api/gradient_probes.h); --format text prints a summary
+// (api/check_render.h, the same text as Python's CheckReport.summary()). A tensor of which
+// nothing is compared (every row skipped) fails. --tolerance-rule reference-error judges o
+// and lse only and is refused with --dout. A shape error that a convention explains (a
+// forgotten --layout bshd, grouped-query attention) says so (api/shape_hint.h).
 // Convention flags (contract §1.6): --layout, --lse-base, --padded-queries,
 // --key-padding-polarity, --causal-align, --masked-score, --padding-align (§2.6). --tolerance-rule
 // reference-error --factor F judges against a naive low-precision run (contract §4.10).
@@ -36,7 +39,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
-#include "api/check_report.h"
+#include "api/check_render.h"
 #include "cli/commands.h"
 #include "api/compat_flags.h"
 #include "api/conventions.h"
@@ -120,6 +123,9 @@ void run_check(const CheckArgs& a) {
   const bool compat = compat_requested(a.compat);
   require(!compat || !by_reference, "--tolerance-rule", a.tolerance_rule,
           "must be table under the compatibility flags (the naive run is the normal pattern's)");
+  require(!by_reference || a.dout.empty(), "--tolerance-rule", a.tolerance_rule,
+          "judges o and lse only (its yardstick is a naive forward pass): with --dout, use "
+          "--tolerance-rule table (contract §4.10)");
   require(!compat || !conv.masked_score, "--masked-score", a.conventions.masked_score,
           "must be -inf under the compatibility flags (their definitions remove masked keys)");
   require(!compat || !conv.padding_align_valid, "--padding-align", a.conventions.padding_align,
@@ -249,11 +255,11 @@ void run_check(const CheckArgs& a) {
   } else {
     oracle = convention_oracle(in.q, in.k, in.v, in.pattern, scale_ptr, conv);
   }
-  nlohmann::json j = check_against(oracle, in.pattern, in.shape, o, o_tol,
-                                   a.candidate_lse.empty() ? nullptr : &lse, lse_tol, ctx);
-  if (!a.compat.compat.empty()) j["compat"] = a.compat.compat;
-  if (!a.compat.global_mask.empty()) j["global_mask"] = a.compat.global_mask;
-  if (!a.compat.q_global.empty()) j["global_projections"] = true;
+  CheckResult r = check_against(oracle, in.pattern, in.shape, o, o_tol,
+                                a.candidate_lse.empty() ? nullptr : &lse, lse_tol, ctx);
+  r.compat = a.compat.compat;
+  r.global_mask = a.compat.global_mask;
+  r.global_projections = !a.compat.q_global.empty();
   if (backward) {  // the gradient definition of these conventions (contract §7)
     const ReferenceGradients ref =
         reference_gradients(in, scale_ptr, conv, compat ? &request : nullptr, dout);
@@ -263,14 +269,19 @@ void run_check(const CheckArgs& a) {
     for (size_t t = 0; t < grads.size(); ++t)
       named.push_back({grads[t].name, refs[t],
                        {grads[t].path.empty() ? nullptr : &grads[t].x, grads[t].tol}});
-    check_gradients_against(j, ref.oracle, named);
+    const GradientInputs probe_inputs{in.q, in.k, in.v, dout, scale_ptr, probe_options};
+    // The gradient probes re-run b1 on the spec's pattern: not under --padding-align valid
+    // (contract §2.6), where the worst rows are restated for each batch element instead.
+    check_gradients_against(r, ref.oracle, named, in.pattern,
+                            conv.padding_align_valid ? nullptr : &probe_inputs);
+    if (conv.padding_align_valid) restate_worst_rows(r, in.pattern);
   }
-  const bool pass = j.at("pass").get<bool>();
+  const bool pass = r.pass;
   if (a.format == "text") {
-    std::cout << check_summary_text(j);
+    std::cout << check_text(r);
   } else {
-    std::cout << j.dump(2) << "\n";
-    if (!pass) std::cerr << check_summary_text(j);  // the human summary of a failure
+    std::cout << check_json(r).dump(2) << "\n";
+    if (!pass) std::cerr << check_text(r);  // the human summary of a failure
   }
   exit_code_ref() = pass ? 0 : 1;
 }
@@ -320,7 +331,8 @@ void register_check(CLI::App& app) {
   cmd->add_option("--tolerance-rule", args->tolerance_rule,
                   "table (default): atol + rtol*|ref| by the candidate's dtype (docs/numerics.md); "
                   "reference-error: pass when the candidate's max and mean error are at most "
-                  "--factor times a naive implementation's in --naive-dtype, plus --floor");
+                  "--factor times a naive implementation's in --naive-dtype, plus --floor (o and "
+                  "lse only: refused with --dout)");
   cmd->add_option("--factor", args->factor, "F for --tolerance-rule reference-error, >= 1; default 2");
   cmd->add_option("--floor", args->floor,
                   "absolute error floor for --tolerance-rule reference-error, >= 0; default 1e-6");

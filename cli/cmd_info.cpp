@@ -10,6 +10,7 @@
 // could not be made, and FLOPs (4 * nnz * head_dim per batch element, the FlashAttention
 // paper's count) against dense attention's 4 * H * N * M * head_dim. Parameters beyond the
 // sequence are shown as materialize() canonicalized them, each change on a "clamped" line.
+// The numbers and both renderings (text, --json) are api/info_result.h's.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "api/info_result.h"
 #include "cli/presets.h"
 #include "api/inputs.h"
 #include "api/results.h"
@@ -45,49 +47,14 @@ struct InfoArgs {
 void run_info(const InfoArgs& a, nlohmann::json* rows = nullptr) {
   require(a.head_dim >= 1, "--head-dim", a.head_dim, "must be an integer >= 1");
   const PatternSizes sizes = to_sizes(a.sizes, a.pattern);
-  const Pattern pattern = build_pattern(a.pattern, sizes);
-  const PatternStats st = pattern_stats(pattern);
-  const double flops = attention_flops(st, a.head_dim, a.head_dim);
-  PatternStats dense = st;
-  dense.nnz = st.dense_pairs;
-  const double dense_flops = attention_flops(dense, a.head_dim, a.head_dim);
-  const int64_t random_draws = pattern.random_draws.numel();
-
-  if (a.json) {
-    const nlohmann::json j = info_json(pattern, a.head_dim);  // tile_json's fields included
-    if (rows) rows->push_back(j);
-    else std::cout << j.dump(2) << "\n";
+  const InfoResult r = info_result(build_pattern(a.pattern, sizes), a.head_dim);
+  if (!a.json) {
+    std::cout << info_text(r);
     return;
   }
-  std::cout << fmt::format("pattern       {}\n", describe(pattern.spec))
-            << fmt::format("sizes         num_heads {}, seq_len_q {}, seq_len_k {}, head_dim {}\n",
-                           sizes.num_heads, sizes.seq_len_q, sizes.seq_len_k, a.head_dim)
-            << fmt::format("nnz           {} allowed (head, query, key) triples of {}\n", st.nnz,
-                           st.dense_pairs)
-            << fmt::format("density       {:.6f}\n", st.density)
-            << fmt::format("keys per row  min {}, mean {:.2f}, max {}\n", st.row_min,
-                           st.row_mean, st.row_max)
-            << fmt::format("empty rows    {} (o = 0, lse = -inf)\n", st.empty_rows)
-            << fmt::format("tiles         {} listed: {} full, {} partial\n", st.num_tiles,
-                           st.full_tiles, st.num_tiles - st.full_tiles)
-            << fmt::format("random draws  {} made, {} short (fewer candidates than asked)\n",
-                           random_draws - pattern.random_shortfall, pattern.random_shortfall)
-            << fmt::format("FLOPs         {:.4g} per batch element vs dense {:.4g} ({:.4f} of dense)\n",
-                           flops, dense_flops, dense_flops > 0 ? flops / dense_flops : 0.0);
-  // contract §3: parameters beyond the sequence mean their clamped value; say which.
-  for (const std::string& c : pattern.clamped)
-    std::cout << fmt::format("clamped       {} (beyond the sequence: the same pattern)\n", c);
-  if (pattern.has_key_padding())
-    std::cout << "note          counts ignore --key-padding-mask (it varies per batch element)\n";
-  const nlohmann::json t = tile_json(pattern, a.head_dim);
-  std::cout << fmt::format("tiled FLOPs   {:.4g}: every pair of every listed tile ({:.1f}% spent on "
-                           "masked pairs of partial tiles)\n",
-                           t["tiled_flops"].get<double>(), 100 * t["partial_tile_waste"].get<double>())
-            << fmt::format("bytes         {:.4g} moved by a tiled float32 kernel (k, v once per listed "
-                           "tile); {:.4g} with every tensor once\n",
-                           t["bytes_tiled"].get<double>(), t["bytes_min"].get<double>())
-            << fmt::format("layout        {} bytes (row_ptr, col, tile masks; shared heads once)\n",
-                           t["layout_bytes"].get<int64_t>());
+  const nlohmann::json j = info_json(r);  // tile_cost's fields included
+  if (rows) rows->push_back(j);
+  else std::cout << j.dump(2) << "\n";
 }
 
 // --seq-len N, or a sweep (A:B, A,B,C): one table row, or with --json one object of a JSON

@@ -35,6 +35,7 @@
 #include "api/inputs.h"
 #include "api/results.h"
 #include "api/pattern_file.h"
+#include "api/reach_text.h"
 #include "api/seq_range.h"
 #include "core/error.h"
 #include "graph/measures.h"
@@ -135,79 +136,12 @@ void run_reach_one(const ReachArgs& a, const SizeFlags& size_flags) {
   request.level = choice;
   if (a.from_flag->count()) request.path = std::make_pair(a.from, a.to);
   const ReachResult r = compute_reach(stack, request);
-  const graph::ReachSummary& s = r.summary;
-  const std::vector<double>& fraction = r.connected_fraction;
-  const auto& depth = r.mixing_depth;
-  const auto& diam = r.diameter;
-  const auto& mean = r.mean_shortest_path;
-  const auto& gap = r.gap;
-  const std::string& gap_note = r.gap_note;
-  const std::vector<int64_t>& path = r.path;
-  const std::vector<double>& evenness = r.evenness;
-  const bool rollout_ok = r.rollout_ok;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  if (a.json) {
+  if (a.json)
     std::cout << reach_json(r, request).dump(2) << "\n";
-    return;
-  }
-
-  std::cout << fmt::format("reach         seq_len {}, {} layer(s), level {}{}\n", n,
-                           stack.num_layers(), graph::level_name(s.level),
-                           s.level == graph::Level::block
-                               ? " (every tile full: exact on the block graph)"
-                               : " (exact)");
-  for (int64_t first = 0, l = 1; l <= stack.num_layers(); ++l) {
-    if (l < stack.num_layers() && stack.same_as_previous(l)) continue;  // a run of equal layers
-    std::cout << fmt::format("layers {:<6} {}, {} head(s)\n", fmt::format("{}-{}", first + 1, l),
-                             describe(stack.layer(first).spec), stack.layer(first).sizes.num_heads);
-    first = l;
-  }
-  std::cout << fmt::format("\n{:>6}  {:>18}", "layer", "connected fraction");
-  if (a.token >= 0)
-    std::cout << fmt::format("  {:>10}  {:>8}  {:>16}", fmt::format("cover({})", a.token), "span",
-                             "rollout evenness");
-  std::cout << "\n";
-  const int64_t rows = static_cast<int64_t>(fraction.size());
-  for (int64_t L = 1; L <= rows; ++L) {
-    // Long saturation tails (a window ring takes n/w layers): the stack, then every
-    // power of two, then the last.
-    const bool shown = L <= std::max<int64_t>(stack.num_layers(), 16) || (L & (L - 1)) == 0 || L == rows;
-    if (!shown) continue;
-    std::cout << fmt::format("{:>6}  {:>18.6f}", L, fraction[L - 1]);
-    if (a.token >= 0 && L <= stack.num_layers())
-      std::cout << fmt::format("  {:>10}  {:>8}  {:>16}", s.coverage[L - 1], s.span[L - 1],
-                               rollout_ok ? fmt::format("{:.4f}", evenness[L - 1]) : "n/a");
-    std::cout << (L > stack.num_layers() ? "   (last layer repeated)\n" : "\n");
-  }
-  std::cout << fmt::format("\nmixing depth        {}\n", text_or(depth, "never (some pairs never connect)"))
-            << fmt::format("diameter            {}\n", text_or(diam, "none (disconnected)"))
-            << fmt::format("mean shortest path  {}\n",
-                           mean ? fmt::format("{:.4f} hops (connected pairs, i != j)", *mean) : "none")
-            << fmt::format("never connected     {} of {} ordered pairs\n", s.never, n * n)
-            << "spectral gap        "
-            << (gap ? fmt::format("{:.4g} (layer 1; 1 - |lambda2| = 1 - {:.4g}; {}{})\n", gap->gap,
-                                  gap->lambda2_modulus, gap->method,
-                                  gap->block_level ? ", block graph" : "")
-                    : "unknown (" + gap_note + ")\n");
-  std::cout << "hop distances       ";
-  for (size_t d = 0; d < s.hops.size(); ++d) {
-    if (s.hops.size() > 24 && d >= 12 && d + 12 < s.hops.size()) {
-      if (d == 12) std::cout << "... ";
-      continue;
-    }
-    std::cout << fmt::format("{}:{} ", d, s.hops[d]);
-  }
-  std::cout << "\n";
-  if (a.from_flag->count()) {
-    std::cout << fmt::format("path {} -> {}      ", a.from, a.to);
-    if (path.empty()) std::cout << "none (never connected)";
-    for (size_t k = 0; k < path.size(); ++k) std::cout << (k ? " -> " : "") << path[k];
-    if (!path.empty()) std::cout << fmt::format("   ({} hop(s))", path.size() - 1);
-    std::cout << "\n";
-  }
-  std::cout << fmt::format("time                {:.2f} s\n", seconds);
+  else
+    std::cout << reach_text(r, request, stack, seconds);  // api/reach_text.h
 }
 
 // `--seq-len A:B`: mixing depth, diameter, mean shortest path and spectral gap per n, as a

@@ -99,8 +99,11 @@ void plot_heatmap(const JobResult& job, const JobOptions& options, const std::st
         shade.emplace_back(j, i, 255, 255, 255, hl.allowed(i, j) ? 0 : 140);
       }
     const PatternResult& r = job.results.at(layer_index * P + p);
-    gp << fmt::format("set title '{} (mass kept, this head: {:.3f})'\n",
-                      options.patterns[p].label, r.mass_kept.at(static_cast<size_t>(head)));
+    // The mass kept is the head's mean over all seq_len queries and keys, not over the
+    // T x T corner drawn: say so in the title.
+    gp << fmt::format("set title '{} (mass kept, this head, all {} tokens: {:.3f})'\n",
+                      options.patterns[p].label, job.data.seq_len,
+                      r.mass_kept.at(static_cast<size_t>(head)));
     gp << "plot '-' using 1:2:3 with image, '-' using 1:2:3:4:5:6 with rgbalpha\n";
     gp.send1d(image);
     gp.send1d(shade);

@@ -46,7 +46,57 @@ def check(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray
           dout: Optional[np.ndarray], grads: List[Optional[np.ndarray]],
           grad_dtypes: List[str], compat: str, global_mask: Optional[np.ndarray],
           projections: List[np.ndarray], layout: str, probes: str,
-          probe_budget: float) -> Dict[str, Any]: ...
+          probe_budget: float) -> CheckResult: ...
+
+# check's report (api/check_result.h; python/src/report_bindings.cpp), read-only. json()
+# and text() are the one renderer's (api/check_render.h): the CLI's JSON and --format text.
+class TensorReport:
+    tensor: str
+    rows_are: str
+    passed: bool
+    nothing_compared: bool
+    reason: str
+    num_elements: int
+    num_compared: int
+    num_nonfinite: int
+    num_mismatched: int
+    max_abs_error: float
+    max_rel_error: float
+    max_abs_error_finite: float
+    max_rel_error_finite: float
+    worst_index: Tuple[int, ...]
+    worst_candidate: float
+    worst_reference: float
+    error_over_tolerance: float
+    atol: float
+    rtol: float
+    rows_truncated: int
+    probable_cause: str
+    def json(self) -> str: ...
+    def line(self) -> str: ...
+
+class CheckResult:
+    passed: bool
+    oracle: str
+    pattern: str
+    conventions: str
+    o: TensorReport
+    lse: Optional[TensorReport]
+    dq: Optional[TensorReport]
+    dk: Optional[TensorReport]
+    dv: Optional[TensorReport]
+    dq_global: Optional[TensorReport]
+    dk_global: Optional[TensorReport]
+    dv_global: Optional[TensorReport]
+    compat: str
+    global_projections: bool
+    gradient_oracle: str
+    tolerance_rule: str
+    rows_not_compared: int
+    probable_cause: str
+    hint: str
+    def json(self) -> str: ...
+    def text(self) -> str: ...
 def performer_favor(q: np.ndarray, k: np.ndarray, v: np.ndarray, num_features: int,
                     seed: int, orthogonal: bool,
                     scale: Optional[float]) -> Tuple[np.ndarray, np.ndarray]: ...

@@ -6,9 +6,7 @@ leading dimensions mean 1 (rank 2 or 3 inputs), and outputs keep q's leading dim
 """
 from __future__ import annotations
 
-import math
 import warnings
-from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
@@ -16,6 +14,7 @@ import numpy as np
 from . import _arrays
 from . import _sparseattn as _C
 from .pattern import Pattern
+from .report import CheckReport, TensorReport  # noqa: F401 (re-exported)
 
 
 def _pattern(pattern: Any) -> Pattern:
@@ -391,279 +390,6 @@ def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: i
     return Timing(np.asarray(seconds, dtype=np.float64), o, lse)
 
 
-@dataclass(frozen=True)
-class TensorReport:
-    """The checker's verdict on one tensor (core/check.h; the ``o``, ``lse``, ``dq``,
-    ``dk``, ``dv`` objects of ``sparseattn check``). ``passed`` is the JSON's ``pass``."""
-
-    tensor: str
-    passed: bool
-    reason: str
-    num_elements: int
-    num_nonfinite: int
-    num_mismatched: int
-    max_abs_error: float
-    max_rel_error: float
-    worst_index: Tuple[int, ...]
-    worst_candidate: Optional[float]
-    worst_reference: Optional[float]
-    budget_used: Optional[float]
-    atol: float
-    rtol: float
-    # Where it fails (contract §4.9): element mismatches per "batch,head", failing query
-    # rows per "batch,head" as ranges ("1-32,40"), the worst row in full (expected and
-    # candidate first elements, allowed_keys, fully_masked, padded_query), the first
-    # NaN/Inf where the oracle is finite, and the worst error over its tolerance.
-    mismatches: Dict[str, int] = field(default_factory=dict)
-    rows: Dict[str, str] = field(default_factory=dict)
-    worst_row: Optional[Dict[str, Any]] = None
-    first_nonfinite: Optional[Dict[str, Any]] = None
-    error_over_tolerance: Optional[float] = None
-    error_over_tolerance_means: str = ""
-    rows_truncated: Optional[str] = None
-    # A gradient's failing rows: "query" (dq, dq_global) or "key" rows (dk, dv, ...).
-    rows_are: str = ""
-    # The keys of the JSON object it was read from: to_dict() writes back those (a gradient
-    # report carries core/check.h's fields, not the location fields).
-    keys: Tuple[str, ...] = field(default=(), repr=False, compare=False)
-
-    _NUMBERS = ("worst_candidate", "worst_reference", "budget_used", "error_over_tolerance")
-
-    @staticmethod
-    def _from(d: Dict[str, Any]) -> "TensorReport":
-        d = dict(d)
-        d["passed"] = d.pop("pass")
-        d["worst_index"] = tuple(d["worst_index"])
-        for key in TensorReport._NUMBERS:  # "nan", "inf", "-inf" in the JSON
-            if isinstance(d.get(key), str):
-                d[key] = float(d[key])
-        known = {f.name for f in fields(TensorReport)} - {"keys"}
-        d["keys"] = tuple(k for k in d if k != "passed") + ("pass",)
-        return TensorReport(**{k: val for k, val in d.items() if k in known or k == "keys"})
-
-    def to_dict(self) -> Dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "keys"}
-        d["pass"] = d.pop("passed")
-        d["worst_index"] = list(self.worst_index)
-        for key in self._NUMBERS:
-            x = d.get(key)
-            if isinstance(x, float) and not math.isfinite(x):
-                d[key] = "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
-        for key in ("worst_row", "first_nonfinite", "rows_truncated", "error_over_tolerance"):
-            if d.get(key) is None:
-                d.pop(key, None)
-        if self.keys:
-            d = {k: val for k, val in d.items() if k in self.keys}
-        return d
-
-    def line(self) -> str:
-        """One line in the manner of ``torch.testing.assert_close``."""
-        tol = f"atol {self.atol:g}, rtol {self.rtol:g}"
-        if self.passed:
-            used = "" if self.budget_used is None else f", {self.budget_used:.3g} of the budget"
-            return (f"{self.tensor}: ok ({self.num_elements} elements, greatest absolute "
-                    f"difference {self.max_abs_error:.3g}{used}; {tol})")
-        share = 100.0 * self.num_mismatched / max(self.num_elements, 1)
-        where = ""
-        if self.worst_index:
-            where = (f" at index {self.worst_index} (candidate {self.worst_candidate}, "
-                     f"oracle {self.worst_reference})")
-        nonfinite = (f"; {self.num_nonfinite} non-finite where the oracle is finite"
-                     if self.num_nonfinite else "")
-        # core/check.h's max_abs_error and max_rel_error range over the elements where both
-        # values are finite, while its worst element is the one of largest budget use: a
-        # NaN or an unmatched infinity. Then the greatest difference is that element's own
-        # (nan or inf), and the finite-only maxima are named as such.
-        greatest_abs, greatest_rel, finite_only = self.max_abs_error, self.max_rel_error, ""
-        c, r = self.worst_candidate, self.worst_reference
-        if c is not None and r is not None and c != r and not (math.isfinite(c)
-                                                               and math.isfinite(r)):
-            greatest_abs = abs(c - r)  # nan for a NaN, inf for an unmatched infinity
-            greatest_rel = greatest_abs / abs(r) if r != 0 and math.isfinite(r) else greatest_abs
-            finite_only = (f" (over the elements where both are finite: absolute "
-                           f"{self.max_abs_error:.6g}, relative {self.max_rel_error:.6g})")
-        budget = ""
-        if self.budget_used is not None:
-            budget = (f" ({self.budget_used:.3g}x the budget)" if math.isfinite(self.budget_used)
-                      else " (a non-finite mismatch: no budget covers it)")
-        return (f"{self.tensor}: mismatched elements {self.num_mismatched} / "
-                f"{self.num_elements} ({share:.1f}%){nonfinite}; greatest absolute "
-                f"difference {greatest_abs:.6g}{where}; greatest relative difference "
-                f"{greatest_rel:.6g}{finite_only}; allowed {tol}{budget}"
-                + (f". {self.reason}" if self.reason else ""))
-
-
-@dataclass(frozen=True)
-class CheckReport:
-    """``sparseattn check``'s JSON as attributes (``passed`` is the JSON's ``pass``).
-
-    Attributes
-    ----------
-    oracle : str
-        ``"a1_dense_masked"``, the float64 oracle (contract §4).
-    pattern : str
-        The pattern's description.
-    shape : dict
-        batch, num_heads, seq_len_q, seq_len_k, head_dim, head_dim_v.
-    o : TensorReport
-    lse : TensorReport or None
-        Present when a candidate lse was given.
-    passed : bool
-        Every checked tensor within ``atol + rtol * |oracle|``, element by element.
-    gradient_oracle : str or None
-        ``"b1_dense_masked_grad"``, the float64 gradient oracle (contract §7.3), when
-        ``dout`` was given.
-    dq, dk, dv : TensorReport or None
-        Present when that candidate gradient was given (with ``dout``).
-    dq_global, dk_global, dv_global : TensorReport or None
-        The global projections' gradients, when given (contract §7.5).
-    compat : str or None
-        ``"hf-bigbird"`` when that mode's definition was the oracle.
-    """
-
-    oracle: str
-    pattern: str
-    shape: Dict[str, int]
-    o: TensorReport
-    lse: Optional[TensorReport]
-    passed: bool
-    gradient_oracle: Optional[str] = None
-    dq: Optional[TensorReport] = None
-    dk: Optional[TensorReport] = None
-    dv: Optional[TensorReport] = None
-    dq_global: Optional[TensorReport] = None
-    dk_global: Optional[TensorReport] = None
-    dv_global: Optional[TensorReport] = None
-    compat: Optional[str] = None
-    global_projections: Optional[bool] = None
-    # On failure: the mistake the candidate matches (cause probes, contract §4.9), e.g.
-    # "scale 1/head_dim (candidate matches the oracle with --scale 0.125)".
-    probable_cause: Optional[str] = None
-    probes: Optional[Dict[str, Any]] = None
-    conventions: str = ""
-    # On a failing o: the peer convention that would explain it (api/convention_hint.h).
-    hint: Optional[str] = None
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    def _tensors(self) -> List[TensorReport]:
-        return [t for t in (self.o, self.lse, self.dq, self.dk, self.dv, self.dq_global,
-                            self.dk_global, self.dv_global) if t is not None]
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The JSON object ``sparseattn check`` prints, field for field."""
-        d: Dict[str, Any] = {"oracle": self.oracle, "pattern": self.pattern,
-                             "shape": dict(self.shape), "o": self.o.to_dict()}
-        if self.conventions:
-            d["conventions"] = self.conventions
-        if self.lse is not None:
-            d["lse"] = self.lse.to_dict()
-        if self.probable_cause is not None:
-            d["probable_cause"] = self.probable_cause
-            d["probes"] = self.probes
-        if self.hint is not None:
-            d["hint"] = self.hint
-        if self.compat is not None:
-            d["compat"] = self.compat
-        if self.global_projections is not None:
-            d["global_projections"] = self.global_projections
-        if self.gradient_oracle is not None:
-            d["gradient_oracle"] = self.gradient_oracle
-        for name in _GRADIENTS:
-            t = getattr(self, name)
-            if t is not None:
-                d[name] = t.to_dict()
-        d["pass"] = self.passed
-        return d
-
-    def summary(self) -> str:
-        """A few human lines: verdict, pattern and shape, one line per tensor."""
-        s = self.shape
-        head = ("matches the float64 oracle" if self.passed
-                else "does NOT match the float64 oracle")
-        oracle = self.oracle + ("" if self.gradient_oracle is None
-                                else f" / {self.gradient_oracle}")
-        lines = [f"sparseattn check: candidate {head} {oracle}",
-                 f"pattern {self.pattern}; batch {s['batch']}, num_heads {s['num_heads']}, "
-                 f"seq_len_q {s['seq_len_q']}, seq_len_k {s['seq_len_k']}, head_dim "
-                 f"{s['head_dim']}, head_dim_v {s['head_dim_v']}"]
-        lines += [t.line() for t in self._tensors()]
-        if not self.passed:
-            bad = next(t for t in self._tensors() if not t.passed)
-            idx = bad.worst_index
-            if len(idx) >= 3:
-                row = "key row" if bad.tensor in ("dk", "dv", "dk_global", "dv_global") else "query row"
-                lines.append(f"worst element: batch {idx[0]}, head {idx[1]}, {row} {idx[2]}")
-            for t in self._tensors():
-                if t is None or t.passed:
-                    continue
-                for bh, rows in t.rows.items():
-                    lines.append(f"{t.tensor} fails at (batch, head) {bh}: "
-                                 f"{t.rows_are or 'query'} rows {rows}")
-                if t.worst_row:
-                    w = t.worst_row
-
-                    def short(xs: List[Any]) -> str:
-                        return "[" + ", ".join(f"{x:.6g}" if isinstance(x, float) else str(x)
-                                               for x in xs) + "]"
-                    lines.append(
-                        f"{t.tensor} worst row batch {w['batch']}, head {w['head']}, row "
-                        f"{w['row']}: expected {short(w['expected'])}, candidate {short(w['candidate'])}; "
-                        f"allowed keys {w['allowed_keys'] or 'none'}"
-                        + (" (fully masked)" if w["fully_masked"] else "")
-                        + (" (padded query)" if w["padded_query"] else ""))
-            if self.probable_cause and not self.probable_cause.startswith("unknown"):
-                lines.append("probable cause: " + self.probable_cause)
-            else:
-                lines.append("hint: " + _hint(bad))
-            if self.hint:
-                lines.append("convention hint: " + self.hint)
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary()
-
-
-def _hint(bad: TensorReport) -> str:
-    """The likely cause of a failure, read off the report alone."""
-    gradient = bad.tensor in _GRADIENTS
-    if bad.num_nonfinite:
-        if gradient:
-            return ("the candidate gradient has NaN/Inf where the oracle is finite; a fully "
-                    "masked row's dq and a padded key's dk, dv must be exactly 0, never NaN "
-                    "(docs/contract.md §7.2)")
-        w = bad.worst_row
-        if w and not w.get("fully_masked", True) and w.get("num_allowed_keys", 0) > 0:
-            return (f"the candidate has NaN/Inf where the oracle is finite, on query row "
-                    f"{w['row']}, which has "
-                    f"{w['num_allowed_keys']} allowed keys (it is not masked): most likely exp "
-                    f"overflowed (inf / inf) or underflowed everywhere (0 / 0); subtract the "
-                    f"row maximum over the allowed keys before exponentiating "
-                    f"(docs/contract.md §2.1)")
-        return ("the candidate has NaN/Inf where the oracle is finite; a row with no allowed "
-                "key must give o = 0 and lse = -inf, never NaN (docs/contract.md §2)")
-    if bad.num_mismatched >= 0.9 * bad.num_elements:
-        if gradient:
-            return ("almost every element differs: compare dout (the gradient of o, o's "
-                    "shape), the scale (dq and dk carry its factor, dv does not), the "
-                    "softmax Jacobian term rowsum(dout * o) (docs/backward.md) and the "
-                    "pattern's parameters")
-        return ("almost every element differs: compare the pattern's parameters (window is "
-                "one-sided: HF Longformer's attention_window = 2 * window), the scale "
-                "(default 1/sqrt(head_dim)), the layout [batch, num_heads, seq_len, head_dim] "
-                "and, for lse, the natural log")
-    if gradient:
-        return ("some elements differ: compare pattern.mask(...) with the pairs the backward "
-                "pass used near the worst row (masked pairs must add nothing; dk, dv sum over "
-                "the queries that attend the key)")
-    return ("some elements differ: compare pattern.mask(...) with the keys the candidate "
-            "used near the worst row (boundaries, global tokens, random blocks, padding)")
-
-
-_GRADIENTS = ("dq", "dk", "dv", "dq_global", "dk_global", "dv_global")
-
-
 def _candidate(x: Any, name: str) -> Tuple[np.ndarray, str]:
     a = _arrays.to_numpy(x, name)
     if a.dtype.kind != "f" or a.dtype.itemsize not in (2, 4, 8):
@@ -798,21 +524,10 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
             ga = np.ascontiguousarray(np.swapaxes(ga, -3, -2))
         grads.append(ga)
         dtypes.append(g_dtype)
-    d = _C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r, _scale(scale),
-                 _padding(key_padding_mask), conventions, da, grads, dtypes, mode, gm, proj,
-                 layout, str(probes), _arrays.real("probe_budget", probe_budget, 0.0))
-
-    def report(name: str) -> Optional[TensorReport]:
-        return TensorReport._from(d[name]) if name in d else None
-
-    return CheckReport(oracle=d["oracle"], pattern=d["pattern"], shape=d["shape"],
-                       o=TensorReport._from(d["o"]), lse=report("lse"), passed=d["pass"],
-                       gradient_oracle=d.get("gradient_oracle"), dq=report("dq"),
-                       dk=report("dk"), dv=report("dv"), dq_global=report("dq_global"),
-                       dk_global=report("dk_global"), dv_global=report("dv_global"),
-                       compat=d.get("compat"), global_projections=d.get("global_projections"),
-                       probable_cause=d.get("probable_cause"), probes=d.get("probes"),
-                       conventions=d.get("conventions", ""), hint=d.get("hint"))
+    return CheckReport._from(_C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r,
+                                      _scale(scale), _padding(key_padding_mask), conventions,
+                                      da, grads, dtypes, mode, gm, proj, layout, str(probes),
+                                      _arrays.real("probe_budget", probe_budget, 0.0)))
 
 
 def performer_favor(q: Any, k: Any, v: Any, num_features: int = 256, seed: int = 0,

@@ -25,12 +25,14 @@
 #include "api/inputs.h"
 #include "api/measure.h"
 #include "api/pattern_flags.h"
+#include "api/padding_align.h"
 #include "api/results.h"
 #include "api/shape_hint.h"
 #include "core/error.h"
 #include "graph/layer_graph.h"
 #include "optimized/cpu/isa.h"
 #include "python/src/arrays.h"
+#include "python/src/report_bindings.h"
 #include "realdata/locality.h"
 #include "realdata/position_extension.h"
 #include "reference/approx/nystrom.h"
@@ -442,7 +444,7 @@ py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::ar
 // a finite masked_score or a compatibility mode (compat, global_mask, projections, as
 // `check --compat/--global-mask/--q-global...`), against that convention's float64
 // definitions (contract §7.4-§7.6), dq_global, dk_global, dv_global (grad_arrs[3..5]) too.
-py::object check(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
+api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
                  const PatternSpec& spec, const py::array& o_arr, const std::string& o_dtype,
                  std::optional<py::array> lse_arr, const std::string& lse_dtype,
                  std::optional<double> atol, std::optional<double> rtol,
@@ -497,7 +499,7 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
             "needs q_global, k_global and v_global (the projections it is the gradient of)");
   const PatternSpec s = with_padding(spec, key_padding_mask);
   const Tolerance o_tol = tol_of(o_dtype), lse_tol = tol_of(lse_dtype);
-  nlohmann::json j;
+  api::CheckResult j;  // bound in report_bindings.cpp
   {
     py::gil_scoped_release nogil;
     // A shape error that the other layout or grouped-query attention explains says so
@@ -576,8 +578,8 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
       ctx.probes = probe_options;
       if (gm) ctx.global_mask = &*gm;
       j = api::check_against(oracle, pattern, a, o, o_tol, lv ? &lse : nullptr, lse_tol, ctx);
-      if (!request.compat.empty()) j["compat"] = request.compat;
-      if (request.projections()) j["global_projections"] = true;
+      j.compat = request.compat;
+      j.global_projections = request.projections();
     } else {
       j = api::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
                                     lv ? &lse : nullptr, lse_tol, conv, &s, nullptr,
@@ -591,10 +593,13 @@ py::object check(const py::array& q_arr, const py::array& k_arr, const py::array
                                        &ref.g.dq_global, &ref.g.dk_global, &ref.g.dv_global};
       std::vector<api::NamedGradientCandidate> named;
       for (int t = 0; t < 6; ++t) named.push_back({grad_names[t], refs[t], cands[t]});
-      api::check_gradients_against(j, ref.oracle, named);
+      const api::GradientInputs probe_inputs{in.q, in.k, in.v, dout, scale_ptr(scale), probe_options};
+      api::check_gradients_against(j, ref.oracle, named, pattern,
+                                   conv.padding_align_valid ? nullptr : &probe_inputs);
+      if (conv.padding_align_valid) api::restate_worst_rows(j, pattern);  // contract §2.6
     }
   }
-  return to_python(j);
+  return j;
 }
 
 // Approximations (reference/approx/): dense, not causal, no key padding.
@@ -726,6 +731,7 @@ PYBIND11_MODULE(_sparseattn, m) {
   m.def("block_mask", &block_mask);
   m.def("attend", &attend);
   m.def("time_impl", &time_impl);
+  register_report_bindings(m);  // CheckResult, TensorReport and their renderers
   m.def("check", &check);
   m.def("performer_favor", &approx_performer_favor);
   m.def("nystrom", &approx_nystrom);

@@ -38,5 +38,6 @@ def test_docs_python_md_examples_run(tmp_path, monkeypatch):
                  "a1_dense_masked / b1_dense_masked_grad",
                  "dq: mismatched elements 640 / 640 (100.0%)",
                  "dk: mismatched elements 640 / 640 (100.0%)",
-                 "hint: almost every element differs: compare dout"]:
+                 "dk fails at (batch, head) 0,0: key rows 0-39",
+                 "probable cause: the softmax Jacobian's row sum is missing"]:
         assert fact in shown and fact in printed, fact

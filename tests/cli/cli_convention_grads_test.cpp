@@ -169,8 +169,9 @@ TEST_F(ConventionGrads, LongformerPlantedWrongGradientsAreCaughtWhereTheyDiffer)
   const RunResult text = run("check " + qkv + proj + " --candidate" + p("og.npy") + " --dout" +
                              p("do.npy") + " --candidate-dv-global" + p("dvg_wrong.npy") +
                              " --format text");
-  EXPECT_NE(text.out.find("dv_global: FAIL"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("key rows"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("dv_global: mismatched elements 28 / 28"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("dv_global fails at (batch, head) 0,0: key rows 0-6"), std::string::npos)
+      << text.out;
 }
 
 // HF BigBird, n = 10, block 2 (5 blocks), eval-mode table (every draw repeats a listed
