@@ -35,7 +35,7 @@ void add_convention_flags(CLI::App* cmd, ConventionFlags& f, bool tensors) {
                     "e (default): lse = ln sum exp; 2: log2 sum 2^(s log2 e), as Triton kernels return it");
     cmd->add_option("--padded-queries", f.padded_queries,
                     "zero (default): padded query rows have o = 0, lse = -inf; any: they are "
-                    "not compared (HF leaves them unspecified)");
+                    "not compared (HF leaves them unspecified; check only: attend refuses it)");
     cmd->add_option("--masked-score", f.masked_score,
                     "-inf (default): masked keys leave the softmax; VALUE (finite, e.g. -1e9): "
                     "masked scores are VALUE, so fully masked rows get the mean of v");

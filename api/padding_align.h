@@ -2,8 +2,8 @@
 //
 // By default (contract §2.4) positions come from the full lengths: query i sits at key
 // position i + L_k − L_q whatever the padding. FlashAttention's variable-length interface,
-// and the reference of its padded tests (`attention_ref` with `construct_local_mask`,
-// tests/test_flash_attn.py), align each batch element by its own valid counts instead:
+// and the reference of its padded tests (`attention_ref` with `construct_local_mask`, in
+// FlashAttention's own test suite), align each batch element by its own valid counts instead:
 // query i of batch element b sits at i + n_b − m_b, where
 //   n_b = the real keys of b: its key padding row must be n_b ones, then zeros;
 //   m_b = its real queries: n_b when L_q = L_k (the self-attention reference passes the key
