@@ -88,6 +88,31 @@ TEST_F(Conventions, AttendTopLeftCausalPutsQueryIAtKeyI) {
   EXPECT_NE(c.out.find("--causal-align top-left"), std::string::npos) << c.out;
 }
 
+// Top-left causal with L_q != L_k keeps the key padding (the rebuilt pattern must carry it):
+// q [1, 1, 3, 2] = 0 (every score 0), k/v [1, 1, 5, 2], v_j = (j, 10 j), key 0 padded. Query
+// i sits at key position i: query 0 sees only the padded key 0 (o = 0, lse = -inf), query 1
+// key 1 alone (o = v_1, lse = 0), query 2 keys 1-2 (o = the mean of v_1, v_2, lse = ln 2).
+TEST_F(Conventions, TopLeftCausalKeepsTheKeyPaddingExactly) {
+  write_npy(path("q.npy"), Tensor<double>({1, 1, 3, 2}, 0.0));
+  write_npy(path("k.npy"), Tensor<double>({1, 1, 5, 2}, 0.0));
+  Tensor<double> v({1, 1, 5, 2});
+  for (int64_t j = 0; j < 5; ++j) v.data[j * 2] = j, v.data[j * 2 + 1] = 10.0 * j;
+  write_npy(path("v.npy"), v);
+  Tensor<uint8_t> pad({1, 5}, 1);
+  pad.data[0] = 0;
+  write_npy(path("pad.npy"), pad, true);
+  const std::string flags = "--causal --causal-align top-left --key-padding-mask " + path("pad.npy");
+  const Tensor<double> o = attend(flags);
+  const Tensor<double> lse = read_npy_float(path("lse.npy"), "lse");
+  EXPECT_EQ(o.data, (std::vector<double>{0.0, 0.0, 1.0, 10.0, 1.5, 15.0}));
+  EXPECT_EQ(lse.data[0], -INFINITY);
+  EXPECT_EQ(lse.data[1], 0.0);
+  EXPECT_NEAR(lse.data[2], std::log(2.0), 1e-15);
+  ASSERT_EQ(run("mask --seq-len 3 --seq-len-k 5 " + flags + " --out " + path("m.npy")).exit_code, 0);
+  EXPECT_EQ(read_npy_mask(path("m.npy"), "mask").data,
+            (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0}));
+}
+
 TEST_F(Conventions, KeyPaddingPolarityIgnoreIsTheInvertedMask) {
   write_qkv(Dims{2, 1, 8, 8, 3, 3});
   Tensor<uint8_t> keep({2, 8}, 1), ignore({2, 8}, 0);
