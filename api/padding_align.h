@@ -30,6 +30,7 @@
 #include "pattern/pattern.h"
 #include "reference/attention.h"
 #include "reference/backward/backward.h"
+#include "reference/compat.h"
 
 namespace sparseattn::api {
 
@@ -65,17 +66,8 @@ inline bool valid_query_padded(const ValidCounts& counts, int64_t b, int64_t i) 
   return i >= counts.queries[static_cast<size_t>(b)];
 }
 
-// Batch element b of a rank-4 tensor, as [1, ...]; and `part` ([1, ...]) appended to `all`
-// along dim 0 (an empty `all` becomes `part`; an empty `part` is skipped).
-template <class T>
-Tensor<T> batch_slice(const Tensor<T>& x, int64_t b) {
-  Tensor<T> y;
-  y.shape = x.shape;
-  y.shape[0] = 1;
-  const int64_t per = x.numel() / x.dim(0);
-  y.data.assign(x.data.begin() + b * per, x.data.begin() + (b + 1) * per);
-  return y;
-}
+// `part` ([1, ...]) appended to `all` along dim 0 (an empty `all` becomes `part`; an empty
+// `part` is skipped); batch_slice (reference/compat.h) is its inverse.
 template <class T>
 void append_batch(Tensor<T>& all, const Tensor<T>& part) {
   if (part.numel() == 0) return;

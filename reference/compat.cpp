@@ -58,10 +58,8 @@ BlockListing hf_bigbird_listing(int64_t seq_len, int64_t block_size, int64_t num
   return out;
 }
 
-AttentionResult hf_listing_oracle(const Tensor<double>& q, const Tensor<double>& k,
-                                  const Tensor<double>& v, const BlockListing& listing,
-                                  const Tensor<uint8_t>* key_padding_mask, const double* scale) {
-  const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
+void validate_listing_inputs(const AttentionShape& s, const BlockListing& listing,
+                             const Tensor<uint8_t>* key_padding_mask) {
   const int64_t n = listing.num_blocks * listing.block_size;
   require(s.seq_len_q == n && s.seq_len_k == n, "seq_len", s.seq_len_q,
           "must equal the listing's " + std::to_string(n) + " tokens");
@@ -70,6 +68,14 @@ AttentionResult hf_listing_oracle(const Tensor<double>& q, const Tensor<double>&
   if (key_padding_mask)
     require(key_padding_mask->numel() == s.batch * n, "key_padding_mask shape",
             shape_text(key_padding_mask->shape), "must be [batch, seq_len]");
+}
+
+AttentionResult hf_listing_oracle(const Tensor<double>& q, const Tensor<double>& k,
+                                  const Tensor<double>& v, const BlockListing& listing,
+                                  const Tensor<uint8_t>* key_padding_mask, const double* scale) {
+  const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
+  validate_listing_inputs(s, listing, key_padding_mask);
+  const int64_t n = listing.num_blocks * listing.block_size;
   const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
   const int64_t b_sz = listing.block_size, d = s.head_dim, dv = s.head_dim_v;
   AttentionResult out{Tensor<double>({s.batch, s.num_heads, n, dv}, 0.0),
@@ -111,21 +117,6 @@ AttentionResult hf_listing_oracle(const Tensor<double>& q, const Tensor<double>&
     }
   return out;
 }
-
-namespace {
-
-// Rows [b] of a [B, ...] tensor as a [1, ...] tensor.
-template <class T>
-Tensor<T> batch_slice(const Tensor<T>& x, int64_t b) {
-  Tensor<T> y;
-  y.shape = x.shape;
-  y.shape[0] = 1;
-  const int64_t per = x.numel() / x.dim(0);
-  y.data.assign(x.data.begin() + b * per, x.data.begin() + (b + 1) * per);
-  return y;
-}
-
-}  // namespace
 
 void validate_longformer_globals(const AttentionShape& s, const Shape& q4, const Shape& k4,
                                  const Shape& v4, const PatternSpec& spec,

@@ -46,6 +46,24 @@ struct BlockListing {
 BlockListing hf_bigbird_listing(int64_t seq_len, int64_t block_size, int64_t num_heads,
                                 const Tensor<int64_t>& rand_attn);
 
+// Batch element b of a tensor [B, ...] as a tensor [1, ...] (a copy), b in [0, B): the
+// per-batch compatibility modes (and api/padding_align.h) run one element at a time.
+template <class T>
+Tensor<T> batch_slice(const Tensor<T>& x, int64_t b) {
+  Tensor<T> y;
+  y.shape = x.shape;
+  y.shape[0] = 1;
+  const int64_t per = x.numel() / x.dim(0);
+  y.data.assign(x.data.begin() + b * per, x.data.begin() + (b + 1) * per);
+  return y;
+}
+
+// The shapes a listing can be read with (q, k, v of listing.num_blocks * block_size tokens,
+// listing.lists.size() heads, key padding [batch, seq_len]); throws InvalidArgument naming
+// seq_len, num_heads or key_padding_mask shape. Shared by the forward and the gradient.
+void validate_listing_inputs(const AttentionShape& s, const BlockListing& listing,
+                             const Tensor<uint8_t>* key_padding_mask);
+
 // Float64 attention over a listing, the definition of the HF-compatible mode:
 //   lse_i = log Σ_{listed blocks c} Σ_{j in c, j real} exp(s_ij),
 //   o_i   = Σ_{listed blocks c} Σ_{j in c, j real} exp(s_ij − lse_i) v_j,

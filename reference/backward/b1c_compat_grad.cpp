@@ -31,14 +31,8 @@ CompatGradientResult hf_listing_grad(const Tensor<double>& q, const Tensor<doubl
                                      const BlockListing& listing,
                                      const Tensor<uint8_t>* key_padding_mask, const double* scale) {
   const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
+  validate_listing_inputs(s, listing, key_padding_mask);
   const int64_t n = listing.num_blocks * listing.block_size;
-  require(s.seq_len_q == n && s.seq_len_k == n, "seq_len", s.seq_len_q,
-          "must equal the listing's " + std::to_string(n) + " tokens");
-  require(static_cast<int64_t>(listing.lists.size()) == s.num_heads, "num_heads", s.num_heads,
-          "must equal the listing's " + std::to_string(listing.lists.size()));
-  if (key_padding_mask)
-    require(key_padding_mask->numel() == s.batch * n, "key_padding_mask shape",
-            shape_text(key_padding_mask->shape), "must be [batch, seq_len]");
   validate_dout(dout.shape, s);
   const double sc = resolve_scale(scale, s.head_dim);
   const int64_t bs = listing.block_size, D = s.head_dim, Dv = s.head_dim_v;
