@@ -1,6 +1,6 @@
 // The backward registry: the X-macro files below are the one list of backward kernels.
-// Each entry X(name, target, dtype, forward, reference, tolerance, patterns, summary) names
-// functions grad_run_<name>(const GradProblem&, GradOutput&) and
+// Each entry X(name, target, dtype, forward, reference, tolerance, patterns, summary,
+// features) names functions grad_run_<name>(const GradProblem&, GradOutput&) and
 // grad_serves_<name>(const Pattern&) in namespace sparseattn::entry, defined next to the
 // kernel (reference/backward/entries.cpp, optimized/cpu/grad_entries.cpp, optimized/cuda).
 #include "registry/backward.h"
@@ -8,13 +8,14 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/field.h"
 #include "core/numerics.h"
 
 namespace sparseattn {
 
 namespace entry {
-#define X(name, target, dtype, forward, reference, tolerance, patterns, summary) \
-  void grad_run_##name(const GradProblem& problem, GradOutput& out);           \
+#define X(name, target, dtype, forward, reference, tolerance, patterns, summary, features) \
+  void grad_run_##name(const GradProblem& problem, GradOutput& out);                       \
   bool grad_serves_##name(const Pattern& pattern);
 #include "registry/backward_kernels.def"
 #if SPARSEATTN_WITH_CUDA
@@ -25,10 +26,10 @@ namespace entry {
 
 const std::vector<GradKernel>& grad_kernels() {
   static const std::vector<GradKernel> list = {
-#define X(name, target, dtype, forward, reference, tolerance, patterns, summary)                 \
-  GradKernel{#name,          Target::target, DType::dtype, forward,   reference,                \
-             tolerance.atol, tolerance.rtol, patterns,     summary,   &entry::grad_serves_##name, \
-             &entry::grad_run_##name},
+#define X(name, target, dtype, forward, reference, tolerance, patterns, summary, features) \
+  GradKernel{#name,          Target::target, DType::dtype, forward,  reference,  \
+             tolerance.atol, tolerance.rtol, patterns,     summary,  features,   \
+             &entry::grad_serves_##name, &entry::grad_run_##name},
 #include "registry/backward_kernels.def"
 #if SPARSEATTN_WITH_CUDA
 #include "registry/cuda_backward_kernels.def"
@@ -36,6 +37,16 @@ const std::vector<GradKernel>& grad_kernels() {
 #undef X
   };
   return list;
+}
+
+void GradKernel::run(const GradProblem& gp, GradOutput& out) const {
+  const Problem& p = *gp.problem;
+  const unsigned missing = needed_features(p.shape, p.mods) & ~features;
+  if (missing != 0)
+    throw FieldError(Field::impl, "", name,
+                     "has no gradient for " + feature_names(missing) +
+                         " (contract §2.7-§2.9); b1_dense_masked_grad has every one");
+  run_kernel(gp, out);
 }
 
 const GradKernel& find_grad_kernel(const std::string& name) {

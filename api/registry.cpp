@@ -1,8 +1,10 @@
 // The registry: the X-macro files below are the one list of kernels. Each entry
-//   X(name, target, dtype, exact, reference, tolerance, patterns, summary)
+//   X(name, target, dtype, exact, reference, tolerance, patterns, summary, features)
 // names functions run_<name>(const Problem&, Output&) and serves_<name>(const Pattern&)
 // in namespace sparseattn::entry, defined next to the kernel (e.g. reference/entries.cpp).
 #include "registry/registry.h"
+
+#include <utility>
 
 #include "core/error.h"
 #include "core/field.h"
@@ -12,7 +14,7 @@
 namespace sparseattn {
 
 namespace entry {
-#define X(name, target, dtype, exact, reference, tolerance, patterns, summary) \
+#define X(name, target, dtype, exact, reference, tolerance, patterns, summary, features) \
   void run_##name(const Problem& problem, Output& out);                      \
   bool serves_##name(const Pattern& pattern);
 #include "registry/reference_kernels.def"
@@ -44,10 +46,10 @@ const char* dtype_name(DType t) {
 
 const std::vector<Kernel>& kernels() {
   static const std::vector<Kernel> list = {
-#define X(name, target, dtype, exact, reference, tolerance, patterns, summary)               \
-  Kernel{#name,    Target::target, DType::dtype,         exact,                  reference, \
-         tolerance.atol, tolerance.rtol, patterns, summary, &entry::serves_##name,          \
-         &entry::run_##name},
+#define X(name, target, dtype, exact, reference, tolerance, patterns, summary, features) \
+  Kernel{#name,          Target::target, DType::dtype, exact,    reference,          \
+         tolerance.atol, tolerance.rtol, patterns,     summary,  features,           \
+         &entry::serves_##name, &entry::run_##name},
 #include "registry/reference_kernels.def"
 #include "registry/cpu_kernels.def"
 #if SPARSEATTN_WITH_CUDA
@@ -67,14 +69,56 @@ const Kernel& find_kernel(const std::string& name) {
   throw FieldError(Field::impl, "", name, "must be one of: " + known);
 }
 
+unsigned needed_features(const AttentionShape& shape, const ScoreMods& mods) {
+  unsigned bits = kPlain;
+  if (shape.num_kv_heads != shape.num_heads) bits |= kGqa;
+  if (mods.has_softcap()) bits |= kSoftcap;
+  if (mods.has_alibi()) bits |= kAlibi;
+  if (mods.has_sinks()) bits |= kSinks;
+  return bits;
+}
+
+std::string feature_names(unsigned bits) {
+  static const std::pair<unsigned, const char*> names[] = {
+      {kGqa, "grouped-query heads"}, {kSoftcap, "softcap"}, {kAlibi, "ALiBi slopes"},
+      {kSinks, "sinks"}};
+  std::string out;
+  for (const auto& [bit, name] : names)
+    if (bits & bit) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+bool Kernel::serves_features(const Problem& problem) const {
+  return (needed_features(problem.shape, problem.mods) & ~features) == 0;
+}
+
+void Kernel::run(const Problem& problem, Output& out) const {
+  // A kernel never computes plain attention for a problem that asks for more: the refusal
+  // comes before any work, with the kernels that would serve it.
+  const unsigned missing = needed_features(problem.shape, problem.mods) & ~features;
+  if (missing != 0) {
+    std::string serving;
+    for (const Kernel& k : kernels())
+      if ((missing & ~k.features) == 0 && k.serves(*problem.pattern))
+        serving += (serving.empty() ? "" : ", ") + std::string(k.name);
+    throw FieldError(Field::impl, "", name,
+                     "does not serve " + feature_names(missing) + " (contract §2.7-§2.9); " +
+                         (serving.empty() ? "no kernel of this build serves this problem"
+                                          : "kernels that do: " + serving));
+  }
+  run_kernel(problem, out);
+}
+
 Problem make_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
-                     const Pattern& pattern, const double* scale) {
+                     const Pattern& pattern, const double* scale, ScoreMods mods) {
   Problem p;
   q.shape = as_rank4(q.shape, "q");
   k.shape = as_rank4(k.shape, "k");
   v.shape = as_rank4(v.shape, "v");
-  p.shape = validate_attention(q.shape, k.shape, v.shape, pattern);
+  p.shape = validate_attention(q.shape, k.shape, v.shape, pattern, KvHeads::grouped);
   p.scale = resolve_scale(scale, p.shape.head_dim);
+  validate_score_mods(mods, p.shape.batch, p.shape.num_heads);
+  p.mods = std::move(mods);
   p.q32 = tensor_cast<float>(q);
   p.k32 = tensor_cast<float>(k);
   p.v32 = tensor_cast<float>(v);

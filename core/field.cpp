@@ -45,6 +45,9 @@ constexpr Row kRows[] = {
     {Field::v, "v", "--v", "v"},
     {Field::impl, "impl", "--impl", "impl"},
     {Field::scale, "scale", "--scale", "scale"},
+    {Field::softcap, "softcap", "--softcap", "softcap"},
+    {Field::alibi_slopes, "alibi_slopes", "--alibi-slopes", "alibi_slopes"},
+    {Field::sinks, "sinks", "--sinks", "sinks"},
 };
 
 constexpr bool rows_in_enum_order() {

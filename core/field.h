@@ -24,10 +24,11 @@ enum class Field {
   // the conventions of other libraries (contract §1.6, docs/conventions.md)
   layout, lse_base, padded_queries, key_padding_polarity, causal_align, masked_score,
   padding_align,
-  // the attention itself
-  q, k, v, impl, scale,  // scale is the last: kFieldCount below counts up to it
+  // the attention itself (contract §2.1, §2.7–§2.9)
+  q, k, v, impl, scale, softcap, alibi_slopes,
+  sinks,  // the last: kFieldCount below counts up to it
 };
-inline constexpr size_t kFieldCount = static_cast<size_t>(Field::scale) + 1;
+inline constexpr size_t kFieldCount = static_cast<size_t>(Field::sinks) + 1;
 
 // How a front end writes a field.
 enum class Spelling {

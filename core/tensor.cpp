@@ -53,7 +53,8 @@ Shape as_rank4(const Shape& shape, const std::string& what) {
   return out;
 }
 
-AttentionShape attention_shape(const Shape& q_in, const Shape& k_in, const Shape& v_in) {
+AttentionShape attention_shape(const Shape& q_in, const Shape& k_in, const Shape& v_in,
+                               KvHeads kv_heads) {
   const Shape q = as_rank4(q_in, "q"), k = as_rank4(k_in, "k"), v = as_rank4(v_in, "v");
   const char* names[4] = {"batch", "num_heads", "seq_len", "head_dim"};
   for (int a = 0; a < 4; ++a) {
@@ -63,10 +64,20 @@ AttentionShape attention_shape(const Shape& q_in, const Shape& k_in, const Shape
   }
   require(k[0] == q[0], "k batch", k[0], "must equal q batch (" + std::to_string(q[0]) + ")");
   require(v[0] == q[0], "v batch", v[0], "must equal q batch (" + std::to_string(q[0]) + ")");
-  require(k[1] == q[1], "k num_heads", k[1],
-          "must equal q num_heads (" + std::to_string(q[1]) + ")");
-  require(v[1] == q[1], "v num_heads", v[1],
-          "must equal q num_heads (" + std::to_string(q[1]) + ")");
+  if (kv_heads == KvHeads::grouped) {
+    // contract §2.7: H_q = g·H_kv; v has the heads of k.
+    require(q[1] % k[1] == 0, "k num_heads", k[1],
+            "must divide q num_heads (" + std::to_string(q[1]) +
+                ") for grouped-query attention");
+    require(v[1] == k[1], "v num_heads", v[1],
+            "must equal k num_heads (" + std::to_string(k[1]) + ")");
+  } else {
+    require(k[1] == q[1], "k num_heads", k[1],
+            "must equal q num_heads (" + std::to_string(q[1]) +
+                "); this implementation does not serve grouped-query heads");
+    require(v[1] == q[1], "v num_heads", v[1],
+            "must equal q num_heads (" + std::to_string(q[1]) + ")");
+  }
   require(k[3] == q[3], "k head_dim", k[3],
           "must equal q head_dim (" + std::to_string(q[3]) + ")");
   require(v[2] == k[2], "v seq_len", v[2],
@@ -74,6 +85,7 @@ AttentionShape attention_shape(const Shape& q_in, const Shape& k_in, const Shape
   AttentionShape s;
   s.batch = q[0];
   s.num_heads = q[1];
+  s.num_kv_heads = k[1];
   s.seq_len_q = q[2];
   s.seq_len_k = k[2];
   s.head_dim = q[3];

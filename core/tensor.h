@@ -51,21 +51,31 @@ Tensor<To> tensor_cast(const Tensor<From>& x) {
 // Shapes of one attention call, after missing leading dimensions became 1 (contract §1).
 struct AttentionShape {
   int64_t batch = 1;
-  int64_t num_heads = 1;
+  int64_t num_heads = 1;     // of q (H_q): the pattern's, o's and lse's heads
+  int64_t num_kv_heads = 1;  // of k and v (H_kv); H_q = group() * H_kv (contract §2.7)
   int64_t seq_len_q = 0;
   int64_t seq_len_k = 0;
   int64_t head_dim = 0;
   int64_t head_dim_v = 0;
+  // Query heads per kv head: query head h reads kv head h / group() (contract §2.7).
+  int64_t group() const { return num_heads / num_kv_heads; }
 };
+
+// Whether a caller reads k and v with fewer heads than q (grouped-query attention,
+// contract §2.7). `equal` is the default: a caller that indexes k by the query head must
+// never receive grouped inputs, so it opts in by passing `grouped`.
+enum class KvHeads { equal, grouped };
 
 // Reshapes a rank-2/3/4 tensor shape to rank 4 by prepending 1s (contract §1: missing
 // leading dimensions mean 1). Throws InvalidArgument naming `what` for rank 0, 1 or > 4.
 Shape as_rank4(const Shape& shape, const std::string& what);
 
-// Validates q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv] (after as_rank4) and returns
-// their sizes. Throws InvalidArgument naming q/k/v and the mismatching dimension.
-// Zero-length sequences and head_dim 0 are rejected (allowed: >= 1).
-AttentionShape attention_shape(const Shape& q, const Shape& k, const Shape& v);
+// Validates q [B,H,Lq,D], k [B,H_kv,Lk,D], v [B,H_kv,Lk,Dv] (after as_rank4) and returns
+// their sizes. H_kv must equal H unless `kv_heads` is `grouped`, where H must be a multiple
+// of H_kv (contract §2.7). Throws InvalidArgument naming q/k/v and the mismatching
+// dimension. Zero-length sequences and head_dim 0 are rejected (allowed: >= 1).
+AttentionShape attention_shape(const Shape& q, const Shape& k, const Shape& v,
+                               KvHeads kv_heads = KvHeads::equal);
 
 // 1/sqrt(head_dim) unless `scale` is given; throws InvalidArgument("scale") when the
 // given scale is not finite (contract §5).

@@ -14,6 +14,7 @@
 // non-finite scale, or a pattern kind the step does not serve.
 #pragma once
 
+#include "core/score_mods.h"
 #include "core/tensor.h"
 #include "pattern/pattern.h"
 
@@ -30,9 +31,16 @@ AttentionResult a0_dense(const Tensor<double>& q, const Tensor<double>& k,
                          const Tensor<double>& v, const Pattern& pattern, const double* scale);
 
 // a1 — THE ORACLE: a0 with the pattern's mask applied as -inf scores (contract §4). Any pattern.
+// k and v may have H_kv heads dividing q's H_q (grouped-query attention, contract §2.7).
 AttentionResult a1_dense_masked(const Tensor<double>& q, const Tensor<double>& k,
                                 const Tensor<double>& v, const Pattern& pattern,
                                 const double* scale);
+// The oracle of the attention of current models: `mods` adds the softcap and ALiBi of the
+// score pipeline (contract §2.8) and sinks (§2.9): lse includes the sink, a real row with no
+// allowed key has lse = sink. Throws FieldError (softcap, alibi_slopes, sinks) for bad mods.
+AttentionResult a1_dense_masked(const Tensor<double>& q, const Tensor<double>& k,
+                                const Tensor<double>& v, const Pattern& pattern,
+                                const double* scale, const ScoreMods& mods);
 
 // a2 — sparse rows: loops only over each row's allowed keys (row_keys), O(nnz). Any pattern.
 AttentionResult a2_sparse_rows(const Tensor<double>& q, const Tensor<double>& k,

@@ -26,7 +26,12 @@ bool serves_a0_dense(const Pattern& pattern) {
   return pattern.spec.kind == PatternKind::dense && !pattern.spec.causal;
 }
 
-void run_a1_dense_masked(const Problem& p, Output& out) { run_step(&a1_dense_masked, p, out); }
+// The oracle reads everything a problem can say: grouped kv heads, softcap, ALiBi, sinks.
+void run_a1_dense_masked(const Problem& p, Output& out) {
+  AttentionResult r = a1_dense_masked(p.q, p.k, p.v, *p.pattern, &p.scale, p.mods);
+  out.o = std::move(r.o);
+  out.lse = std::move(r.lse);
+}
 bool serves_a1_dense_masked(const Pattern&) { return true; }
 
 void run_a2_sparse_rows(const Problem& p, Output& out) { run_step(&a2_sparse_rows, p, out); }

@@ -28,10 +28,12 @@ struct Call {
 // sizes the pattern was materialized for (validate_attention, the one shared check);
 // resolves the scale (nullptr: 1/sqrt(head_dim)). Throws InvalidArgument naming
 // q/k/v/scale and the offending value.
+// A step that reads grouped kv heads (contract §2.7) passes KvHeads::grouped.
 inline Call prepare(const Tensor<double>& q, const Tensor<double>& k, const Tensor<double>& v,
-                    const Pattern& pattern, const double* scale) {
+                    const Pattern& pattern, const double* scale,
+                    KvHeads kv_heads = KvHeads::equal) {
   Call c;
-  c.s = validate_attention(q.shape, k.shape, v.shape, pattern);
+  c.s = validate_attention(q.shape, k.shape, v.shape, pattern, kv_heads);
   c.scale = resolve_scale(scale, c.s.head_dim);
   return c;
 }

@@ -5,8 +5,8 @@
 namespace sparseattn {
 
 AttentionShape validate_attention(const Shape& q, const Shape& k, const Shape& v,
-                                  const Pattern& pattern) {
-  const AttentionShape a = attention_shape(q, k, v);
+                                  const Pattern& pattern, KvHeads kv_heads) {
+  const AttentionShape a = attention_shape(q, k, v, kv_heads);
   const PatternSizes& s = pattern.sizes;
   require(s.num_heads == a.num_heads, "q num_heads", a.num_heads,
           "must equal the pattern's num_heads (" + std::to_string(s.num_heads) + ")");

@@ -10,8 +10,9 @@ namespace sparseattn {
 
 // Validates q/k/v shapes (attention_shape) and that `pattern` was materialized for the
 // same num_heads, seq_len_q, seq_len_k (and batch when it has a key padding mask).
+// k and v may have fewer heads than q only when `kv_heads` is `grouped` (contract §2.7).
 // Returns the sizes. Throws InvalidArgument naming the mismatching argument.
 AttentionShape validate_attention(const Shape& q, const Shape& k, const Shape& v,
-                                  const Pattern& pattern);
+                                  const Pattern& pattern, KvHeads kv_heads = KvHeads::equal);
 
 }  // namespace sparseattn

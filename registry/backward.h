@@ -30,6 +30,8 @@ struct GradProblem {
 struct GradOutput {
   Tensor<double> dq, dk, dv;
   Tensor<float> dq32, dk32, dv32;
+  // With sinks (contract §2.9): dσ [H_q], float64 whichever the kernel's dtype.
+  Tensor<double> dsinks;
 };
 
 struct GradKernel {
@@ -41,8 +43,13 @@ struct GradKernel {
   double atol, rtol;       // from core/numerics.h
   const char* patterns;
   const char* summary;
+  unsigned features;       // Feature bits it reads (registry.h; kPlain: none)
   bool (*serves)(const Pattern& pattern);
-  void (*run)(const GradProblem& problem, GradOutput& out);
+  void (*run_kernel)(const GradProblem& problem, GradOutput& out);
+
+  // Runs the kernel; refuses a problem needing a feature its entry does not list, as
+  // Kernel::run does.
+  void run(const GradProblem& problem, GradOutput& out) const;
 };
 
 // Every backward kernel compiled into this build, in ladder order.

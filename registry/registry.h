@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/score_mods.h"
 #include "core/tensor.h"
 #include "pattern/pattern.h"
 
@@ -21,18 +22,39 @@ const char* dtype_name(DType t);     // "float64", "float32", "float16", "bfloat
 // Inputs of one call, prepared once (conversion is never timed). q/k/v are always
 // float64 (the oracle's inputs); q32/k32/v32 are their float32 roundings, filled by
 // make_problem(). Half-precision kernels round from q32 themselves and state it.
+// k and v may have fewer heads than q (shape.num_kv_heads, contract §2.7); `mods` holds the
+// softcap, ALiBi slopes and sinks (contract §2.8–§2.9), validated against the shape.
 struct Problem {
   Tensor<double> q, k, v;
   Tensor<float> q32, k32, v32;
   const Pattern* pattern = nullptr;
   double scale = 0.0;        // resolved (never 0 for a valid problem)
   AttentionShape shape;
+  ScoreMods mods;
 };
 
-// Validates shapes against the pattern and resolves the scale (nullptr: 1/sqrt(head_dim)).
-// Throws InvalidArgument (shape mismatch, pattern built for other sizes, bad scale).
+// Validates shapes against the pattern (k, v with H_kv heads dividing q's H_q), resolves the
+// scale (nullptr: 1/sqrt(head_dim)) and validates `mods` (validate_score_mods). Throws
+// InvalidArgument (shape mismatch, pattern built for other sizes, bad scale) or FieldError
+// (softcap, alibi_slopes, sinks).
 Problem make_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
-                     const Pattern& pattern, const double* scale);
+                     const Pattern& pattern, const double* scale, ScoreMods mods = {});
+
+// What a kernel reads beyond plain attention (contract §2.7–§2.9), a bit set. A kernel's
+// `run` refuses a problem that needs a feature its entry does not list.
+enum Feature : unsigned {
+  kPlain = 0,
+  kGqa = 1u << 0,      // k, v with fewer heads than q
+  kSoftcap = 1u << 1,  // ScoreMods::softcap
+  kAlibi = 1u << 2,    // ScoreMods::alibi_slopes
+  kSinks = 1u << 3,    // ScoreMods::sinks
+  kModern = kGqa | kSoftcap | kAlibi | kSinks,
+};
+
+// The features `problem` needs.
+unsigned needed_features(const AttentionShape& shape, const ScoreMods& mods);
+// "grouped-query heads, softcap" — the features in `bits`, for messages.
+std::string feature_names(unsigned bits);
 
 // A kernel writes its result in its own dtype: float64 kernels into o/lse,
 // float32 and half-input kernels into o32/lse32 (float32 accumulation). Every element is
@@ -52,8 +74,15 @@ struct Kernel {
   double atol, rtol;       // from docs/numerics.md via core/numerics.h
   const char* patterns;    // human list of pattern kinds served, e.g. "window"
   const char* summary;     // one sentence: what this step does
+  unsigned features;       // Feature bits it reads (kPlain: none)
   bool (*serves)(const Pattern& pattern);   // can it run this pattern?
-  void (*run)(const Problem& problem, Output& out);
+  void (*run_kernel)(const Problem& problem, Output& out);
+
+  // Whether it reads everything `problem` needs beyond the pattern.
+  bool serves_features(const Problem& problem) const;
+  // Runs the kernel. Throws FieldError(Field::impl) naming the kernel and the missing
+  // features when the problem needs one its entry does not list, before any work.
+  void run(const Problem& problem, Output& out) const;
 };
 
 // Every kernel compiled into this build, in ladder order.

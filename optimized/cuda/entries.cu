@@ -10,7 +10,7 @@ namespace entry {
 // A kernel handed a pattern it does not serve refuses by name (before looking for a
 // device, so the refusal is the same on every machine) instead of computing some other
 // pattern's answer.
-#define X(name, target, dtype, exact, reference, tolerance, patterns, summary)              \
+#define X(name, target, dtype, exact, reference, tolerance, patterns, summary, features) \
   bool serves_##name(const Pattern& pattern);                                              \
   void run_##name(const Problem& problem, Output& out) {                                   \
     require(serves_##name(*problem.pattern), "pattern (for " #name ")",                    \
@@ -25,7 +25,7 @@ namespace cuda {
 
 const CudaLauncher& find_launcher(const std::string& name) {
   static const CudaLauncher table[] = {
-#define X(name, target, dtype, exact, reference, tolerance, patterns, summary) \
+#define X(name, target, dtype, exact, reference, tolerance, patterns, summary, features) \
   {#name, DType::dtype, &launch_##name},
 #include "registry/cuda_kernels.def"
 #undef X

@@ -10,7 +10,7 @@
 namespace sparseattn {
 namespace cuda {
 
-#define X(name, target, dtype, exact, reference, tolerance, patterns, summary) \
+#define X(name, target, dtype, exact, reference, tolerance, patterns, summary, features) \
   void launch_##name(DeviceProblem& problem, cudaStream_t stream);
 #include "registry/cuda_kernels.def"
 #undef X

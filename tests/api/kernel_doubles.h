@@ -16,7 +16,7 @@ inline Kernel double_of(const char* name, void (*run)(const Problem&, Output&), 
   Kernel k = generic();
   k.name = name;
   k.serves = &serves_all;
-  k.run = run;
+  k.run_kernel = run;
   k.exact = exact;
   return k;
 }

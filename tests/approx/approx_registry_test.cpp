@@ -26,7 +26,7 @@ struct Entry {
 // Every entry of the .def, exact or not (ladder_steps.h's steps() keeps the exact ones).
 std::vector<Entry> all_entries() {
   return {
-#define X(name, target, dtype, exact, reference, tolerance, patterns, summary) \
+#define X(name, target, dtype, exact, reference, tolerance, patterns, summary, features) \
   Entry{#name, exact, &entry::serves_##name, &entry::run_##name},
 #include "registry/reference_kernels.def"
 #undef X

@@ -13,7 +13,7 @@
 
 namespace sparseattn {
 namespace entry {
-#define X(name, target, dtype, exact, reference, tolerance, patterns, summary) \
+#define X(name, target, dtype, exact, reference, tolerance, patterns, summary, features) \
   void run_##name(const Problem& problem, Output& out);                      \
   bool serves_##name(const Pattern& pattern);
 #include "registry/reference_kernels.def"
@@ -35,7 +35,7 @@ struct Step {
 inline const std::vector<Step>& steps() {
   static const std::vector<Step> list = [] {
     std::vector<Step> exact_steps;
-#define X(name, target, dtype, exact, reference, tolerance, patterns, summary) \
+#define X(name, target, dtype, exact, reference, tolerance, patterns, summary, features) \
   if (exact) exact_steps.push_back(                                            \
       Step{#name, reference, tolerance, &entry::serves_##name, &entry::run_##name});
 #include "registry/reference_kernels.def"
