@@ -205,6 +205,8 @@ nlohmann::json check_json(const CheckResult& r) {
   j["shape"] = {{"batch", s.batch},         {"num_heads", s.num_heads},
                 {"seq_len_q", s.seq_len_q}, {"seq_len_k", s.seq_len_k},
                 {"head_dim", s.head_dim},   {"head_dim_v", s.head_dim_v}};
+  if (s.num_kv_heads != s.num_heads) j["shape"]["num_kv_heads"] = s.num_kv_heads;
+  if (!r.score_mods.empty()) j["score_mods"] = r.score_mods;
   j["conventions"] = r.conventions;
   for (const TensorReport* t : r.tensors()) j[t->tensor] = tensor_json(*t);
   if (!r.gradient_oracle.empty()) j["gradient_oracle"] = r.gradient_oracle;
@@ -280,9 +282,12 @@ std::string check_text(const CheckResult& r) {
   line("sparseattn check: " + head);
   const AttentionShape& s = r.shape;
   line("pattern " + r.pattern + "; batch " + std::to_string(s.batch) + ", num_heads " +
-       std::to_string(s.num_heads) + ", seq_len_q " + std::to_string(s.seq_len_q) +
+       std::to_string(s.num_heads) +
+       (s.num_kv_heads != s.num_heads ? ", num_kv_heads " + std::to_string(s.num_kv_heads) : "") +
+       ", seq_len_q " + std::to_string(s.seq_len_q) +
        ", seq_len_k " + std::to_string(s.seq_len_k) + ", head_dim " + std::to_string(s.head_dim) +
        ", head_dim_v " + std::to_string(s.head_dim_v));
+  if (!r.score_mods.empty()) line("scores " + r.score_mods);
   if (r.conventions != Conventions{}.describe()) line("conventions " + r.conventions);
   for (const TensorReport* t : ts) line(tensor_line(*t));
   if (r.rows_not_compared >= 0)

@@ -80,6 +80,7 @@ struct CheckResult {
   std::string oracle;           // "a1_dense_masked", or the masked-score definition
   std::string pattern;          // describe(spec)
   AttentionShape shape;
+  std::string score_mods;       // describe(ScoreMods): "softcap=50, sinks", "" for none
   std::string conventions;      // Conventions::describe()
   TensorReport o;
   std::optional<TensorReport> lse, dq, dk, dv;

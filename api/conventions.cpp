@@ -145,7 +145,11 @@ AttentionInputs load_inputs_with(const std::string& q_path, const std::string& k
 
 AttentionResult convention_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                   const Tensor<double>& v, const Pattern& pattern,
-                                  const double* scale, const Conventions& conv) {
+                                  const double* scale, const Conventions& conv,
+                                  const ScoreMods* mods) {
+  require(mods == nullptr || !mods->any() || (!conv.padding_align_valid && !conv.masked_score),
+          "--softcap, --alibi-slopes, --sinks", describe(*mods),
+          "do not combine with --padding-align valid or a finite --masked-score");
   if (conv.padding_align_valid) {
     // contract §2.6: each batch element on its own pattern, the other conventions as given.
     Conventions per = conv;
@@ -161,7 +165,7 @@ AttentionResult convention_oracle(const Tensor<double>& q, const Tensor<double>&
   }
   AttentionResult r;
   if (!conv.masked_score) {
-    r = a1_dense_masked(q, k, v, pattern, scale);
+    r = a1_dense_masked(q, k, v, pattern, scale, mods ? *mods : ScoreMods{});
   } else {
     // The dense definition with masked scores replaced by VALUE (masked_fill semantics,
     // reference/masked_score.h).

@@ -79,8 +79,11 @@ AttentionInputs load_inputs_with(const std::string& q_path, const std::string& k
 // mean of v over all keys, lse = VALUE + ln(seq_len_k)); lse in base 2 when asked; with
 // --padding-align valid, each batch element on its own aligned pattern (contract §2.6,
 // api/padding_align.h; throws what valid_counts throws). o/lse stay bhsd.
+// `mods` (softcap, ALiBi, sinks; contract §2.8–§2.9), when given, enter a1_dense_masked; the
+// front ends refuse them with a finite masked score or valid alignment (require_combinable).
 AttentionResult convention_oracle(const Tensor<double>& q, const Tensor<double>& k,
                                   const Tensor<double>& v, const Pattern& pattern,
-                                  const double* scale, const Conventions& conv);
+                                  const double* scale, const Conventions& conv,
+                                  const ScoreMods* mods = nullptr);
 
 }  // namespace sparseattn::api

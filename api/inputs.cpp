@@ -25,7 +25,9 @@ AttentionInputs load_attention_inputs(const std::string& q_path, const std::stri
     in.k = reorder(in.k);
     in.v = reorder(in.v);
   }
-  in.shape = attention_shape(in.q.shape, in.k.shape, in.v.shape);
+  // k and v may have fewer heads than q (contract §2.7); the commands refuse what does not
+  // combine with them yet (api/score_flags.h require_combinable).
+  in.shape = attention_shape(in.q.shape, in.k.shape, in.v.shape, KvHeads::grouped);
   require_finite(in.q, "--q");
   require_finite(in.k, "--k");
   require_finite(in.v, "--v");

@@ -12,7 +12,8 @@
 
 namespace sparseattn::api {
 
-// q [B,H,Lq,D], k [B,H,Lk,D], v [B,H,Lk,Dv] (rank 2/3 files get leading 1s, contract §1),
+// q [B,H,Lq,D], k [B,H_kv,Lk,D], v [B,H_kv,Lk,Dv] with H a multiple of H_kv (contract §2.7;
+// rank 2/3 files get leading 1s, contract §1),
 // float16/32/64 widened to float64, and the pattern materialized for their sizes; the
 // key padding mask's batch must be q's. Throws InvalidArgument naming the flag or the
 // mismatching dimension.

@@ -17,22 +17,36 @@ int64_t attend_row(const HeadView& hv, int64_t i, const std::vector<int64_t>& ke
                    const std::optional<double>& masked, double* o, double* lse) {
   const int64_t D = hv.head_dim, Dv = hv.head_dim_v, Lk = hv.seq_len_k;
   const double* qi = hv.q + i * D;
+  const ScoreMods* mods = hv.mods;
+  const int64_t position = i + hv.offset;
   auto dot = [&](int64_t j) {
     double x = 0.0;
     for (int64_t d = 0; d < D; ++d) x += qi[d] * hv.k[j * D + d];
-    return scale * x;
+    if (mods == nullptr) return scale * x;
+    if (hv.mistake == ScoreMistake::softcap_before_scale && mods->softcap) {
+      ScoreMods rest = *mods;  // the ALiBi part, unchanged
+      rest.softcap.reset();
+      const double c = *mods->softcap;
+      return pipeline_score(scale * c * std::tanh(x / c), rest, hv.batch, hv.head, position, j);
+    }
+    const int64_t p = hv.mistake == ScoreMistake::alibi_top_left ? i : position;
+    return pipeline_score(scale * x, *mods, hv.batch, hv.head, p, j);
   };
+  // The row's sink (contract §2.9): none for a padded query, which does not exist.
+  const bool real = hv.pattern == nullptr || hv.pattern->query_valid(hv.batch, i);
+  const double sink = mods != nullptr && real ? mods->sink(hv.head)
+                                              : -std::numeric_limits<double>::infinity();
   std::fill(o, o + Dv, 0.0);
   thread_local std::vector<double> s;
   if (!masked) {  // a1_dense_masked: only the allowed keys enter the softmax
     if (keys.empty()) {
-      *lse = -std::numeric_limits<double>::infinity();
+      *lse = sink;
       return 0;
     }
     s.resize(keys.size());
-    double m = -std::numeric_limits<double>::infinity();
+    double m = sink;
     for (size_t t = 0; t < keys.size(); ++t) m = std::max(m, s[t] = dot(keys[t]));
-    double l = 0.0;
+    double l = std::exp(sink - m);
     for (double x : s) l += std::exp(x - m);
     *lse = m + std::log(l);
     for (size_t t = 0; t < keys.size(); ++t) {
@@ -44,7 +58,7 @@ int64_t attend_row(const HeadView& hv, int64_t i, const std::vector<int64_t>& ke
   }
   // convention_oracle's masked_fill definition: every key enters, masked ones score VALUE.
   s.resize(static_cast<size_t>(Lk));
-  double m = -std::numeric_limits<double>::infinity();
+  double m = sink;
   size_t t = 0;
   for (int64_t j = 0; j < Lk; ++j) {
     const bool allowed = t < keys.size() && keys[t] == j;
@@ -52,7 +66,7 @@ int64_t attend_row(const HeadView& hv, int64_t i, const std::vector<int64_t>& ke
     t += allowed;
     m = std::max(m, s[static_cast<size_t>(j)]);
   }
-  double z = 0.0;
+  double z = std::exp(sink - m);
   for (int64_t j = 0; j < Lk; ++j) {
     const double p = std::exp(s[static_cast<size_t>(j)] - m);
     z += p;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/numerics.h"
+#include "core/score_mods.h"
 #include "pattern/pattern.h"
 
 namespace sparseattn::api {
@@ -19,16 +20,30 @@ bool element_ok(double x, double ref, Tolerance tol);
 
 // One (batch, head)'s tensors as the row functions read them. q [Lq, D], k [Lk, D],
 // v [Lk, Dv], row-major, float64.
+// With `mods` the rows follow the score pipeline and sinks (contract §2.8–§2.9) of batch
+// element `batch`, query head `head`; `offset` = L_k − L_q puts query i at position
+// i + offset (ALiBi's distance); `pattern` says which queries are real (a padded query has no
+// sink). `mistake` computes the pipeline the way a probe supposes a candidate did.
+enum class ScoreMistake {
+  none,
+  softcap_before_scale,  // s = scale·c·tanh(<q, k>/c) instead of c·tanh(scale·<q, k>/c)
+  alibi_top_left,        // ALiBi's distance |i − j|, the query's index instead of its position
+};
 struct HeadView {
   const double* q;
   const double* k;
   const double* v;
   int64_t seq_len_k, head_dim, head_dim_v;
+  const ScoreMods* mods = nullptr;
+  int64_t batch = 0, head = 0, offset = 0;
+  const Pattern* pattern = nullptr;
+  ScoreMistake mistake = ScoreMistake::none;
 };
 
 // Row i of attention over `keys` (ascending, distinct, in [0, Lk)), float64, in
-// a1_dense_masked's order of operations: s_j = scale·<q_i, k_j>, lse = m + ln Σ exp(s_j − m),
-// o = Σ exp(s_j − lse) v_j. No key: o = 0, lse = −inf. `masked` (a finite --masked-score):
+// a1_dense_masked's order of operations: s_j = scale·<q_i, k_j> (then hv.mods' softcap and
+// ALiBi), lse = m + ln(exp(σ − m) + Σ exp(s_j − m)) with σ the row's sink (−inf without
+// sinks or for a padded query), o = Σ exp(s_j − lse) v_j. No key: o = 0, lse = σ. `masked` (a finite --masked-score):
 // every key not in `keys` scores that value instead of leaving the softmax (contract §1.6).
 // Writes o [Dv] and lse (natural log). Returns the multiply-adds done.
 int64_t attend_row(const HeadView& hv, int64_t i, const std::vector<int64_t>& keys, double scale,

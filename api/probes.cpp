@@ -74,7 +74,7 @@ class Prober {
  public:
   explicit Prober(const ProbeInputs& in)
       : in_(in),
-        s_(attention_shape(in.q.shape, in.k.shape, in.v.shape)),
+        s_(attention_shape(in.q.shape, in.k.shape, in.v.shape, KvHeads::grouped)),
         start_(Clock::now()),
         scale_(in.scale ? *in.scale : 1.0 / std::sqrt(double(s_.head_dim))) {
     B_ = s_.batch, H_ = s_.num_heads, Lq_ = s_.seq_len_q, Lk_ = s_.seq_len_k;
@@ -100,10 +100,19 @@ class Prober {
   bool skipped(int64_t b, int64_t i) const {
     return !in_.skip_row.empty() && in_.skip_row[static_cast<size_t>(b * Lq_ + i)] != 0;
   }
+  // Query head h of batch b reading kv head `kv` (contract §2.7: h / g; a probe may ask for
+  // another), under `mods` (the judged ones by default).
+  HeadView head_view(int64_t b, int64_t h, int64_t kv, const ScoreMods* mods,
+                     ScoreMistake mistake = ScoreMistake::none) const {
+    const int64_t bh = b * H_ + h, bk = b * s_.num_kv_heads + kv;
+    HeadView hv{in_.q.ptr() + bh * Lq_ * s_.head_dim, in_.k.ptr() + bk * Lk_ * s_.head_dim,
+                in_.v.ptr() + bk * Lk_ * Dv_, Lk_, s_.head_dim, Dv_};
+    hv.mods = mods, hv.batch = b, hv.head = h, hv.offset = Lk_ - Lq_;
+    hv.pattern = &in_.pattern, hv.mistake = mistake;
+    return hv;
+  }
   HeadView head_view(int64_t b, int64_t h) const {
-    const int64_t bh = b * H_ + h;
-    return {in_.q.ptr() + bh * Lq_ * s_.head_dim, in_.k.ptr() + bh * Lk_ * s_.head_dim,
-            in_.v.ptr() + bh * Lk_ * Dv_, Lk_, s_.head_dim, Dv_};
+    return head_view(b, h, h / s_.group(), in_.mods);
   }
   // Whether the candidate's row r matches (o [Dv], lse in the candidate's base).
   bool row_matches(int64_t r, const double* o, double lse, bool with_lse) const {
@@ -152,6 +161,7 @@ class Prober {
   }
 
   void add_probes();
+  void add_modern_probes();
   void add(const std::string& name, std::function<std::optional<Hypothesis>()> make) {
     probes_.push_back({name, std::move(make)});
   }
@@ -306,7 +316,124 @@ void add_key(std::vector<int64_t>& k, int64_t j) {
   if (it == k.end() || *it != j) k.insert(it, j);
 }
 
+// The mistakes of the attention of current models (contract §2.7–§2.9), each a whole-row
+// recomputation under the judged pattern's keys with one thing done wrong.
+void Prober::add_modern_probes() {
+  const ScoreMods* m = in_.mods;
+  // A row under other mods or another kv head, on the judged keys.
+  auto row = [this](int64_t b, int64_t h, int64_t i, int64_t kv, const ScoreMods* mods,
+                    ScoreMistake mistake, double* o, double* lse, int64_t* work) {
+    thread_local std::vector<int64_t> keys;
+    judged_(b, h, i, keys);
+    *work += attend_row(head_view(b, h, kv, mods, mistake), i, keys, scale_, std::nullopt, o, lse);
+  };
+  auto variant = [this, row](const std::string& name, const std::string& cause,
+                             std::shared_ptr<const ScoreMods> mods, ScoreMistake mistake) {
+    add(name, [this, row, name, cause, mods, mistake]() -> std::optional<Hypothesis> {
+      Hypothesis hy;
+      hy.name = name;
+      hy.cause = cause;
+      hy.predict = [this, row, mods, mistake](int64_t b, int64_t h, int64_t i, double* o,
+                                              double* lse, int64_t* work) {
+        row(b, h, i, h / s_.group(), mods.get(), mistake, o, lse, work);
+        return true;
+      };
+      return hy;
+    });
+  };
+  auto without = [m](auto edit) {
+    auto c = std::make_shared<ScoreMods>(m ? *m : ScoreMods{});
+    edit(*c);
+    return std::shared_ptr<const ScoreMods>(c);
+  };
+  const std::shared_ptr<const ScoreMods> same = without([](ScoreMods&) {});
+  if (s_.num_kv_heads != s_.num_heads) {
+    add("kv head h mod H_kv", [this, row]() -> std::optional<Hypothesis> {
+      Hypothesis hy;
+      hy.name = "kv head h mod H_kv";
+      hy.cause = "query head h read kv head h mod H_kv (kv heads tiled); grouped-query "
+                 "attention reads kv head h / g, each kv head repeated g times in place "
+                 "(repeat_interleave, contract §2.7)";
+      hy.predict = [this, row](int64_t b, int64_t h, int64_t i, double* o, double* lse,
+                               int64_t* work) {
+        if (h % s_.num_kv_heads == h / s_.group()) return false;  // the same kv head
+        row(b, h, i, h % s_.num_kv_heads, in_.mods, ScoreMistake::none, o, lse, work);
+        return true;
+      };
+      return hy;
+    });
+  }
+  if (m == nullptr) return;
+  if (m->has_sinks()) {
+    const auto no_sinks = without([](ScoreMods& c) { c.sinks.reset(); });
+    variant("sinks ignored",
+            "sinks ignored: the candidate is attention without the sink logits (contract §2.9: "
+            "each sink enters its row's denominator, lse included)",
+            no_sinks, ScoreMistake::none);
+    if (in_.lse) {
+      // One of the two: o (or lse) with the sink, the other without.
+      for (const bool in_lse : {true, false}) {
+        const std::string name = in_lse ? "sink in lse only" : "sink in p only";
+        add(name, [this, row, name, in_lse, no_sinks, same]() -> std::optional<Hypothesis> {
+          Hypothesis hy;
+          hy.name = name;
+          hy.cause = in_lse ? "the sink is in lse but not in p: o is attention without the sink "
+                              "while lse includes it (contract §2.9: both include it)"
+                            : "the sink is in p but not in lse: o includes the sink while lse "
+                              "is the logsumexp of the keys alone (contract §2.9: both include it)";
+          hy.predict = [this, row, in_lse, no_sinks, same](int64_t b, int64_t h, int64_t i,
+                                                             double* o, double* lse, int64_t* work) {
+            double other = 0.0;
+            thread_local std::vector<double> o2;
+            o2.resize(static_cast<size_t>(Dv_));
+            row(b, h, i, h / s_.group(), (in_lse ? no_sinks : same).get(), ScoreMistake::none,
+                o, &other, work);
+            row(b, h, i, h / s_.group(), (in_lse ? same : no_sinks).get(), ScoreMistake::none,
+                o2.data(), lse, work);
+            return true;
+          };
+          return hy;
+        });
+      }
+    }
+  }
+  if (m->has_softcap()) {
+    variant("softcap missing",
+            "softcap missing: the candidate's scores were not capped (contract §2.8: s = c·tanh(s/c) "
+            "on the scaled score)",
+            without([](ScoreMods& c) { c.softcap.reset(); }), ScoreMistake::none);
+    variant("softcap before the scale",
+            "softcap applied before the scale: scale·c·tanh(q·k/c) instead of c·tanh(scale·q·k/c) "
+            "(contract §2.8: the cap acts on the scaled score)",
+            same, ScoreMistake::softcap_before_scale);
+    const double c = *m->softcap;
+    add("softcap after the mask", [this, c]() -> std::optional<Hypothesis> {
+      // Capping after masking turns each masked -inf into c·tanh(-inf) = -c: masked keys count.
+      Hypothesis hy = keyed("softcap after the mask",
+                            "softcap applied after the mask: every masked key scores -c = " +
+                                num(-c) + " instead of leaving the softmax (contract §2.8: the "
+                                "pattern removes pairs after the cap)",
+                            judged_, scale_, -c);
+      return hy;
+    });
+  }
+  if (m->has_alibi()) {
+    variant("ALiBi sign flipped",
+            "ALiBi's sign flipped: the candidate adds a·|p - j| (contract §2.8 subtracts it)",
+            without([](ScoreMods& c) {
+              for (double& a : c.alibi_slopes->data) a = -a;
+            }),
+            ScoreMistake::none);
+    if (Lq_ != Lk_)
+      variant("ALiBi aligned top-left",
+              "ALiBi aligned top-left: the distance is |i - j| with the query's index; contract "
+              "§2.8 measures it from the query's position p = i + L_k - L_q (bottom-right)",
+              same, ScoreMistake::alibi_top_left);
+  }
+}
+
 void Prober::add_probes() {
+  if (in_.mods != nullptr || s_.num_kv_heads != s_.num_heads) add_modern_probes();
   const PatternSpec* logical = logical_spec();
   const bool top_left = in_.conv.causal_top_left;
   const PatternKind kind = logical ? logical->kind : in_.pattern.spec.kind;
@@ -850,10 +977,12 @@ nlohmann::json Prober::run() {
 
 nlohmann::json probe_causes(const ProbeInputs& in) {
   // Rule before the probes: non-finite values exactly on fully masked rows.
-  const AttentionShape s = attention_shape(in.q.shape, in.k.shape, in.v.shape);
+  const AttentionShape s = attention_shape(in.q.shape, in.k.shape, in.v.shape, KvHeads::grouped);
   const int64_t rows = s.batch * s.num_heads * s.seq_len_q;
   auto empty_row = [&](int64_t r) {
-    if (!in.conv.masked_score) return in.oracle.lse.data[r] == -kInf;
+    // With sinks a real row without keys has lse = sink (contract §2.9): read its keys.
+    const bool sinks = in.mods != nullptr && in.mods->has_sinks();
+    if (!in.conv.masked_score && !sinks) return in.oracle.lse.data[r] == -kInf;
     std::vector<int64_t> keys;
     const int64_t i = r % s.seq_len_q, h = (r / s.seq_len_q) % s.num_heads,
                   b = r / (s.seq_len_q * s.num_heads);

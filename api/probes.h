@@ -60,6 +60,11 @@ struct ProbeInputs {
   const AttentionResult& oracle;         // convention_oracle on the inputs as given
   const PatternSpec* raw_spec = nullptr; // the flags' spec before conventions, if known
   ProbeOptions options{};
+  // The softcap, ALiBi slopes and sinks the oracle used (contract §2.8–§2.9), or null. k and
+  // v may have fewer heads than q (contract §2.7). Either adds the probes of the usual
+  // mistakes with them: kv head h mod H_kv, sinks ignored or in only one of lse and p,
+  // softcap missing, before the scale or after the mask, ALiBi's sign or alignment.
+  const ScoreMods* mods = nullptr;
 };
 
 // Runs the probes on a failing candidate. Returns

@@ -132,14 +132,16 @@ CheckResult check_against_oracle(const Tensor<double>& q, const Tensor<double>& 
                                  const double* scale, const Tensor<double>& o, Tolerance o_tol,
                                  const Tensor<double>* lse, Tolerance lse_tol,
                                  const Conventions& conv, const PatternSpec* raw_spec,
-                                 const ToleranceRule* rule, const ProbeOptions& probes) {
-  const AttentionShape s = attention_shape(q.shape, k.shape, v.shape);
+                                 const ToleranceRule* rule, const ProbeOptions& probes,
+                                 const ScoreMods* mods) {
+  const AttentionShape s = attention_shape(q.shape, k.shape, v.shape, KvHeads::grouped);
   CheckContext ctx;
   ctx.q = &q, ctx.k = &k, ctx.v = &v, ctx.scale = scale;
   ctx.conv = conv, ctx.raw_spec = raw_spec, ctx.rule = rule;
   ctx.probes = probes;
-  return check_against(convention_oracle(q, k, v, pattern, scale, conv), pattern, s, o, o_tol,
-                       lse, lse_tol, ctx);
+  ctx.mods = mods;
+  return check_against(convention_oracle(q, k, v, pattern, scale, conv, mods), pattern, s, o,
+                       o_tol, lse, lse_tol, ctx);
 }
 
 namespace {
@@ -178,6 +180,10 @@ CheckResult check_against(const AttentionResult& oracle, const Pattern& pattern,
   require(rule == nullptr || (have_inputs && !ctx.compat), "--tolerance-rule", "reference-error",
           "needs the normal oracle's inputs: not available under the compatibility flags "
           "(contract §3.12)");
+  const bool modern = (ctx.mods != nullptr && ctx.mods->any()) || s.num_kv_heads != s.num_heads;
+  require(rule == nullptr || !modern, "--tolerance-rule", "reference-error",
+          "is not combined with grouped-query heads, --softcap, --alibi-slopes or --sinks yet (its "
+          "naive run is plain attention): use --tolerance-rule table");
   std::vector<uint8_t> skip;
   if (conv.padded_queries_any && pattern.has_key_padding() && conv.padding_align_valid) {
     skip = valid_padded_rows(pattern);  // contract §2.6: rows i >= m_b
@@ -190,6 +196,7 @@ CheckResult check_against(const AttentionResult& oracle, const Pattern& pattern,
   CheckResult r;
   r.oracle = conv.masked_score ? "dense definition with masked scores = --masked-score"
                                : "a1_dense_masked";
+  if (ctx.mods != nullptr) r.score_mods = describe(*ctx.mods);
   r.pattern = describe(pattern.spec);
   r.shape = s;
   r.conventions = conv.describe();
@@ -237,7 +244,7 @@ CheckResult check_against(const AttentionResult& oracle, const Pattern& pattern,
     } else if (have_inputs && !ctx.compat) {
       const ProbeInputs in{*ctx.q, *ctx.k, *ctx.v, pattern, ctx.scale, conv, o4, o_tol,
                            lse ? &lse3 : nullptr, lse_tol, skip, oracle, ctx.raw_spec,
-                           ctx.probes};
+                           ctx.probes, ctx.mods && ctx.mods->any() ? ctx.mods : nullptr};
       const nlohmann::json probes = probe_causes(in);
       r.probable_cause = probes["probable_cause"].get<std::string>();
       r.probes = probes["probes"];

@@ -79,7 +79,8 @@ CheckResult check_against_oracle(const Tensor<double>& q, const Tensor<double>& 
                                  const Tensor<double>* lse, Tolerance lse_tol,
                                  const Conventions& conv = {}, const PatternSpec* raw_spec = nullptr,
                                  const ToleranceRule* rule = nullptr,
-                                 const ProbeOptions& probes = {});
+                                 const ProbeOptions& probes = {},
+                                 const ScoreMods* mods = nullptr);
 
 // What check_against's explaining report needs besides the oracle. q/k/v/scale: the inputs
 // (bhsd) the cause probes and the reference-error rule re-run; null: the probes are
@@ -99,6 +100,9 @@ struct CheckContext {
   bool hint = true;
   const Tensor<uint8_t>* global_mask = nullptr;
   ProbeOptions probes{};  // --probes, --probe-budget (api/probes.h)
+  // The softcap, ALiBi slopes and sinks of the oracle (contract §2.8–§2.9), or null: the
+  // probes recompute rows with them and add their mistakes' probes.
+  const ScoreMods* mods = nullptr;
 };
 
 // `check` against `oracle` (convention_oracle's, or a compatibility mode's float64

@@ -36,6 +36,7 @@
 #include "api/inputs.h"
 #include "api/padding_align.h"
 #include "api/results.h"
+#include "api/score_flags.h"
 #include "core/error.h"
 #include "core/npy.h"
 #include "registry/backward.h"
@@ -57,6 +58,7 @@ struct AttendArgs {
   PatternFlags pattern;
   ConventionFlags conventions;
   CompatFlags compat;  // contract §3.12
+  ScoreFlags score;    // contract §2.8-§2.9
 };
 
 // [a, b, c, d] -> [a, c, b, d] in place of x (bshd <-> bhsd); empty tensors stay empty.
@@ -187,6 +189,8 @@ void run_attend(const AttendArgs& a) {
   PatternFlags pattern_flags = a.pattern;
   apply_attention_window(a.compat, pattern_flags);
   AttentionInputs in = load_inputs_with(a.q, a.k, a.v, pattern_flags, conv);
+  ScoreMods mods = to_score_mods(a.score, in.shape);
+  require_combinable(in.shape, mods, conv, compat_requested(a.compat), a.conventions);
   if (compat_requested(a.compat)) {  // contract §3.12: its own path
     require(!conv.masked_score, "--masked-score", a.conventions.masked_score,
             "must be -inf under the compatibility flags (their definitions remove masked keys)");
@@ -289,7 +293,7 @@ void run_attend(const AttendArgs& a) {
   // contract §4); main() spells it as the flag the user typed.
   if (!per_batch) {
     const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
-                                         in.pattern, scale_ptr);
+                                         in.pattern, scale_ptr, std::move(mods));
     kernel.run(problem, out);
     if (grad != nullptr) {
       refuse_nan(a, kernel, out);  // before the backward pass reads o and lse
@@ -361,8 +365,12 @@ void register_attend(CLI::App& app) {
   cmd->add_option("--q", args->q, "Q.npy: queries [batch, num_heads, seq_len_q, head_dim], "
                                   "float16/32/64 (rank 2 or 3: leading dimensions are 1)")
       ->required();
-  cmd->add_option("--k", args->k, "K.npy: keys [batch, num_heads, seq_len_k, head_dim]")->required();
-  cmd->add_option("--v", args->v, "V.npy: values [batch, num_heads, seq_len_k, head_dim_v]")
+  cmd->add_option("--k", args->k,
+                  "K.npy: keys [batch, num_kv_heads, seq_len_k, head_dim]; num_kv_heads divides "
+                  "q's num_heads (grouped-query attention: q head h reads kv head h / (num_heads / "
+                  "num_kv_heads), contract §2.7)")
+      ->required();
+  cmd->add_option("--v", args->v, "V.npy: values [batch, num_kv_heads, seq_len_k, head_dim_v]")
       ->required();
   cmd->add_option("--out", args->out, "O.npy: output o [batch, num_heads, seq_len_q, head_dim_v]")
       ->required();
@@ -394,6 +402,7 @@ void register_attend(CLI::App& app) {
   add_pattern_flags(cmd, args->pattern);
   add_convention_flags(cmd, args->conventions);
   add_compat_flags(cmd, args->compat);
+  add_score_flags(cmd, args->score);
   cmd->callback([args] { run_attend(*args); });
 }
 

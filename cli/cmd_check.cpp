@@ -47,6 +47,7 @@
 #include "api/padding_align.h"
 #include "api/probes.h"
 #include "api/results.h"
+#include "api/score_flags.h"
 #include "api/shape_hint.h"
 #include "core/check.h"
 #include "core/error.h"
@@ -70,6 +71,7 @@ struct CheckArgs {
   std::string tolerance_rule = "table", factor = "2", floor = "1e-6", naive_dtype;
   CompatFlags compat;  // contract §3.12
   std::string probes = "auto", probe_budget = "5";  // api/probes.h
+  ScoreFlags score;  // contract §2.8-§2.9
 };
 
 Tolerance tolerance_of_file(NpyDtype dtype) {
@@ -170,6 +172,12 @@ void run_check(const CheckArgs& a) {
     }
     throw_with_hint(e, hint);
   }
+  const ScoreMods mods = to_score_mods(a.score, in.shape);
+  require_combinable(in.shape, mods, conv, compat, a.conventions);
+  require(!by_reference || (!mods.any() && in.shape.num_kv_heads == in.shape.num_heads),
+          "--tolerance-rule", a.tolerance_rule,
+          "must be table with grouped-query heads, --softcap, --alibi-slopes or --sinks (its "
+          "naive run is plain attention)");
   if (conv.padding_align_valid && !compat) valid_counts(in.pattern);  // refused before any work
   const Shape o_shape = {in.shape.batch, in.shape.num_heads, in.shape.seq_len_q,
                          in.shape.head_dim_v};
@@ -201,8 +209,8 @@ void run_check(const CheckArgs& a) {
     Tolerance tol{};
   };
   const Shape q_shape = {sh.batch, sh.num_heads, sh.seq_len_q, sh.head_dim},
-              k_shape = {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim},
-              v_shape = {sh.batch, sh.num_heads, sh.seq_len_k, sh.head_dim_v};
+              k_shape = {sh.batch, sh.num_kv_heads, sh.seq_len_k, sh.head_dim},
+              v_shape = {sh.batch, sh.num_kv_heads, sh.seq_len_k, sh.head_dim_v};
   std::vector<GradCandidate> grads = {
       {"dq", a.candidate_dq, q_shape, {}, {}},
       {"dk", a.candidate_dk, k_shape, {}, {}},
@@ -253,14 +261,18 @@ void run_check(const CheckArgs& a) {
     if (conv.lse_base2)
       for (double& x : oracle.lse.data) x /= std::log(2.0);
   } else {
-    oracle = convention_oracle(in.q, in.k, in.v, in.pattern, scale_ptr, conv);
+    oracle = convention_oracle(in.q, in.k, in.v, in.pattern, scale_ptr, conv, &mods);
   }
+  ctx.mods = &mods;
   CheckResult r = check_against(oracle, in.pattern, in.shape, o, o_tol,
                                 a.candidate_lse.empty() ? nullptr : &lse, lse_tol, ctx);
   r.compat = a.compat.compat;
   r.global_mask = a.compat.global_mask;
   r.global_projections = !a.compat.q_global.empty();
   if (backward) {  // the gradient definition of these conventions (contract §7)
+    require(!mods.any() && sh.num_kv_heads == sh.num_heads, "--dout", a.dout,
+            "gradient checks with grouped-query heads, --softcap, --alibi-slopes or --sinks are "
+            "not available yet");
     const ReferenceGradients ref =
         reference_gradients(in, scale_ptr, conv, compat ? &request : nullptr, dout);
     const Tensor<double>* refs[6] = {&ref.g.dq, &ref.g.dk, &ref.g.dv,
@@ -295,8 +307,11 @@ void register_check(CLI::App& app) {
       "compare a candidate o (and lse) with the float64 oracle; JSON report; exit 0 pass, 1 fail");
   cmd->add_option("--q", args->q, "Q.npy: queries [batch, num_heads, seq_len_q, head_dim]")
       ->required();
-  cmd->add_option("--k", args->k, "K.npy: keys [batch, num_heads, seq_len_k, head_dim]")->required();
-  cmd->add_option("--v", args->v, "V.npy: values [batch, num_heads, seq_len_k, head_dim_v]")
+  cmd->add_option("--k", args->k,
+                  "K.npy: keys [batch, num_kv_heads, seq_len_k, head_dim]; num_kv_heads divides "
+                  "q's num_heads (grouped-query attention, contract §2.7)")
+      ->required();
+  cmd->add_option("--v", args->v, "V.npy: values [batch, num_kv_heads, seq_len_k, head_dim_v]")
       ->required();
   cmd->add_option("--candidate", args->candidate,
                   "O.npy: the output to judge, [batch, num_heads, seq_len_q, head_dim_v], "
@@ -347,6 +362,7 @@ void register_check(CLI::App& app) {
   add_pattern_flags(cmd, args->pattern);
   add_convention_flags(cmd, args->conventions);
   add_compat_flags(cmd, args->compat);
+  add_score_flags(cmd, args->score);
   cmd->callback([args] { run_check(*args); });
 }
 
