@@ -40,6 +40,8 @@ nlohmann::json impls_json() {
   for (const Kernel& k : kernels()) {
     nlohmann::json j = entry_json(k);
     j["exact"] = k.exact;
+    // What it reads beyond plain attention (contract §2.7-§2.9): "grouped-query heads", ...
+    j["features"] = feature_names(k.features);
     if (k.target == Target::cpu) j["simd"] = cpu::isa_name(cpu::active_isa());
     list.push_back(std::move(j));
   }
@@ -390,7 +392,18 @@ void check_gradients_against_oracle(CheckResult& r, const Tensor<double>& q,
 
 ReferenceGradients reference_gradients(const AttentionInputs& in, const double* scale,
                                        const Conventions& conv, const CompatRequest* compat,
-                                       const Tensor<double>& dout) {
+                                       const Tensor<double>& dout, const ScoreMods* mods) {
+  if (mods != nullptr && (mods->any() || in.shape.num_kv_heads != in.shape.num_heads)) {
+    require(compat == nullptr && !conv.masked_score && !conv.padding_align_valid, "--dout",
+            "(gradients)", "with grouped-query heads or score modifiers: only under the "
+            "default conventions (contract §2.7-§2.9)");
+    ReferenceGradients r;
+    r.oracle = "b1_dense_masked_grad";
+    GradientResult g = b1_dense_masked_grad(in.q, in.k, in.v, dout, in.pattern, scale, *mods);
+    r.g.dq = std::move(g.dq), r.g.dk = std::move(g.dk), r.g.dv = std::move(g.dv);
+    r.g.dsinks = std::move(g.dsinks);
+    return r;
+  }
   if (compat != nullptr) {
     require(!conv.masked_score, "--masked-score", to_text(*conv.masked_score),
             "must be -inf under the compatibility flags (their definitions remove masked keys)");

@@ -31,7 +31,8 @@
 namespace sparseattn::api {
 
 // `impls --json`: one object per registry entry (name, target, dtype, exact, patterns,
-// reference, atol, rtol, summary), in ladder order.
+// reference, atol, rtol, summary, features: what it reads beyond plain attention, e.g.
+// "grouped-query heads, softcap, ALiBi slopes, sinks", "" for none), in ladder order.
 nlohmann::json impls_json();
 
 // The registry kernel `name`, checked to serve `pattern`. Throws InvalidArgument("--impl")
@@ -182,9 +183,13 @@ void check_gradients_against(CheckResult& r, const std::string& oracle,
 // (non-null, a mode asked for) that mode's, hf_listing_grad or longformer_compat_grad
 // (§7.4–§7.5; a finite masked score is refused there, as in the forward). `in` is bhsd
 // with the conventions' pattern; dout is checked_dout's. `oracle` names the definition.
+// `mods` (softcap, ALiBi slopes, sinks; contract §7.7) enter b1_dense_masked_grad, whose
+// dsinks the result then carries; grouped kv heads (contract §2.7) give dk, dv with H_kv
+// heads. The front ends refuse them with the other conventions (require_combinable).
 ReferenceGradients reference_gradients(const AttentionInputs& in, const double* scale,
                                        const Conventions& conv, const CompatRequest* compat,
-                                       const Tensor<double>& dout);
+                                       const Tensor<double>& dout,
+                                       const ScoreMods* mods = nullptr);
 
 // `reach`: every measure of docs/information-flow.md for one stack (contract §6).
 struct ReachRequest {

@@ -34,20 +34,25 @@ ScoreMods to_score_mods(const ScoreFlags& f, const AttentionShape& shape) {
 }
 
 void require_combinable(const AttentionShape& shape, const ScoreMods& mods,
-                        const Conventions& conv, bool compat, const ConventionFlags& text) {
+                        const Conventions& conv, bool compat, Spelling spelling) {
   const bool grouped = shape.num_kv_heads != shape.num_heads;
   if (!grouped && !mods.any()) return;
   const std::string what = grouped && mods.any() ? "grouped-query heads and " + describe(mods)
                            : grouped             ? std::string("grouped-query heads")
                                                  : describe(mods);
   const std::string not_yet = " is not combined with " + what + " (contract §2.7-§2.9)";
-  require(!compat, "--compat", "(a compatibility flag)",
+  const bool flags = spelling == Spelling::flag;
+  require(!compat, flags ? "--compat" : "compat", "(a compatibility mode)",
           "must be absent: a compatibility mode (contract §3.12)" + not_yet);
-  require(!conv.masked_score, "--masked-score", text.masked_score, "must be -inf:" + not_yet);
-  require(!conv.padding_align_valid, "--padding-align", text.padding_align, "must be full:" + not_yet);
-  require(!(conv.causal_top_left && mods.has_alibi()), "--causal-align", text.causal_align,
-          "must be bottom-right with --alibi-slopes: ALiBi's distance is measured from the "
-          "bottom-right position (contract §2.8)");
+  require(!conv.masked_score, spell(Field::masked_score, spelling),
+          conv.masked_score ? to_text(*conv.masked_score) : "", "must be -inf:" + not_yet);
+  require(!conv.padding_align_valid, spell(Field::padding_align, spelling), "valid",
+          "must be full:" + not_yet);
+  require(!(conv.causal_top_left && mods.has_alibi()), spell(Field::causal_align, spelling),
+          "top-left", std::string("must be bottom-right with ") +
+                          spell(Field::alibi_slopes, spelling) +
+                          ": ALiBi's distance is measured from the bottom-right position "
+                          "(contract §2.8)");
 }
 
 }  // namespace sparseattn::api

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/conventions.h"
+#include "core/field.h"
 #include "core/score_mods.h"
 #include "core/tensor.h"
 
@@ -32,8 +33,9 @@ ScoreMods to_score_mods(const ScoreFlags& flags, const AttentionShape& shape);
 // the compatibility modes (contract §3.12, their definitions are HF's), a finite
 // --masked-score, --padding-align valid, and --causal-align top-left with ALiBi (whose
 // distance is measured from the bottom-right position, contract §2.8). Throws
-// InvalidArgument naming the first such flag. `flag_of` spells a convention's field.
+// InvalidArgument naming the first such argument as `spelling` writes it (`--masked-score`
+// on the command line, `masked_score` in Python).
 void require_combinable(const AttentionShape& shape, const ScoreMods& mods,
-                        const Conventions& conv, bool compat, const ConventionFlags& text);
+                        const Conventions& conv, bool compat, Spelling spelling);
 
 }  // namespace sparseattn::api

@@ -52,6 +52,7 @@ struct AttendArgs {
   std::string q, k, v, out, lse;
   std::string dout, dq, dk, dv;  // backward: dO in, gradients out
   std::string dq_global, dk_global, dv_global;  // gradients of --q-global/--k-global/--v-global
+  std::string dsinks;  // the sinks' gradient (contract §2.9)
   std::string impl = "a1_dense_masked";
   std::string scale;  // text: parsed by parse_finite (rejects nan/inf)
   std::string dtype;  // "" = the kernel's own output dtype
@@ -166,13 +167,16 @@ void run_attend(const AttendArgs& a) {
                                    {"--dk-global", a.dk_global}, {"--dv-global", a.dv_global}})
     require(path.empty() || !a.compat.q_global.empty(), flag, path,
             "needs --q-global, --k-global and --v-global (the projections it is the gradient of)");
+  require(a.dsinks.empty() || (backward && !a.score.sinks.empty()), "--dsinks", a.dsinks,
+          "needs --dout DO.npy and --sinks S.npy (it is the gradient of the sinks)");
   require(!backward || !a.dq.empty() || !a.dk.empty() || !a.dv.empty() || !a.dq_global.empty() ||
-              !a.dk_global.empty() || !a.dv_global.empty(),
+              !a.dk_global.empty() || !a.dv_global.empty() || !a.dsinks.empty(),
           "--dout", a.dout, "asks for gradients: give at least one of --dq, --dk, --dv");
   check_outputs({{"--out", a.out}, {"--lse", a.lse}, {"--dq", a.dq}, {"--dk", a.dk}, {"--dv", a.dv},
                  {"--dq-global", a.dq_global}, {"--dk-global", a.dk_global},
-                 {"--dv-global", a.dv_global}},
+                 {"--dv-global", a.dv_global}, {"--dsinks", a.dsinks}},
                 {{"--q", a.q}, {"--k", a.k}, {"--v", a.v}, {"--dout", a.dout},
+                 {"--sinks", a.score.sinks}, {"--alibi-slopes", a.score.alibi_slopes},
                  {"--q-global", a.compat.q_global}, {"--k-global", a.compat.k_global},
                  {"--v-global", a.compat.v_global}, {"--global-mask", a.compat.global_mask}});
   const Shape q_file_shape = read_npy_header(a.q, "--q").shape;
@@ -190,7 +194,7 @@ void run_attend(const AttendArgs& a) {
   apply_attention_window(a.compat, pattern_flags);
   AttentionInputs in = load_inputs_with(a.q, a.k, a.v, pattern_flags, conv);
   ScoreMods mods = to_score_mods(a.score, in.shape);
-  require_combinable(in.shape, mods, conv, compat_requested(a.compat), a.conventions);
+  require_combinable(in.shape, mods, conv, compat_requested(a.compat), Spelling::flag);
   if (compat_requested(a.compat)) {  // contract §3.12: its own path
     require(!conv.masked_score, "--masked-score", a.conventions.masked_score,
             "must be -inf under the compatibility flags (their definitions remove masked keys)");
@@ -352,6 +356,9 @@ void run_attend(const AttendArgs& a) {
     files.push_back(pending(a.dq, gout.dq, gout.dq32, grad_f64, f64, q_file_shape));
     files.push_back(pending(a.dk, gout.dk, gout.dk32, grad_f64, f64, k_file_shape));
     files.push_back(pending(a.dv, gout.dv, gout.dv32, grad_f64, f64, v_file_shape));
+    Tensor<float> none;  // dσ is float64 in every backward kernel (contract §2.9)
+    if (!a.dsinks.empty())
+      files.push_back(pending(a.dsinks, gout.dsinks, none, true, f64, gout.dsinks.shape));
   }
   write_all(files);
 }
@@ -399,6 +406,9 @@ void register_attend(CLI::App& app) {
                   "DKG.npy: write the gradient of --k-global (its shape); needs --dout");
   cmd->add_option("--dv-global", args->dv_global,
                   "DVG.npy: write the gradient of --v-global (its shape); needs --dout");
+  cmd->add_option("--dsinks", args->dsinks,
+                  "DS.npy: write the gradient of --sinks [num_heads of q]; needs --dout and --sinks "
+                  "(contract §2.9)");
   add_pattern_flags(cmd, args->pattern);
   add_convention_flags(cmd, args->conventions);
   add_compat_flags(cmd, args->compat);

@@ -173,7 +173,7 @@ void run_check(const CheckArgs& a) {
     throw_with_hint(e, hint);
   }
   const ScoreMods mods = to_score_mods(a.score, in.shape);
-  require_combinable(in.shape, mods, conv, compat, a.conventions);
+  require_combinable(in.shape, mods, conv, compat, Spelling::flag);
   require(!by_reference || (!mods.any() && in.shape.num_kv_heads == in.shape.num_heads),
           "--tolerance-rule", a.tolerance_rule,
           "must be table with grouped-query heads, --softcap, --alibi-slopes or --sinks (its "
@@ -270,11 +270,8 @@ void run_check(const CheckArgs& a) {
   r.global_mask = a.compat.global_mask;
   r.global_projections = !a.compat.q_global.empty();
   if (backward) {  // the gradient definition of these conventions (contract §7)
-    require(!mods.any() && sh.num_kv_heads == sh.num_heads, "--dout", a.dout,
-            "gradient checks with grouped-query heads, --softcap, --alibi-slopes or --sinks are "
-            "not available yet");
     const ReferenceGradients ref =
-        reference_gradients(in, scale_ptr, conv, compat ? &request : nullptr, dout);
+        reference_gradients(in, scale_ptr, conv, compat ? &request : nullptr, dout, &mods);
     const Tensor<double>* refs[6] = {&ref.g.dq, &ref.g.dk, &ref.g.dv,
                                      &ref.g.dq_global, &ref.g.dk_global, &ref.g.dv_global};
     std::vector<NamedGradientCandidate> named;
@@ -284,8 +281,10 @@ void run_check(const CheckArgs& a) {
     const GradientInputs probe_inputs{in.q, in.k, in.v, dout, scale_ptr, probe_options};
     // The gradient probes re-run b1 on the spec's pattern: not under --padding-align valid
     // (contract §2.6), where the worst rows are restated for each batch element instead.
+    // The gradient probes re-run plain b1: not with grouped heads or score modifiers.
+    const bool modern = mods.any() || sh.num_kv_heads != sh.num_heads;
     check_gradients_against(r, ref.oracle, named, in.pattern,
-                            conv.padding_align_valid ? nullptr : &probe_inputs);
+                            conv.padding_align_valid || modern ? nullptr : &probe_inputs);
     if (conv.padding_align_valid) restate_worst_rows(r, in.pattern);
   }
   const bool pass = r.pass;

@@ -15,12 +15,12 @@ Shapes follow docs/contract.md §1: q [batch, num_heads, seq_len_q, head_dim], k
 """
 from . import testing
 from .analysis import analyze, extend_positions, reach
-from .attention import (AttendGlobalResult, AttendResult, CheckReport, TensorReport, Timing,
+from .attention import (AttendGlobalResult, AttendResult, AttendSinksResult, CheckReport, TensorReport, Timing,
                         attend, check, cpu_isa, impls, nystrom, performer_favor, time_impl)
 from .pattern import BlockMask, Pattern
 
 __all__ = [
-    "AttendGlobalResult", "AttendResult", "BlockMask", "CheckReport", "Pattern", "TensorReport", "Timing", "analyze",
+    "AttendGlobalResult", "AttendResult", "AttendSinksResult", "BlockMask", "CheckReport", "Pattern", "TensorReport", "Timing", "analyze",
     "attend", "check", "cpu_isa", "extend_positions", "impls", "nystrom", "performer_favor",
     "reach", "testing", "time_impl",
 ]

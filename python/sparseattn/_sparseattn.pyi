@@ -22,21 +22,24 @@ def info(spec: Spec, num_heads: int, seq_len_q: int, seq_len_k: int,
 def random_table(spec: Spec, num_heads: int, seq_len: int) -> np.ndarray: ...
 def block_mask(spec: Spec, num_heads: int, seq_len_q: int, seq_len_k: int,
                block_size: int) -> Dict[str, np.ndarray]: ...
-# (o, lse, rows with a NaN lse, dq, dk, dv); the gradients are None without dout.
-# (o, lse, NaN lse rows, dq, dk, dv, dq_global, dk_global, dv_global); projections: [] or
-# [q_global, k_global, v_global].
+# (o, lse, NaN lse rows, dq, dk, dv, dq_global, dk_global, dv_global, dsinks); the
+# gradients are None without dout; projections: [] or [q_global, k_global, v_global];
+# softcap, alibi_slopes, sinks: contract §2.8-§2.9 (dsinks only with sinks and dout).
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str,
            scale: Optional[float], key_padding_mask: Optional[np.ndarray],
            dout: Optional[np.ndarray], masked_score: str, compat: str,
-           global_mask: Optional[np.ndarray],
-           projections: List[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, int,
-                                                   Optional[np.ndarray], Optional[np.ndarray],
-                                                   Optional[np.ndarray], Optional[np.ndarray],
-                                                   Optional[np.ndarray], Optional[np.ndarray]]: ...
+           global_mask: Optional[np.ndarray], projections: List[np.ndarray],
+           softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
+           sinks: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, int,
+                                                 Optional[np.ndarray], Optional[np.ndarray],
+                                                 Optional[np.ndarray], Optional[np.ndarray],
+                                                 Optional[np.ndarray], Optional[np.ndarray],
+                                                 Optional[np.ndarray]]: ...
 # (seconds of each timed call, o and lse of the last one).
 def time_impl(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str,
               scale: Optional[float], key_padding_mask: Optional[np.ndarray], repeats: int,
-              warmup: int) -> Tuple[List[float], np.ndarray, np.ndarray]: ...
+              warmup: int, softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
+              sinks: Optional[np.ndarray]) -> Tuple[List[float], np.ndarray, np.ndarray]: ...
 # grads: [dq, dk, dv, dq_global, dk_global, dv_global] candidates (None: not checked),
 # grad_dtypes their own dtypes; compat, global_mask, projections as for attend.
 def check(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray,
@@ -46,7 +49,8 @@ def check(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray
           dout: Optional[np.ndarray], grads: List[Optional[np.ndarray]],
           grad_dtypes: List[str], compat: str, global_mask: Optional[np.ndarray],
           projections: List[np.ndarray], layout: str, probes: str,
-          probe_budget: float) -> CheckResult: ...
+          probe_budget: float, softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
+          sinks: Optional[np.ndarray]) -> CheckResult: ...
 
 # check's report (api/check_result.h; python/src/report_bindings.cpp), read-only. json()
 # and text() are the one renderer's (api/check_render.h): the CLI's JSON and --format text.

@@ -153,6 +153,14 @@ def _compat_args(compat: Optional[str], global_mask: Any, q_global: Any, k_globa
     return compat or "", gm, proj
 
 
+def _score_mods(softcap: Any, alibi_slopes: Any, sinks: Any) -> Tuple[Any, Any, Any]:
+    """softcap=, alibi_slopes=, sinks= as the module takes them (contract §2.8–§2.9)."""
+    cap = None if softcap is None else _arrays.real("softcap", softcap)
+    slopes = None if alibi_slopes is None else _arrays.float_array(alibi_slopes, "alibi_slopes")
+    s = None if sinks is None else _arrays.float_array(sinks, "sinks")
+    return cap, slopes, s
+
+
 def _masked_score_text(masked_score: Union[str, float]) -> str:
     return masked_score if isinstance(masked_score, str) else repr(float(masked_score))
 
@@ -162,8 +170,10 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
            dout: Any = None, *, layout: str = "bhsd", lse_base: str = "e",
            key_padding_polarity: str = "keep", masked_score: Union[str, float] = "-inf",
            compat: Optional[str] = None, global_mask: Any = None, q_global: Any = None,
-           k_global: Any = None, v_global: Any = None,
-           ) -> Union[Tuple[np.ndarray, np.ndarray], AttendResult, AttendGlobalResult]:
+           k_global: Any = None, v_global: Any = None, softcap: Optional[float] = None,
+           alibi_slopes: Any = None, sinks: Any = None,
+           ) -> Union[Tuple[np.ndarray, np.ndarray], AttendResult, AttendGlobalResult,
+                      AttendSinksResult]:
     """Sparse attention with one registered kernel (default: the float64 oracle), and
     with ``dout`` its backward pass.
 
@@ -177,8 +187,11 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
         A NumPy array or anything exporting DLPack or ``__array__`` (a CPU
         ``torch.Tensor``, a JAX array), float16, float32 or float64, finite.
         C-contiguous float32/float64 is read in place (no NumPy-side copy).
-    k : array, [batch, num_heads, seq_len_k, head_dim]
-    v : array, [batch, num_heads, seq_len_k, head_dim_v]
+    k : array, [batch, num_kv_heads, seq_len_k, head_dim]
+        ``num_kv_heads`` divides q's ``num_heads``: with fewer kv heads than query heads
+        (grouped-query attention) query head ``h`` reads kv head ``h // (num_heads //
+        num_kv_heads)`` (``repeat_interleave``; docs/contract.md §2.7).
+    v : array, [batch, num_kv_heads, seq_len_k, head_dim_v]
     pattern : Pattern
     impl : str
         A registry name (:func:`impls`): ``a0_dense`` ... ``a5_flash_tiled`` (float64
@@ -219,6 +232,20 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
         ``dout`` under any of these ``impl`` must be ``a1_dense_masked`` and the gradients
         are the mode's float64 definition (contract §7.4–§7.5); with the projections the
         result also carries ``dq_global``, ``dk_global``, ``dv_global``.
+    softcap : float, optional
+        Logit softcap ``c`` > 0, finite: each allowed scaled score ``s`` becomes
+        ``c * tanh(s / c)`` before ALiBi and the mask (Gemma 2; docs/contract.md §2.8).
+    alibi_slopes : array, [num_heads] or [batch, num_heads] (of q), optional
+        ALiBi slopes, finite: each allowed score gets ``-a * |p - j|`` with ``p = i +
+        seq_len_k - seq_len_q`` (FlashAttention 2's definition; contract §2.8).
+    sinks : array, [num_heads] (of q), optional
+        One learned sink logit per query head, finite: it joins every real row's softmax
+        denominator with a zero value, so ``lse`` includes it and a real row with no
+        allowed key has ``lse = sink``, ``o = 0`` (gpt-oss; contract §2.9).
+        A kernel that does not read grouped heads or one of these refuses them by name
+        (``impls()`` lists each kernel's ``features``); none of them combines with
+        ``masked_score`` or ``compat`` yet. With ``dout`` and ``sinks`` the result is an
+        :class:`AttendSinksResult`, which adds ``dsinks`` (contract §2.9, §7.7).
 
     Returns
     -------
@@ -277,9 +304,10 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     if pad is not None and key_padding_polarity == "ignore":
         pad = np.ascontiguousarray((pad == 0).astype(pad.dtype))
     mode, gm, proj = _compat_args(compat, global_mask, q_global, k_global, v_global, bshd)
-    o, lse, nan_rows, dq, dk, dv, dqg, dkg, dvg = _C.attend(
+    mods = _score_mods(softcap, alibi_slopes, sinks)
+    o, lse, nan_rows, dq, dk, dv, dqg, dkg, dvg, dsinks = _C.attend(
         qa, ka, va, p._spec, impl, _scale(scale), pad, da, _masked_score_text(masked_score),
-        mode, gm, proj)
+        mode, gm, proj, *mods)
     if nan_rows:
         warnings.warn(f"{impl} has no lse estimate for {nan_rows} rows (NaN there)",
                       RuntimeWarning, stacklevel=2)
@@ -294,6 +322,8 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     dq, dk, dv = dq.reshape(qa.shape), dk.reshape(ka.shape), dv.reshape(va.shape)
     if bshd:
         dq, dk, dv = swap(dq), swap(dk), swap(dv)
+    if dsinks is not None:
+        return AttendSinksResult(o, lse, dq, dk, dv, dsinks)
     if dqg is None:
         return AttendResult(o, lse, dq, dk, dv)
     # The projections' gradients keep the projections' shapes as given.
@@ -301,6 +331,28 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     if bshd:
         dqg, dkg, dvg = swap(dqg), swap(dkg), swap(dvg)
     return AttendGlobalResult(o, lse, dq, dk, dv, dqg, dkg, dvg)
+
+
+class AttendSinksResult(NamedTuple):
+    """What :func:`attend` returns with ``dout`` and ``sinks``: :class:`AttendResult`'s
+    fields and the sinks' gradient.
+
+    Attributes
+    ----------
+    o, lse, dq, dk, dv
+        As :class:`AttendResult`; with fewer kv heads than query heads dk and dv have the
+        kv heads (each the sum over its group, docs/contract.md §2.7).
+    dsinks : ndarray of float64, [num_heads]
+        ``d sum(dout * o) / d sinks``: ``-sum_{b,i} exp(sinks[h] - lse[b,h,i]) *
+        <dout[b,h,i], o[b,h,i]>`` (docs/contract.md §2.9).
+    """
+
+    o: np.ndarray
+    lse: np.ndarray
+    dq: np.ndarray
+    dk: np.ndarray
+    dv: np.ndarray
+    dsinks: np.ndarray
 
 
 class Timing(NamedTuple):
@@ -322,7 +374,8 @@ class Timing(NamedTuple):
 
 def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: int = 5,
               warmup: int = 1, scale: Optional[float] = None,
-              key_padding_mask: Any = None) -> Timing:
+              key_padding_mask: Any = None, softcap: Optional[float] = None,
+              alibi_slopes: Any = None, sinks: Any = None) -> Timing:
     """Times one registered kernel on prepared inputs: kernel time only, once it is checked.
 
     The inputs are converted and the pattern built once, untimed (the same preparation
@@ -354,6 +407,8 @@ def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: i
         Score scale, finite; default ``1/sqrt(head_dim)`` (contract §4).
     key_padding_mask : array of bool, [batch, seq_len_k], optional
         True = real token (contract §2).
+    softcap, alibi_slopes, sinks
+        As :func:`attend` (contract §2.8–§2.9); ``impl`` must read them.
 
     Returns
     -------
@@ -385,7 +440,8 @@ def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: i
     w = _arrays.integer("warmup", warmup, 0, allowed="must be an integer >= 0 (untimed calls first)")
     qa, ka, va = (_arrays.float_array(x, name) for x, name in ((q, "q"), (k, "k"), (v, "v")))
     seconds, o, lse = _C.time_impl(qa, ka, va, p._spec, impl, _scale(scale),
-                                   _padding(key_padding_mask), n, w)
+                                   _padding(key_padding_mask), n, w,
+                                   *_score_mods(softcap, alibi_slopes, sinks))
     o, lse = _out_shapes(qa, o, lse)
     return Timing(np.asarray(seconds, dtype=np.float64), o, lse)
 
@@ -415,7 +471,8 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
           global_mask: Any = None, q_global: Any = None, k_global: Any = None,
           v_global: Any = None, dq_global: Any = None, dk_global: Any = None,
           dv_global: Any = None, probes: str = "auto",
-          probe_budget: float = 5.0) -> CheckReport:
+          probe_budget: float = 5.0, softcap: Optional[float] = None,
+          alibi_slopes: Any = None, sinks: Any = None) -> CheckReport:
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -469,6 +526,11 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     probe_budget : float
         Seconds of wall clock the probes may take, finite, > 0 (default 5); the report's
         ``probes["not_run"]`` lists those it left out. ``sparseattn check --probe-budget``.
+    softcap, alibi_slopes, sinks
+        As :func:`attend`: the oracle uses them (contract §2.8–§2.9), and a failing check's
+        probes try their usual mistakes (sinks ignored or in only one of lse and p, softcap
+        missing, before the scale or after the mask, ALiBi's sign or alignment, and with
+        grouped kv heads a kv head read as ``h mod num_kv_heads``).
 
     Returns
     -------
@@ -527,7 +589,8 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     return CheckReport._from(_C.check(qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r,
                                       _scale(scale), _padding(key_padding_mask), conventions,
                                       da, grads, dtypes, mode, gm, proj, layout, str(probes),
-                                      _arrays.real("probe_budget", probe_budget, 0.0)))
+                                      _arrays.real("probe_budget", probe_budget, 0.0),
+                                      *_score_mods(softcap, alibi_slopes, sinks)))
 
 
 def performer_favor(q: Any, k: Any, v: Any, num_features: int = 256, seed: int = 0,

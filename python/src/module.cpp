@@ -27,6 +27,7 @@
 #include "api/pattern_flags.h"
 #include "api/padding_align.h"
 #include "api/results.h"
+#include "api/score_flags.h"
 #include "api/shape_hint.h"
 #include "core/error.h"
 #include "graph/layer_graph.h"
@@ -245,7 +246,9 @@ Inputs read_inputs(const ArrayView& q, const ArrayView& k, const ArrayView* v) {
   if (v != nullptr) {
     in.v = to_tensor(*v);
     in.v.shape = as_rank4(in.v.shape, "v");
-    in.shape = attention_shape(in.q.shape, in.k.shape, in.v.shape);
+    // k and v may have fewer heads than q (contract §2.7): the callers that cannot take
+    // them refuse them (Kernel::run, require_combinable, the approximations' steps).
+    in.shape = attention_shape(in.q.shape, in.k.shape, in.v.shape, KvHeads::grouped);
   }
   api::require_finite(in.q, "q");
   api::require_finite(in.k, "k");
@@ -254,6 +257,18 @@ Inputs read_inputs(const ArrayView& q, const ArrayView& k, const ArrayView* v) {
 }
 
 const double* scale_ptr(const std::optional<double>& scale) { return scale ? &*scale : nullptr; }
+
+// softcap=, alibi_slopes=, sinks= (contract §2.8–§2.9), read with the GIL held; their ranges
+// are checked against the shapes by make_problem / the oracle (FieldError, spelled as the
+// keyword).
+ScoreMods score_mods(std::optional<double> softcap, const std::optional<py::array>& alibi,
+                     const std::optional<py::array>& sinks) {
+  ScoreMods m;
+  m.softcap = softcap;
+  if (alibi) m.alibi_slopes = to_tensor(float_view(*alibi, "alibi_slopes"));
+  if (sinks) m.sinks = to_tensor(float_view(*sinks, "sinks"));
+  return m;
+}
 
 template <class T>
 int64_t count_nan(const Tensor<T>& x) {
@@ -299,9 +314,12 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
                  const PatternSpec& spec, const std::string& impl, std::optional<double> scale,
                  std::optional<py::array> key_padding_mask, std::optional<py::array> dout_arr,
                  const std::string& masked_score, const std::string& compat,
-                 std::optional<py::array> global_mask, std::vector<py::array> projections) {
+                 std::optional<py::array> global_mask, std::vector<py::array> projections,
+                 std::optional<double> softcap, std::optional<py::array> alibi_slopes,
+                 std::optional<py::array> sinks) {
   const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
                   vv = float_view(v_arr, "v");
+  ScoreMods mods = score_mods(softcap, alibi_slopes, sinks);
   std::optional<ArrayView> dv;
   if (dout_arr) dv = float_view(*dout_arr, "dout");
   const PatternSpec s = with_padding(spec, key_padding_mask);
@@ -326,6 +344,8 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
     const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
     const api::CompatRequest request = compat_request(compat, gm, pv);
     const bool compat_mode = !request.compat.empty() || request.longformer();
+    validate_score_mods(mods, a.batch, a.num_heads);
+    api::require_combinable(a, mods, conv, compat_mode, Spelling::keyword);
     if (conv.masked_score || compat_mode) {
       // The other conventions' float64 definitions (contract §1.6, §3.12, §7.4-§7.6).
       by_definition = true;
@@ -357,7 +377,7 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
         dout = api::checked_dout(to_tensor(*dv), a, "dout");
       }
       const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
-                                           pattern, scale_ptr(scale));
+                                           pattern, scale_ptr(scale), std::move(mods));
       kernel.run(problem, out);
       const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
       require(o_nan == 0, "impl", kernel.name,
@@ -371,21 +391,26 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
   py::object lse = f64 ? to_numpy(std::move(out.lse)) : to_numpy(std::move(out.lse32));
   const py::object none = py::none();
   if (by_definition) {
-    if (!dv) return py::make_tuple(o, lse, lse_nan, none, none, none, none, none, none);
+    if (!dv) return py::make_tuple(o, lse, lse_nan, none, none, none, none, none, none, none);
     auto opt = [](Tensor<double>& t) -> py::object {
       return t.numel() ? py::object(to_numpy(std::move(t))) : py::object(py::none());
     };
     CompatGradientResult& g = ref.g;
     return py::make_tuple(o, lse, lse_nan, to_numpy(std::move(g.dq)), to_numpy(std::move(g.dk)),
                           to_numpy(std::move(g.dv)), opt(g.dq_global), opt(g.dk_global),
-                          opt(g.dv_global));
+                          opt(g.dv_global), none);
   }
-  if (grad == nullptr) return py::make_tuple(o, lse, lse_nan, none, none, none, none, none, none);
+  if (grad == nullptr)
+    return py::make_tuple(o, lse, lse_nan, none, none, none, none, none, none, none);
+  // dσ (contract §2.9) is float64 whatever the backward kernel's dtype.
+  const py::object dsinks = gout.dsinks.numel() ? py::object(to_numpy(std::move(gout.dsinks))) : none;
   if (grad->dtype == DType::float64)
     return py::make_tuple(o, lse, lse_nan, to_numpy(std::move(gout.dq)),
-                          to_numpy(std::move(gout.dk)), to_numpy(std::move(gout.dv)), none, none, none);
+                          to_numpy(std::move(gout.dk)), to_numpy(std::move(gout.dv)), none, none,
+                          none, dsinks);
   return py::make_tuple(o, lse, lse_nan, to_numpy(std::move(gout.dq32)),
-                        to_numpy(std::move(gout.dk32)), to_numpy(std::move(gout.dv32)), none, none, none);
+                        to_numpy(std::move(gout.dk32)), to_numpy(std::move(gout.dv32)), none, none,
+                        none, dsinks);
 }
 
 // Kernel time only (docs/benchmarks.md, "Peers"), through the harness (api/measure.h): the
@@ -401,12 +426,15 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
 // timed call, in the kernel's dtype). The GIL is released for the whole loop.
 py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
                     const PatternSpec& spec, const std::string& impl, std::optional<double> scale,
-                    std::optional<py::array> key_padding_mask, int64_t repeats, int64_t warmup) {
+                    std::optional<py::array> key_padding_mask, int64_t repeats, int64_t warmup,
+                    std::optional<double> softcap, std::optional<py::array> alibi_slopes,
+                    std::optional<py::array> sinks) {
   require(repeats >= 1, "repeats", repeats, "must be an integer >= 1 (timed calls)");
   require(warmup >= 0, "warmup", warmup, "must be an integer >= 0 (untimed calls first)");
   const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
                   vv = float_view(v_arr, "v");
   const PatternSpec s = with_padding(spec, key_padding_mask);
+  ScoreMods mods = score_mods(softcap, alibi_slopes, sinks);
   std::vector<double> seconds;
   Output out;
   {
@@ -416,7 +444,10 @@ py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::ar
     const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
     const Kernel& kernel = api::serving_kernel(impl, pattern);
     const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
-                                         pattern, scale_ptr(scale));
+                                         pattern, scale_ptr(scale), std::move(mods));
+    require(kernel.serves_features(problem), "impl", kernel.name,
+            "does not serve " + feature_names(needed_features(problem.shape, problem.mods)) +
+                " (contract §2.7-§2.9)");
     api::TimingPlan plan;
     plan.repeats = repeats;
     plan.warmup = std::max<int64_t>(warmup - 1, 0);  // the checked call is the first
@@ -453,7 +484,9 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
                  std::optional<py::array> dout_arr, std::vector<std::optional<py::array>> grad_arrs,
                  std::vector<std::string> grad_dtypes, const std::string& compat,
                  std::optional<py::array> global_mask, std::vector<py::array> projections,
-                 const std::string& layout, const std::string& probes, double probe_budget) {
+                 const std::string& layout, const std::string& probes, double probe_budget,
+                 std::optional<double> softcap, std::optional<py::array> alibi_slopes,
+                 std::optional<py::array> sinks) {
   // Convention flags (api/conventions.h) by their CLI names without "--"; the layout is
   // handled in Python (a transpose), so bhsd arrives here.
   api::ConventionFlags cf;
@@ -499,6 +532,7 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
             "needs q_global, k_global and v_global (the projections it is the gradient of)");
   const PatternSpec s = with_padding(spec, key_padding_mask);
   const Tolerance o_tol = tol_of(o_dtype), lse_tol = tol_of(lse_dtype);
+  const ScoreMods mods = score_mods(softcap, alibi_slopes, sinks);
   api::CheckResult j;  // bound in report_bindings.cpp
   {
     py::gil_scoped_release nogil;
@@ -511,7 +545,7 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
         return swap ? Shape{x[0], x[2], x[1], x[3]} : x;
       };
       const AttentionShape a = attention_shape(shape4(qv.shape, "q"), shape4(kv.shape, "k"),
-                                               shape4(vv.shape, "v"));
+                                               shape4(vv.shape, "v"), KvHeads::grouped);
       materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
       api::require_candidate_shape(shape4(ov.shape, "o"),
                                    {a.batch, a.num_heads, a.seq_len_q, a.head_dim_v}, "o");
@@ -544,16 +578,20 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
       api::throw_with_hint(e, hint);
     }
     const AttentionShape& a = in.shape;
+    validate_score_mods(mods, a.batch, a.num_heads);
+    const api::CompatRequest request = compat_request(compat, gm, pv);
+    const bool compat_mode = !request.compat.empty() || request.longformer();
+    api::require_combinable(a, mods, conv, compat_mode, Spelling::keyword);
     Tensor<double> dout, grads[6];
     api::GradientCandidate cands[6];
     if (dov) {
       dout = api::checked_dout(to_tensor(*dov), a, "dout");
       const Shape want[6] = {{a.batch, a.num_heads, a.seq_len_q, a.head_dim},
-                             {a.batch, a.num_heads, a.seq_len_k, a.head_dim},
-                             {a.batch, a.num_heads, a.seq_len_k, a.head_dim_v},
+                             {a.batch, a.num_kv_heads, a.seq_len_k, a.head_dim},
+                             {a.batch, a.num_kv_heads, a.seq_len_k, a.head_dim_v},
                              {a.batch, a.num_heads, a.seq_len_q, a.head_dim},
-                             {a.batch, a.num_heads, a.seq_len_k, a.head_dim},
-                             {a.batch, a.num_heads, a.seq_len_k, a.head_dim_v}};
+                             {a.batch, a.num_kv_heads, a.seq_len_k, a.head_dim},
+                             {a.batch, a.num_kv_heads, a.seq_len_k, a.head_dim_v}};
       for (int t = 0; t < 6; ++t) {
         if (!gv[t]) continue;
         grads[t] = to_tensor(*gv[t]);
@@ -561,8 +599,6 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
         cands[t] = {&grads[t], tol_of(grad_dtypes[t])};
       }
     }
-    const api::CompatRequest request = compat_request(compat, gm, pv);
-    const bool compat_mode = !request.compat.empty() || request.longformer();
     if (compat_mode) {
       // The mode's float64 definition is the oracle (contract §3.12), as `check --compat`.
       require(!conv.masked_score, "masked_score", cf.masked_score,
@@ -583,19 +619,21 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
     } else {
       j = api::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
                                     lv ? &lse : nullptr, lse_tol, conv, &s, nullptr,
-                                    probe_options);
+                                    probe_options, &mods);
     }
     if (dov) {  // the gradient definition of these conventions (contract §7)
       const api::AttentionInputs ai{in.q, in.k, in.v, a, pattern};
       const api::ReferenceGradients ref = api::reference_gradients(
-          ai, scale_ptr(scale), conv, compat_mode ? &request : nullptr, dout);
+          ai, scale_ptr(scale), conv, compat_mode ? &request : nullptr, dout, &mods);
       const Tensor<double>* refs[6] = {&ref.g.dq, &ref.g.dk, &ref.g.dv,
                                        &ref.g.dq_global, &ref.g.dk_global, &ref.g.dv_global};
       std::vector<api::NamedGradientCandidate> named;
       for (int t = 0; t < 6; ++t) named.push_back({grad_names[t], refs[t], cands[t]});
       const api::GradientInputs probe_inputs{in.q, in.k, in.v, dout, scale_ptr(scale), probe_options};
+      // The gradient probes re-run plain b1: not with grouped heads or score modifiers.
+      const bool modern = mods.any() || a.num_kv_heads != a.num_heads;
       api::check_gradients_against(j, ref.oracle, named, pattern,
-                                   conv.padding_align_valid ? nullptr : &probe_inputs);
+                                   conv.padding_align_valid || modern ? nullptr : &probe_inputs);
       if (conv.padding_align_valid) api::restate_worst_rows(j, pattern);  // contract §2.6
     }
   }

@@ -18,6 +18,9 @@
 //
 // A fully masked row (maximum score -inf) is skipped: its o is the constant 0, so it
 // contributes nothing and dq_i stays 0 (never exp(-inf − -inf) = NaN).
+// The attention of current models (contract §7.7) enters as in a1: kv head h / g, the
+// softcap's chain rule 1 − tanh²(s/c) on each score's derivative, ALiBi a constant, and the
+// sink one more column of zero value whose logit gets dσ = −p_sink · <dO_i, o_i> per row.
 // Source: docs/backward.md; FlashAttention-2 (Dao 2023), Alg. 2 states the same formulas.
 #include <cmath>
 #include <limits>
@@ -38,48 +41,83 @@ void validate_dout(const Shape& dout, const AttentionShape& s) {
 GradientResult b1_dense_masked_grad(const Tensor<double>& q, const Tensor<double>& k,
                                     const Tensor<double>& v, const Tensor<double>& dout,
                                     const Pattern& pattern, const double* scale) {
-  const ladder::Call call = ladder::prepare_grad(q, k, v, dout, pattern, scale);
+  return b1_dense_masked_grad(q, k, v, dout, pattern, scale, ScoreMods{});
+}
+
+GradientResult b1_dense_masked_grad(const Tensor<double>& q, const Tensor<double>& k,
+                                    const Tensor<double>& v, const Tensor<double>& dout,
+                                    const Pattern& pattern, const double* scale,
+                                    const ScoreMods& mods) {
+  const ladder::Call call =
+      ladder::prepare(q, k, v, pattern, scale, KvHeads::grouped);
   const AttentionShape& s = call.s;
+  validate_dout(dout.shape, s);
+  validate_score_mods(mods, s.batch, s.num_heads);
   const int64_t Lq = s.seq_len_q, Lk = s.seq_len_k, D = s.head_dim, Dv = s.head_dim_v;
+  const int64_t H = s.num_heads, Hkv = s.num_kv_heads, g_size = s.group();
   const double neg_inf = -std::numeric_limits<double>::infinity();
 
-  GradientResult g = ladder::zero_gradients(s);
-  std::vector<double> p(static_cast<size_t>(Lk));   // one row of P
-  std::vector<double> dp(static_cast<size_t>(Lk));  // one row of dP
+  GradientResult g;
+  g.dq = Tensor<double>({s.batch, H, Lq, D}, 0.0);
+  g.dk = Tensor<double>({s.batch, Hkv, Lk, D}, 0.0);
+  g.dv = Tensor<double>({s.batch, Hkv, Lk, Dv}, 0.0);
+  if (mods.has_sinks()) g.dsinks = Tensor<double>({H}, 0.0);
+  std::vector<double> p(static_cast<size_t>(Lk));     // one row of P
+  std::vector<double> dp(static_cast<size_t>(Lk));    // one row of dP
+  std::vector<double> slope(static_cast<size_t>(Lk)); // d s_ij / d raw_ij (softcap's 1 - tanh²)
 
   for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t h = 0; h < s.num_heads; ++h) {
+    for (int64_t h = 0; h < H; ++h) {
+      // contract §2.7: query head h reads (and its gradient flows to) kv head h / g.
+      const int64_t bk = b * Hkv + h / g_size;
+      const double* kh = k.ptr() + bk * Lk * D;
+      const double* vh = v.ptr() + bk * Lk * Dv;
+      double* dkh = g.dk.ptr() + bk * Lk * D;
+      double* dvh = g.dv.ptr() + bk * Lk * Dv;
       for (int64_t i = 0; i < Lq; ++i) {
-        const double* qi = q.ptr() + ladder::offset(s, b, h, Lq, i, D);
-        const double* doi = dout.ptr() + ladder::offset(s, b, h, Lq, i, Dv);
-        // 1. The masked scaled scores and their maximum (a1, step for step).
+        const double* qi = q.ptr() + ((b * H + h) * Lq + i) * D;
+        const double* doi = dout.ptr() + ((b * H + h) * Lq + i) * Dv;
+        const int64_t position = i + Lk - Lq;
+        // 1. The masked scores of a1's pipeline (scale, softcap, ALiBi) and their maximum.
         double m = neg_inf;
         for (int64_t j = 0; j < Lk; ++j) {
           p[j] = neg_inf;
           if (!pattern.allowed(b, h, i, j)) continue;
-          p[j] = call.scale * ladder::dot(qi, k.ptr() + ladder::offset(s, b, h, Lk, j, D), D);
+          const double raw = call.scale * ladder::dot(qi, kh + j * D, D);
+          slope[j] = 1.0;
+          if (mods.softcap) {
+            const double t = std::tanh(raw / *mods.softcap);
+            slope[j] = 1.0 - t * t;
+          }
+          p[j] = pipeline_score(raw, mods, b, h, position, j);
           if (p[j] > m) m = p[j];
         }
-        if (m == neg_inf) continue;  // fully masked row: no gradient flows through it
-        // 2. p_ij = softmax of the row (exactly 0 where masked).
-        double l = 0.0;
+        // A row with no allowed key has o = 0 (with a sink too: contract §2.9): no gradient
+        // flows through it, and its sink's share times <dO, o> = 0 adds nothing to dσ.
+        if (m == neg_inf) continue;
+        // 2. p_ij = softmax of the row, the sink a column of zero value in its denominator.
+        const double sink = pattern.query_valid(b, i) ? mods.sink(h) : neg_inf;
+        if (sink > m) m = sink;
+        double l = std::exp(sink - m);
         for (int64_t j = 0; j < Lk; ++j) l += std::exp(p[j] - m);
         for (int64_t j = 0; j < Lk; ++j) p[j] = std::exp(p[j] - m) / l;
-        // 3. dP row and the Jacobian's row sum Σ_k p_ik dp_ik.
+        // 3. dP row and the Jacobian's row sum Σ_k p_ik dp_ik (= <dO_i, o_i>; the sink's
+        //    dp is 0).
         double row_sum = 0.0;
         for (int64_t j = 0; j < Lk; ++j) {
-          dp[j] = p[j] == 0.0 ? 0.0
-                              : ladder::dot(doi, v.ptr() + ladder::offset(s, b, h, Lk, j, Dv), Dv);
+          dp[j] = p[j] == 0.0 ? 0.0 : ladder::dot(doi, vh + j * Dv, Dv);
           row_sum += p[j] * dp[j];
         }
-        // 4. dV, dS, dQ, dK.
-        double* dqi = g.dq.ptr() + ladder::offset(s, b, h, Lq, i, D);
+        // dσ_h: the sink's column of the Jacobian, p_sink · (0 − row_sum).
+        if (mods.has_sinks()) g.dsinks.data[static_cast<size_t>(h)] -= std::exp(sink - m) / l * row_sum;
+        // 4. dV, dS (through the softcap), dQ, dK.
+        double* dqi = g.dq.ptr() + ((b * H + h) * Lq + i) * D;
         for (int64_t j = 0; j < Lk; ++j) {
           if (p[j] == 0.0) continue;
-          ladder::axpy(p[j], doi, g.dv.ptr() + ladder::offset(s, b, h, Lk, j, Dv), Dv);
-          const double ds = p[j] * (dp[j] - row_sum);
-          ladder::axpy(call.scale * ds, k.ptr() + ladder::offset(s, b, h, Lk, j, D), dqi, D);
-          ladder::axpy(call.scale * ds, qi, g.dk.ptr() + ladder::offset(s, b, h, Lk, j, D), D);
+          ladder::axpy(p[j], doi, dvh + j * Dv, Dv);
+          const double ds = p[j] * (dp[j] - row_sum) * slope[j];
+          ladder::axpy(call.scale * ds, kh + j * D, dqi, D);
+          ladder::axpy(call.scale * ds, qi, dkh + j * D, D);
         }
       }
     }

@@ -25,8 +25,9 @@ namespace sparseattn {
 
 struct GradientResult {
   Tensor<double> dq;  // [batch, num_heads, seq_len_q, head_dim]
-  Tensor<double> dk;  // [batch, num_heads, seq_len_k, head_dim]
-  Tensor<double> dv;  // [batch, num_heads, seq_len_k, head_dim_v]
+  Tensor<double> dk;  // [batch, num_kv_heads, seq_len_k, head_dim]
+  Tensor<double> dv;  // [batch, num_kv_heads, seq_len_k, head_dim_v]
+  Tensor<double> dsinks;  // [num_heads] with sinks (contract §2.9), else empty
 };
 
 // b1 — THE GRADIENT ORACLE: the derivative of a1_dense_masked written from its definition.
@@ -35,6 +36,17 @@ struct GradientResult {
 GradientResult b1_dense_masked_grad(const Tensor<double>& q, const Tensor<double>& k,
                                     const Tensor<double>& v, const Tensor<double>& dout,
                                     const Pattern& pattern, const double* scale);
+
+// b1 for the attention of current models (contract §7.7): the derivative of
+// a1_dense_masked(q, k, v, pattern, scale, mods). k and v may have H_kv heads dividing q's
+// (contract §2.7): dk and dv have H_kv heads, each the sum over its g query heads. The
+// softcap enters by the chain rule, ds_raw = ds · (1 − tanh²(s/c)); ALiBi's bias is a
+// constant; with sinks the result carries dsinks [H_q],
+// dσ_h = −Σ_{b,i} exp(σ_h − lse_{b,h,i}) · <dO_{b,h,i}, o_{b,h,i}>.
+GradientResult b1_dense_masked_grad(const Tensor<double>& q, const Tensor<double>& k,
+                                    const Tensor<double>& v, const Tensor<double>& dout,
+                                    const Pattern& pattern, const double* scale,
+                                    const ScoreMods& mods);
 
 // b2 — sparse rows: b1 visiting only each row's allowed keys (row_keys), O(nnz · dims).
 // Any pattern.

@@ -24,6 +24,7 @@ namespace sparseattn {
 struct CompatGradientResult {
   Tensor<double> dq, dk, dv;
   Tensor<double> dq_global, dk_global, dv_global;
+  Tensor<double> dsinks;  // [H_q] with sinks (contract §2.9, §7.7), else empty
 };
 
 // §7.4 — the gradient of hf_listing_oracle. Per query row i (a real query), its softmax

@@ -16,9 +16,12 @@ void keep(GradientResult r, GradOutput& out) {
 }
 }  // namespace
 
+// The gradient oracle reads everything a problem can say (contract §7.7), sinks' dσ included.
 void grad_run_b1_dense_masked_grad(const GradProblem& g, GradOutput& out) {
   const Problem& p = *g.problem;
-  keep(b1_dense_masked_grad(p.q, p.k, p.v, g.dout, *p.pattern, &p.scale), out);
+  GradientResult r = b1_dense_masked_grad(p.q, p.k, p.v, g.dout, *p.pattern, &p.scale, p.mods);
+  out.dsinks = std::move(r.dsinks);
+  keep(std::move(r), out);
 }
 bool grad_serves_b1_dense_masked_grad(const Pattern&) { return true; }
 

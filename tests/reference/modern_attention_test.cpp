@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "core/field.h"
 #include "core/seeded_inputs.h"
 #include "reference/attention.h"
+#include "reference/backward/backward.h"
 
 namespace sparseattn {
 namespace {
@@ -266,6 +268,117 @@ TEST(ModernAttention, HeadCountsThatDoNotGroupAreRefusedNamingBoth) {
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("does not serve grouped-query heads"), std::string::npos)
         << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace sparseattn
+
+// ---- contract §7.7: the gradient oracle with the attention of current models ----------
+
+namespace sparseattn {
+namespace {
+
+// L = Σ dO ∘ a1(q, k, v; mods).o, the loss whose gradients b1 returns.
+double modern_loss(const Tensor<double>& q, const Tensor<double>& k, const Tensor<double>& v,
+                   const Tensor<double>& dout, const Pattern& p, const ScoreMods& m) {
+  const AttentionResult r = a1_dense_masked(q, k, v, p, nullptr, m);
+  double l = 0.0;
+  for (size_t e = 0; e < r.o.data.size(); ++e) l += dout.data[e] * r.o.data[e];
+  return l;
+}
+
+// max |central difference − g| / max |g| over every element of `x` (h = 1e-5).
+double fd_error(Tensor<double>& x, const Tensor<double>& g, const std::function<double()>& loss) {
+  const double h = 1e-5;
+  double worst = 0.0, gmax = 0.0;
+  for (size_t e = 0; e < x.data.size(); ++e) {
+    const double x0 = x.data[e];
+    x.data[e] = x0 + h;
+    const double up = loss();
+    x.data[e] = x0 - h;
+    const double down = loss();
+    x.data[e] = x0;
+    worst = std::max(worst, std::fabs((up - down) / (2 * h) - g.data[e]));
+    gmax = std::max(gmax, std::fabs(g.data[e]));
+  }
+  return gmax == 0.0 ? worst : worst / gmax;
+}
+
+struct ModernGradCase {
+  const char* name;
+  int64_t Hq, Hkv, Lq, Lk;
+  bool causal, padding, softcap, alibi, sinks;
+};
+
+class ModernGradients : public ::testing::TestWithParam<ModernGradCase> {};
+
+TEST_P(ModernGradients, OracleGradientsMatchCentralDifferences) {
+  const ModernGradCase& c = GetParam();
+  const int64_t B = 2, D = 3, Dv = 2;
+  Tensor<double> q = random_tensor({B, c.Hq, c.Lq, D}, 31), k = random_tensor({B, c.Hkv, c.Lk, D}, 32),
+                 v = random_tensor({B, c.Hkv, c.Lk, Dv}, 33);
+  for (double& x : q.data) x *= 2.5;  // scores near the cap's bend
+  const Tensor<double> dout = random_tensor({B, c.Hq, c.Lq, Dv}, 34);
+  PatternSpec spec;
+  spec.kind = PatternKind::window;
+  spec.window = 2;
+  spec.causal = c.causal;
+  if (c.padding) {  // batch 1: its last two keys padded
+    spec.key_padding_mask = Tensor<uint8_t>({B, c.Lk}, 1);
+    spec.key_padding_mask->data[static_cast<size_t>(2 * c.Lk - 1)] = 0;
+    spec.key_padding_mask->data[static_cast<size_t>(2 * c.Lk - 2)] = 0;
+  }
+  const Pattern p = materialize(spec, {B, c.Hq, c.Lq, c.Lk});
+  ScoreMods m;
+  if (c.softcap) m.softcap = 1.3;
+  if (c.alibi) m.alibi_slopes = random_tensor({B, c.Hq}, 35, 0.0, 0.5);
+  if (c.sinks) m.sinks = random_tensor({c.Hq}, 36);
+  const GradientResult g = b1_dense_masked_grad(q, k, v, dout, p, nullptr, m);
+  ASSERT_EQ(g.dk.shape, (Shape{B, c.Hkv, c.Lk, D}));
+  ASSERT_EQ(g.dv.shape, (Shape{B, c.Hkv, c.Lk, Dv}));
+  auto loss = [&] { return modern_loss(q, k, v, dout, p, m); };
+  EXPECT_LE(fd_error(q, g.dq, loss), 1e-6) << "dq";
+  EXPECT_LE(fd_error(k, g.dk, loss), 1e-6) << "dk";
+  EXPECT_LE(fd_error(v, g.dv, loss), 1e-6) << "dv";
+  if (c.sinks) {
+    ASSERT_EQ(g.dsinks.shape, (Shape{c.Hq}));
+    EXPECT_LE(fd_error(*m.sinks, g.dsinks, loss), 1e-6) << "dsinks";
+  } else {
+    EXPECT_TRUE(g.dsinks.data.empty());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Contract, ModernGradients,
+    ::testing::Values(ModernGradCase{"gqa_g2", 4, 2, 5, 5, false, false, false, false, false},
+                      ModernGradCase{"mqa_causal_Lq_lt_Lk", 3, 1, 4, 7, true, true, false, false, false},
+                      ModernGradCase{"softcap", 2, 2, 6, 6, false, false, true, false, false},
+                      ModernGradCase{"alibi_padding", 2, 1, 5, 6, false, true, false, true, false},
+                      ModernGradCase{"sinks_causal_Lq_gt_Lk", 2, 2, 6, 4, true, false, false, false, true},
+                      ModernGradCase{"everything", 4, 2, 5, 7, true, true, true, true, true}),
+    [](const ::testing::TestParamInfo<ModernGradCase>& info) { return info.param.name; });
+
+TEST(ModernGradients, SinkGradientIsTheClosedForm) {
+  // contract §2.9: dσ_h = −Σ_{b,i} exp(σ_h − lse_{b,h,i}) · <dO_{b,h,i}, o_{b,h,i}>, from a1's
+  // own o and lse (an independent route to the same number).
+  const Tensor<double> q = random_tensor({2, 2, 5, 3}, 41), k = random_tensor({2, 1, 6, 3}, 42),
+                       v = random_tensor({2, 1, 6, 2}, 43), dout = random_tensor({2, 2, 5, 2}, 44);
+  ScoreMods m;
+  m.sinks = vec({0.3, -0.7});
+  const Pattern p = dense(2, 5, 6, /*causal=*/true);
+  const AttentionResult r = a1_dense_masked(q, k, v, p, nullptr, m);
+  const GradientResult g = b1_dense_masked_grad(q, k, v, dout, p, nullptr, m);
+  for (int64_t h = 0; h < 2; ++h) {
+    double want = 0.0;
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t i = 0; i < 5; ++i) {
+        const int64_t row = (b * 2 + h) * 5 + i;
+        double dot = 0.0;
+        for (int64_t d = 0; d < 2; ++d) dot += dout.data[row * 2 + d] * r.o.data[row * 2 + d];
+        want -= std::exp(m.sinks->data[h] - r.lse.data[row]) * dot;
+      }
+    EXPECT_NEAR(g.dsinks.data[h], want, 1e-14) << h;
   }
 }
 
