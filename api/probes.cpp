@@ -558,16 +558,16 @@ void Prober::add_probes() {
                     "window clipped one short at the sequence start: key 0 is missing from the "
                     "rows whose window reaches it (a start bound of 0 used as exclusive)",
                     [](int64_t) { return int64_t{0}; }});
-    if (!bp.causal && bp.window > 0)
+    if (band_t_max(bp) > 0)
       cuts.push_back({"window upper edge exclusive",
                       "window's upper edge exclusive: every row misses its key i + window (the "
                       "window is one-sided and inclusive, contract §3.3)",
-                      [=](int64_t i) { return position(i) + bp.dilation * bp.window; }});
-    if (bp.window > 0)
+                      [=](int64_t i) { return position(i) + bp.dilation * bp.right; }});
+    if (bp.left > 0)
       cuts.push_back({"window lower edge exclusive",
                       "window's lower edge exclusive: every row misses its key i - window (the "
                       "window is one-sided and inclusive, contract §3.3)",
-                      [=](int64_t i) { return position(i) - bp.dilation * bp.window; }});
+                      [=](int64_t i) { return position(i) - bp.dilation * bp.left; }});
     for (const Cut& c : cuts)
       add(c.name, [=] {
         return keyed(c.name, c.text, edited([=](int64_t, int64_t, int64_t i, std::vector<int64_t>& k) {
@@ -576,8 +576,8 @@ void Prober::add_probes() {
                      }));
       });
     // A window shifted at the sequence ends to keep its full width.
-    const int64_t width = bp.causal ? bp.window : 2 * bp.window;
-    if (bp.dilation == 1 && bp.window > 0 && width < Lk_)
+    const int64_t width = bp.left + band_t_max(bp);
+    if (bp.dilation == 1 && width > 0 && width < Lk_)
       add("window shifted at the ends", [=] {
         return keyed("window shifted at the ends",
                      "window shifted at the sequence ends: rows near an end keep " +
@@ -590,7 +590,7 @@ void Prober::add_probes() {
                        band_keys(i, band);
                        for (int64_t j : band)
                          if (band_only(i, j)) remove_key(k, j);
-                       const int64_t lo = std::clamp<int64_t>(position(i) - bp.window, 0, Lk_ - 1 - width);
+                       const int64_t lo = std::clamp<int64_t>(position(i) - bp.left, 0, Lk_ - 1 - width);
                        for (int64_t j = lo; j <= lo + width; ++j) add_key(k, j);
                      }));
       });
