@@ -352,8 +352,41 @@ void Prober::add_probes() {
       return keyed("scale 1", "scale 1 (candidate matches the oracle with --scale 1)", same_keys,
                    1.0, in_.conv.masked_score);
     });
+  // The (left, right) window (contract §3.3): one side one narrower or wider, or the two
+  // sides read the other way round (FlashAttention's window_size=(left, right) swapped).
+  if (banded && logical && logical->window_left && logical->window_right) {
+    struct PairEdit {
+      const char* name;
+      int64_t dl, dr;
+      bool swap;
+    };
+    const int64_t l0 = *logical->window_left, r0 = *logical->window_right;
+    const PairEdit edits[] = {{"window_left one narrower", -1, 0, false},
+                              {"window_left one wider", 1, 0, false},
+                              {"window_right one narrower", 0, -1, false},
+                              {"window_right one wider", 0, 1, false},
+                              {"window sides swapped", 0, 0, true}};
+    for (const PairEdit& e : edits) {
+      // -1 is unbounded: one narrower or wider than it means nothing; a swap of equal sides
+      // is the same window.
+      if ((e.dl != 0 && l0 < 0) || (e.dr != 0 && r0 < 0) || (e.swap && l0 == r0)) continue;
+      const int64_t l = (e.swap ? r0 : l0) + e.dl, r = (e.swap ? l0 : r0) + e.dr;
+      if ((e.dl != 0 && l < 0) || (e.dr != 0 && r < 0)) continue;  // narrower than 0
+      PatternSpec sp = *logical;
+      sp.window_left = l;
+      sp.window_right = r;
+      const std::string name = e.name;
+      const std::string cause = name + " (candidate matches --window-left " + std::to_string(l) +
+                                " --window-right " + std::to_string(r) + ")";
+      add(name, [this, sp, name, cause, top_left]() -> std::optional<Hypothesis> {
+        auto p = build(sp, top_left);
+        if (!p) return std::nullopt;
+        return keyed(name, cause, keys_of(p));
+      });
+    }
+  }
   // Window one narrower or wider.
-  if (banded && logical)
+  if (banded && logical && !logical->window_left)
     for (int delta : {-1, 1}) {
       if (logical->window + delta < 0) continue;
       const std::string which = delta < 0 ? "narrower" : "wider";
