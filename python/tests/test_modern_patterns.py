@@ -114,3 +114,18 @@ def test_neighborhood_sizes_it_refuses(pattern, n, nk, message):
     with pytest.raises(ValueError) as e:
         pattern.mask(n, nk)
     assert str(e.value).startswith(message)
+
+
+def test_check_names_a_window_pair_read_the_other_way_round():
+    # docs/contract.md §4.9: a (left, right) window with its sides swapped is named.
+    q, k, v = qkv((1, 1, 200, 8), seed=5)
+    swapped = sa.Pattern.window(left=1, right=6).mask(200)
+    s = np.einsum("bhid,bhjd->bhij", q, k) / np.sqrt(8.0)
+    s = np.where(swapped[None, None], s, -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    o = (e / e.sum(-1, keepdims=True)) @ v
+    report = sa.check(q, k, v, sa.Pattern.window(left=6, right=1), o)
+    assert not report.passed
+    assert report.probable_cause == (
+        "window sides swapped (candidate matches --window-left 1 --window-right 6)")
+    assert sa.check(q, k, v, sa.Pattern.window(left=1, right=6), o).passed
