@@ -45,7 +45,11 @@ void apply_attention_window(const CompatFlags& f, PatternFlags& pattern) {
           "must be even: it is HF's total width 2W (W = N/2 keys on each side)");
   require(!f.window_flag || f.window_flag->count() == 0, "--attention-window", f.attention_window,
           "replaces --window (one-sided W = N/2): give one of them");
+  require(!pattern.window_left && !pattern.window_right, "--attention-window",
+          f.attention_window,
+          "replaces --window-left/--window-right (symmetric W = N/2): give one of them");
   pattern.window = f.attention_window / 2;
+  pattern.window_given = true;
 }
 
 bool compat_requested(const CompatFlags& f) {

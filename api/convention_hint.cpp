@@ -97,7 +97,7 @@ std::string convention_hint(const Pattern& p, const Tensor<double>& o, const Ten
     if (B > 1 && !global_mask)
       could += "its global tokens may differ per batch element (--global-mask G.npy from its "
                "global_attention_mask), ";
-    if (s.window >= 2 && s.window % 2 == 0)
+    if (!s.window_left && s.window >= 2 && s.window % 2 == 0)
       could += "its attention_window is the total width (--attention-window " +
                std::to_string(s.window) + " means --window " + std::to_string(s.window / 2) +
                "), ";

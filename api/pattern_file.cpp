@@ -80,6 +80,7 @@ PatternSpec spec_from_json(const nlohmann::json& o, const std::string& where,
   require(o.is_object(), where, o.dump(),
           "must be an object of pattern flags, e.g. {\"pattern\": \"window\", \"window\": 64}");
   PatternSpec s;
+  std::string window_key;  // where "window" was written, if it was
   for (const auto& [raw_key, value] : o.items()) {
     std::string key = raw_key;
     for (char& c : key)
@@ -97,6 +98,15 @@ PatternSpec spec_from_json(const nlohmann::json& o, const std::string& where,
       }
     } else if (key == "window") {
       s.window = get_int(value, name);
+      window_key = name;
+    } else if (key == "window_left") {
+      s.window_left = get_int(value, name);
+    } else if (key == "window_right") {
+      s.window_right = get_int(value, name);
+    } else if (key == "chunk_size") {
+      s.chunk_size = get_int(value, name);
+    } else if (key == "kernel_size") {
+      s.kernel_size = get_int(value, name);
     } else if (key == "dilation") {
       s.dilation = get_int(value, name);
     } else if (key == "causal") {
@@ -143,11 +153,17 @@ PatternSpec spec_from_json(const nlohmann::json& o, const std::string& where,
     } else {
       throw InvalidArgument(name, value.dump(),
                             "unknown key; keys are the pattern flags' names without \"--\" "
-                            "(pattern, window, dilation, causal, global, num_random, block_size, "
-                            "num_random_blocks, num_global_tokens, random_table, segment_ids, "
-                            "mask, key_padding_mask, seed)");
+                            "(pattern, window, window_left, window_right, dilation, causal, "
+                            "global, num_random, block_size, num_random_blocks, "
+                            "num_global_tokens, random_table, segment_ids, mask, "
+                            "key_padding_mask, seed, chunk_size, kernel_size)");
     }
   }
+  // contract §3.3: the pair replaces "window"; "window": 0 beside it is refused too.
+  require(window_key.empty() || (!s.window_left && !s.window_right), window_key,
+          std::to_string(s.window),
+          "must not be given with window_left and window_right: the pair replaces the "
+          "symmetric window");
   return s;
 }
 
@@ -244,6 +260,10 @@ nlohmann::json flags_to_json(const PatternFlags& f) {
   nlohmann::json j = nlohmann::json::object();
   if (f.pattern != d.pattern) j["pattern"] = f.pattern;
   if (f.window != d.window) j["window"] = f.window;
+  if (f.window_left) j["window_left"] = *f.window_left;
+  if (f.window_right) j["window_right"] = *f.window_right;
+  if (f.chunk_size) j["chunk_size"] = *f.chunk_size;
+  if (f.kernel_size) j["kernel_size"] = *f.kernel_size;
   if (f.dilation != d.dilation) j["dilation"] = f.dilation;
   if (f.causal != d.causal) j["causal"] = f.causal;
   if (!f.global.empty()) {

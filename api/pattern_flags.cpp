@@ -86,20 +86,43 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
                   "(api/pattern_file.h, docs/benchmarks.md); replaces the other pattern flags");
   cmd->add_option("--pattern", f.pattern,
                   "which keys each query may attend (contract §3): dense | window | longformer | "
-                  "random | bigbird | bigbird-etc | hierarchical | explicit")
+                  "random | bigbird | bigbird-etc | hierarchical | explicit | chunked | "
+                  "neighborhood")
       ->capture_default_str();
   cmd->add_option("--window", f.window,
                   "W: one-sided window half-width in window steps (tokens when --dilation 1), "
                   "integer >= 0; W = 2 allows 5 keys (i-2 .. i+2). HF Longformer's "
-                  "attention_window = 2W. [window, longformer, random]")
-      ->capture_default_str();
+                  "attention_window = 2W. Not with --window-left/--window-right "
+                  "[window, longformer, random]")
+      ->capture_default_str()
+      ->each([&f](const std::string&) { f.window_given = true; });
+  // The pair binds through a function so that "not given" stays distinct from every value.
+  cmd->add_option_function<int64_t>(
+      "--window-left", [&f](const int64_t& v) { f.window_left = v; },
+      "L: window steps before the query's position, integer >= -1 (-1 = unbounded); keys "
+      "p + D*t with -L <= t <= R: FlashAttention's window_size=(L, R). Needs --window-right; "
+      "replaces --window (L = R = W) [window, longformer, random]");
+  cmd->add_option_function<int64_t>(
+      "--window-right", [&f](const int64_t& v) { f.window_right = v; },
+      "R: window steps after the query's position, integer >= -1 (-1 = unbounded); "
+      "--causal makes it 0. Needs --window-left [window, longformer, random]");
+  cmd->add_option_function<int64_t>(
+      "--chunk-size", [&f](const int64_t& v) { f.chunk_size = v; },
+      "C: tokens per chunk, integer >= 1 (beyond max(seq_len_q, seq_len_k) acts as it); "
+      "query at position p attends the keys j with floor(p/C) = floor(j/C) (Llama 4's chunked "
+      "attention) [chunked]");
+  cmd->add_option_function<int64_t>(
+      "--kernel-size", [&f](const int64_t& v) { f.kernel_size = v; },
+      "K: keys per query, odd integer in [1, seq_len_k], K * D <= seq_len_k; the K keys of the "
+      "query's residue class mod D nearest to it, shifted inward at the ends (NATTEN) "
+      "[neighborhood]");
   cmd->add_option("--dilation", f.dilation,
                   "D: tokens between neighbouring window keys, integer >= 1; keys i + D*t, "
-                  "|t| <= W [window, longformer, random]")
+                  "|t| <= W [window, longformer, random, neighborhood]")
       ->capture_default_str();
   cmd->add_flag("--causal", f.causal,
                 "keys only at or before the query's position (t <= 0) "
-                "[dense, window, longformer, random]");
+                "[dense, window, longformer, random, chunked, neighborhood]");
   cmd->add_option("--global", f.global,
                   "I,J,...: global token positions, integers in [0, seq_len) (decimal); each "
                   "attends every key and is attended by every query, except that with --causal "
@@ -153,7 +176,7 @@ PatternSpec to_spec(const PatternFlags& f) {
   } catch (const FieldError&) {
     throw FieldError(Field::pattern, "", f.pattern,
                      "must be one of dense|window|longformer|random|bigbird|bigbird-etc|"
-                     "hierarchical|explicit");
+                     "hierarchical|explicit|chunked|neighborhood");
   }
   require_field(s.kind != PatternKind::per_head, Field::pattern, "", f.pattern,
                 "per-head patterns are built with the library (PatternSpec::per_head) or a "
@@ -163,6 +186,16 @@ PatternSpec to_spec(const PatternFlags& f) {
   // field the kind would ignore, and main() spells its FieldError as the flag.
   s.causal = f.causal;
   s.window = f.window;
+  // --window 0 beside the pair is refused too, not only the nonzero window validate_spec()
+  // sees (contract §3.3: the pair replaces --window).
+  require_field(!f.window_given || (!f.window_left && !f.window_right), Field::window, "",
+                f.window,
+                "must not be given with --window-left/--window-right: the pair replaces the "
+                "symmetric window (give --window-left W --window-right W instead)");
+  s.window_left = f.window_left;
+  s.window_right = f.window_right;
+  s.chunk_size = f.chunk_size;
+  s.kernel_size = f.kernel_size;
   s.dilation = f.dilation;
   s.global = parse_positions(f.global);
   s.num_random = f.num_random;

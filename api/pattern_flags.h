@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@ namespace sparseattn::api {
 struct PatternFlags {
   std::string pattern = "dense";
   int64_t window = 0;
+  bool window_given = false;     // --window was on the command line (even as 0)
+  std::optional<int64_t> window_left;   // --window-left, -1 = unbounded
+  std::optional<int64_t> window_right;  // --window-right
+  std::optional<int64_t> chunk_size;    // --chunk-size (chunked)
+  std::optional<int64_t> kernel_size;   // --kernel-size (neighborhood)
   int64_t dilation = 1;
   bool causal = false;
   std::string global;            // "I,J,..." token positions
@@ -31,7 +37,8 @@ struct PatternFlags {
   std::string pattern_file;      // .json path (api/pattern_file.h); replaces the flags above
 };
 
-// Adds --pattern, --window, --dilation, --causal, --global, --num-random, --block-size,
+// Adds --pattern, --window, --window-left, --window-right, --chunk-size, --kernel-size,
+// --dilation, --causal, --global, --num-random, --block-size,
 // --num-random-blocks, --num-global-tokens, --random-table, --segment-ids, --mask,
 // --key-padding-mask, --seed, --pattern-file to `cmd`, each documented with its unit and range.
 void add_pattern_flags(CLI::App* cmd, PatternFlags& flags);

@@ -479,8 +479,41 @@ void Prober::add_probes() {
       return keyed("scale 1", "scale 1 (candidate matches the oracle with --scale 1)", same_keys,
                    1.0, in_.conv.masked_score);
     });
+  // The (left, right) window (contract §3.3): one side one narrower or wider, or the two
+  // sides read the other way round (FlashAttention's window_size=(left, right) swapped).
+  if (banded && logical && logical->window_left && logical->window_right) {
+    struct PairEdit {
+      const char* name;
+      int64_t dl, dr;
+      bool swap;
+    };
+    const int64_t l0 = *logical->window_left, r0 = *logical->window_right;
+    const PairEdit edits[] = {{"window_left one narrower", -1, 0, false},
+                              {"window_left one wider", 1, 0, false},
+                              {"window_right one narrower", 0, -1, false},
+                              {"window_right one wider", 0, 1, false},
+                              {"window sides swapped", 0, 0, true}};
+    for (const PairEdit& e : edits) {
+      // -1 is unbounded: one narrower or wider than it means nothing; a swap of equal sides
+      // is the same window.
+      if ((e.dl != 0 && l0 < 0) || (e.dr != 0 && r0 < 0) || (e.swap && l0 == r0)) continue;
+      const int64_t l = (e.swap ? r0 : l0) + e.dl, r = (e.swap ? l0 : r0) + e.dr;
+      if ((e.dl != 0 && l < 0) || (e.dr != 0 && r < 0)) continue;  // narrower than 0
+      PatternSpec sp = *logical;
+      sp.window_left = l;
+      sp.window_right = r;
+      const std::string name = e.name;
+      const std::string cause = name + " (candidate matches --window-left " + std::to_string(l) +
+                                " --window-right " + std::to_string(r) + ")";
+      add(name, [this, sp, name, cause, top_left]() -> std::optional<Hypothesis> {
+        auto p = build(sp, top_left);
+        if (!p) return std::nullopt;
+        return keyed(name, cause, keys_of(p));
+      });
+    }
+  }
   // Window one narrower or wider.
-  if (banded && logical)
+  if (banded && logical && !logical->window_left)
     for (int delta : {-1, 1}) {
       if (logical->window + delta < 0) continue;
       const std::string which = delta < 0 ? "narrower" : "wider";
@@ -685,16 +718,16 @@ void Prober::add_probes() {
                     "window clipped one short at the sequence start: key 0 is missing from the "
                     "rows whose window reaches it (a start bound of 0 used as exclusive)",
                     [](int64_t) { return int64_t{0}; }});
-    if (!bp.causal && bp.window > 0)
+    if (band_t_max(bp) > 0)
       cuts.push_back({"window upper edge exclusive",
                       "window's upper edge exclusive: every row misses its key i + window (the "
                       "window is one-sided and inclusive, contract §3.3)",
-                      [=](int64_t i) { return position(i) + bp.dilation * bp.window; }});
-    if (bp.window > 0)
+                      [=](int64_t i) { return position(i) + bp.dilation * bp.right; }});
+    if (bp.left > 0)
       cuts.push_back({"window lower edge exclusive",
                       "window's lower edge exclusive: every row misses its key i - window (the "
                       "window is one-sided and inclusive, contract §3.3)",
-                      [=](int64_t i) { return position(i) - bp.dilation * bp.window; }});
+                      [=](int64_t i) { return position(i) - bp.dilation * bp.left; }});
     for (const Cut& c : cuts)
       add(c.name, [=] {
         return keyed(c.name, c.text, edited([=](int64_t, int64_t, int64_t i, std::vector<int64_t>& k) {
@@ -703,8 +736,8 @@ void Prober::add_probes() {
                      }));
       });
     // A window shifted at the sequence ends to keep its full width.
-    const int64_t width = bp.causal ? bp.window : 2 * bp.window;
-    if (bp.dilation == 1 && bp.window > 0 && width < Lk_)
+    const int64_t width = bp.left + band_t_max(bp);
+    if (bp.dilation == 1 && width > 0 && width < Lk_)
       add("window shifted at the ends", [=] {
         return keyed("window shifted at the ends",
                      "window shifted at the sequence ends: rows near an end keep " +
@@ -717,7 +750,7 @@ void Prober::add_probes() {
                        band_keys(i, band);
                        for (int64_t j : band)
                          if (band_only(i, j)) remove_key(k, j);
-                       const int64_t lo = std::clamp<int64_t>(position(i) - bp.window, 0, Lk_ - 1 - width);
+                       const int64_t lo = std::clamp<int64_t>(position(i) - bp.left, 0, Lk_ - 1 - width);
                        for (int64_t j = lo; j <= lo + width; ++j) add_key(k, j);
                      }));
       });

@@ -21,6 +21,7 @@ enum class Field {
   // the pattern (PatternSpec, contract §3)
   pattern, causal, window, dilation, global, num_random, block_size, num_random_blocks,
   num_global_tokens, random_table, seed, segment_ids, mask, key_padding_mask, heads, tile,
+  window_left, window_right, chunk_size, kernel_size,
   // the conventions of other libraries (contract §1.6, docs/conventions.md)
   layout, lse_base, padded_queries, key_padding_polarity, causal_align, masked_score,
   padding_align,

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "pattern/pattern.h"
 
 namespace sparseattn::graph {
 
@@ -51,16 +52,15 @@ std::optional<Band> band_of(const PatternSpec& spec, int64_t seq_len) {
     }
     return u;
   }
-  int64_t w = 0;
-  if (spec.kind == PatternKind::dense) {
-    w = top;
-  } else if ((spec.kind == PatternKind::window || spec.kind == PatternKind::longformer) &&
-             spec.global.empty() && spec.dilation == 1 && spec.window >= 0) {
-    w = std::min(spec.window, top);
-  } else {
-    return std::nullopt;
+  if (spec.kind == PatternKind::dense) return Band{top, spec.causal ? 0 : top};
+  if ((spec.kind == PatternKind::window || spec.kind == PatternKind::longformer) &&
+      spec.global.empty() && spec.dilation == 1 && spec.window >= 0 &&
+      spec.window_left.value_or(0) >= -1 && spec.window_right.value_or(0) >= -1) {
+    // The (left, right) window (contract §3.3) or the symmetric one; -1 = unbounded.
+    const BandParams b = sparseattn::band_of(spec, seq_len, seq_len);
+    return Band{std::min(b.left, top), std::min(band_t_max(b), top)};
   }
-  return Band{w, spec.causal ? 0 : w};
+  return std::nullopt;
 }
 
 int64_t band_nnz(const Band& band, int64_t n) {

@@ -8,7 +8,12 @@
 //   dilation d >= N             ≡ N: a key j = p + d·t with t != 0 has |j - p| >= N, but
 //                                   |j - p| <= N - 1 for every query position p and key j.
 //   window w >= floor((N-1)/d)  ≡ floor((N-1)/d) (after clamping d): steps beyond it never
-//                                   reach a key, for any query, causal or not.
+//                                   reach a key, for any query, causal or not; the same for
+//                                   window_left and window_right, and -1 (unbounded) is it.
+//   chunk_size C >= N           ≡ N: every key is in chunk 0, every query with p >= 0 too,
+//                                   and a query with p < 0 is in chunk -1 for any C >= N.
+//   kernel_size, and dilation of neighborhood, are never clamped: beyond the sequence they
+//   are refused (contract §3.15).
 //   block_size b >= n           ≡ n (bigbird; n - g for bigbird-etc, at least 1): one block.
 //   num_random r >= seq_len_k   ≡ seq_len_k: no query has more candidates than keys.
 //   num_random_blocks r >= nb   ≡ nb: no query block has more candidate blocks than nb.
@@ -35,6 +40,11 @@ void clamp_one(PatternSpec& s, const PatternSizes& z) {
   const int64_t n_max = std::max(z.seq_len_q, z.seq_len_k);
   s.dilation = std::min(s.dilation, n_max);
   s.window = std::min(s.window, (n_max - 1) / s.dilation);
+  // (left, right): -1 (unbounded) and any reach beyond it mean the same finite reach.
+  for (std::optional<int64_t>* reach : {&s.window_left, &s.window_right})
+    if (*reach && **reach >= -1 && (**reach == -1 || **reach > (n_max - 1) / s.dilation))
+      *reach = (n_max - 1) / s.dilation;
+  if (s.chunk_size && *s.chunk_size >= 1) s.chunk_size = std::min(*s.chunk_size, n_max);
   if (!s.random_table) s.num_random = std::min(s.num_random, z.seq_len_k);  // a table's r stands
   s.tile = std::min(s.tile, std::max<int64_t>(n_max, 64));
   if (s.kind == PatternKind::bigbird) {

@@ -57,15 +57,44 @@ void validate_one(const PatternSpec& s) {
   for (size_t g = 0; g < s.global.size(); ++g)
     require_field(s.global[g] >= 0, Field::global, "[" + std::to_string(g) + "]", s.global[g],
                   "must be a token position, an integer >= 0");
+  // contract §3.3: the (left, right) window, each one-sided, -1 = unbounded; a pair.
+  const char* kReach = "must be an integer >= -1 (one-sided, in window steps; -1 = unbounded)";
+  if (s.window_left) require_field(*s.window_left >= -1, Field::window_left, "", *s.window_left, kReach);
+  if (s.window_right)
+    require_field(*s.window_right >= -1, Field::window_right, "", *s.window_right, kReach);
+  require_field(s.window_right.has_value() || !s.window_left, Field::window_right, "", "none",
+                "must be given too: the window's left and right reaches come as a pair");
+  require_field(s.window_left.has_value() || !s.window_right, Field::window_left, "", "none",
+                "must be given too: the window's left and right reaches come as a pair");
+  require_field(s.window == 0 || !s.window_left, Field::window, "", s.window,
+                "must not be given with window_left and window_right: the pair replaces the "
+                "symmetric window (give window_left = window_right = W instead)");
+  // contract §3.14 and §3.15.
+  if (s.chunk_size)
+    require_field(*s.chunk_size >= 1, Field::chunk_size, "", *s.chunk_size,
+                  "must be an integer >= 1 (tokens per chunk)");
+  if (s.kernel_size)
+    require_field(*s.kernel_size >= 1 && *s.kernel_size % 2 == 1, Field::kernel_size, "",
+                  *s.kernel_size, "must be an odd integer >= 1 (keys per query)");
 
   const PatternSpec d;
   const PatternKind k = s.kind;
   std::set<PatternKind> causal_kinds = kBandKinds;
-  causal_kinds.insert(PatternKind::dense);
+  causal_kinds.insert({PatternKind::dense, PatternKind::chunked, PatternKind::neighborhood});
+  std::set<PatternKind> dilation_kinds = kBandKinds;
+  dilation_kinds.insert(PatternKind::neighborhood);
   require_read(s.causal != d.causal, Field::causal, "true", k, causal_kinds);
   require_read(s.window != d.window, Field::window, std::to_string(s.window), k, kBandKinds);
+  require_read(s.window_left.has_value(), Field::window_left,
+               s.window_left ? std::to_string(*s.window_left) : "", k, kBandKinds);
+  require_read(s.window_right.has_value(), Field::window_right,
+               s.window_right ? std::to_string(*s.window_right) : "", k, kBandKinds);
   require_read(s.dilation != d.dilation, Field::dilation, std::to_string(s.dilation), k,
-               kBandKinds);
+               dilation_kinds);
+  require_read(s.chunk_size.has_value(), Field::chunk_size,
+               s.chunk_size ? std::to_string(*s.chunk_size) : "", k, {PatternKind::chunked});
+  require_read(s.kernel_size.has_value(), Field::kernel_size,
+               s.kernel_size ? std::to_string(*s.kernel_size) : "", k, {PatternKind::neighborhood});
   require_read(!s.global.empty(), Field::global, "[...]", k,
                {PatternKind::longformer, PatternKind::random});
   require_read(s.num_random != d.num_random, Field::num_random, std::to_string(s.num_random), k,
@@ -88,6 +117,10 @@ void validate_one(const PatternSpec& s) {
                 "none", "the hierarchical pattern needs one segment id per token");
   require_field(!(k == PatternKind::explicit_mask && !s.mask), Field::mask, "", "none",
                 "the explicit pattern needs its mask");
+  require_field(!(k == PatternKind::chunked && !s.chunk_size), Field::chunk_size, "", "none",
+                "the chunked pattern needs chunk_size, an integer >= 1 (tokens per chunk)");
+  require_field(!(k == PatternKind::neighborhood && !s.kernel_size), Field::kernel_size, "", "none",
+                "the neighborhood pattern needs kernel_size, an odd integer >= 1 (keys per query)");
 }
 
 // The checks that need the sizes, for one non-per-head spec.
@@ -96,6 +129,23 @@ void validate_common(const PatternSpec& s, const PatternSizes& z) {
     require_field(s.global[g] < z.seq_len_k, Field::global, "[" + std::to_string(g) + "]",
                   s.global[g],
                   "positions must be in [0, seq_len_k) = [0, " + std::to_string(z.seq_len_k) + ")");
+  if (s.kind == PatternKind::neighborhood && s.kernel_size) {
+    // contract §3.15: every query attends exactly K keys of its residue class, so every
+    // class must hold K keys (NATTEN's kernel_size * dilation <= length); no clamping.
+    require(z.seq_len_q <= z.seq_len_k, "seq_len_q", z.seq_len_q,
+            "must be <= seq_len_k (" + std::to_string(z.seq_len_k) +
+                ") for pattern neighborhood: every query sits at a key position");
+    const int64_t kk = *s.kernel_size;
+    require_field(kk <= z.seq_len_k, Field::kernel_size, "", kk,
+                  "must be an odd integer in [1, seq_len_k] = [1, " + std::to_string(z.seq_len_k) +
+                      "] (keys per query)");
+    const int64_t max_d = z.seq_len_k / kk;  // kernel_size * dilation <= seq_len_k
+    require_field(s.dilation <= max_d, Field::dilation, "", s.dilation,
+                  "must be in [1, floor(seq_len_k / kernel_size)] = [1, " + std::to_string(max_d) +
+                      "] for kernel_size " + std::to_string(kk) +
+                      ": each of the dilation residue classes of the keys must hold kernel_size "
+                      "keys (kernel_size * dilation <= seq_len_k)");
+  }
 }
 
 void require_self_attention(const PatternSpec& s, const PatternSizes& z) {
@@ -298,6 +348,54 @@ HeadLayout build_hierarchical_head(const PatternSpec& s, const PatternSizes& z) 
 }
 
 // ---------------------------------------------------------------------------------------
+// chunked (contract §3.14; Llama 4's chunked local attention, FlashAttention 3's
+// attention_chunk): the keys of the query's own chunk [c*C, (c+1)*C), c = floor(p / C), up
+// to p with causal. A query before the first key (p < 0) shares no chunk with any key.
+
+HeadLayout build_chunked_head(const PatternSpec& s, const PatternSizes& z) {
+  const int64_t c = *s.chunk_size, offset = z.seq_len_k - z.seq_len_q;
+  LayoutBuilder b(z.seq_len_q, z.seq_len_k, s.tile);
+  for (int64_t i = 0; i < z.seq_len_q; ++i) {
+    if (i % s.tile == 0) b.begin_query_tile(i / s.tile);
+    const int64_t p = i + offset;
+    if (p < 0) continue;  // DECISION: floor(p / C) < 0 names no chunk of keys
+    const int64_t begin = (p / c) * c;
+    const int64_t end = s.causal ? p + 1 : std::min(begin + c, z.seq_len_k);
+    b.add_key_range(i, begin, end);
+  }
+  return b.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// neighborhood (contract §3.15; NATTEN, Hassani et al. 2023, 1-D): exactly K keys per
+// query, the window clamped inside the sequence instead of clipped. With dilation d the
+// keys of p's residue class r = p mod d form a sub-sequence r, r + d, ...; p is entry
+// p / d of it, and the clamp rule runs in that sub-sequence's index space (NATTEN's
+// reference mask does the same).
+
+HeadLayout build_neighborhood_head(const PatternSpec& s, const PatternSizes& z) {
+  const int64_t kk = *s.kernel_size, d = s.dilation, offset = z.seq_len_k - z.seq_len_q;
+  LayoutBuilder b(z.seq_len_q, z.seq_len_k, s.tile);
+  for (int64_t i = 0; i < z.seq_len_q; ++i) {
+    if (i % s.tile == 0) b.begin_query_tile(i / s.tile);
+    const int64_t p = i + offset;  // >= 0: seq_len_q <= seq_len_k (validate_common)
+    const int64_t r = p % d, idx = p / d;
+    const int64_t class_len = (z.seq_len_k - 1 - r) / d + 1;  // >= kk (validate_common)
+    // Indices [first, last] in the class: K centred and clamped, or with causal the K
+    // ending at p (fewer near the start).
+    const int64_t first = s.causal ? std::max<int64_t>(idx - (kk - 1), 0)
+                                   : std::clamp<int64_t>(idx - kk / 2, 0, class_len - kk);
+    const int64_t last = s.causal ? idx : first + kk - 1;
+    if (d == 1) {
+      b.add_key_range(i, first, last + 1);
+    } else {
+      for (int64_t t = first; t <= last; ++t) b.add_key(i, r + d * t);
+    }
+  }
+  return b.finish();
+}
+
+// ---------------------------------------------------------------------------------------
 // Explicit mask: [n_q, n_k] or [H, n_q, n_k]; head h reads slice h (or the only slice).
 
 HeadLayout build_explicit_head(const PatternSpec& s, const PatternSizes& z, int64_t head) {
@@ -464,6 +562,20 @@ void validate_kind(const PatternSpec& s, const PatternSizes& z) {
     case PatternKind::random:
       validate_token_random_table(s, z);
       break;
+    case PatternKind::chunked:
+    case PatternKind::neighborhood: {
+      // At most this many key tiles per query tile: a query tile's keys span its own rows'
+      // reach (a chunk, or (K - 1)·d + 1 keys) plus tile - 1; refuse what cannot fit.
+      const int64_t reach = s.kind == PatternKind::chunked
+                                ? std::min(*s.chunk_size, z.seq_len_k)
+                                : (*s.kernel_size - 1) * s.dilation + 1;
+      const int64_t k_tiles = (z.seq_len_k + s.tile - 1) / s.tile;
+      checked_numel({(z.seq_len_q + s.tile - 1) / s.tile,
+                     std::min(k_tiles, (reach + s.tile - 1) / s.tile + 2)},
+                    12, std::string("seq_len (") + pattern_kind_name(s.kind) +
+                            " pattern: tiles of the layout)");
+      break;
+    }
     case PatternKind::bigbird: {
       require_self_attention(s, z);
       const int64_t nb = (z.seq_len_q + s.block_size - 1) / s.block_size;
@@ -515,7 +627,7 @@ HeadLayout build_head(const PatternSpec& s, const PatternSizes& z, int64_t head,
     case PatternKind::window:
     case PatternKind::longformer:
     case PatternKind::random: {
-      TokenRows t{s, z, BandParams{z.seq_len_q, z.seq_len_k, s.window, s.dilation, s.causal}, {}, {}};
+      TokenRows t{s, z, band_of(s, z.seq_len_q, z.seq_len_k), {}, {}};
       if (s.kind == PatternKind::longformer || s.kind == PatternKind::random) {
         t.global = s.global;
         std::sort(t.global.begin(), t.global.end());
@@ -538,6 +650,8 @@ HeadLayout build_head(const PatternSpec& s, const PatternSizes& z, int64_t head,
     }
     case PatternKind::hierarchical: return build_hierarchical_head(s, z);
     case PatternKind::explicit_mask: return build_explicit_head(s, z, head);
+    case PatternKind::chunked: return build_chunked_head(s, z);
+    case PatternKind::neighborhood: return build_neighborhood_head(s, z);
     case PatternKind::per_head: break;
   }
   throw InvalidArgument("pattern", pattern_kind_name(s.kind), "cannot be built per head here");
@@ -563,6 +677,13 @@ void note_clamped(const PatternSpec& given, const PatternSpec& canonical, const 
     if (a != b) out.push_back(prefix + field + " " + std::to_string(a) + " -> " + std::to_string(b));
   };
   note("window", given.window, canonical.window);
+  auto note_opt = [&](const char* field, const std::optional<int64_t>& a,
+                      const std::optional<int64_t>& b) {
+    if (a && b) note(field, *a, *b);
+  };
+  note_opt("window_left", given.window_left, canonical.window_left);
+  note_opt("window_right", given.window_right, canonical.window_right);
+  note_opt("chunk_size", given.chunk_size, canonical.chunk_size);
   note("dilation", given.dilation, canonical.dilation);
   note("num_random", given.num_random, canonical.num_random);
   note("block_size", given.block_size, canonical.block_size);
@@ -704,7 +825,24 @@ BandParams Pattern::band() const {
   const PatternKind k = spec.kind;
   require(k == PatternKind::window || k == PatternKind::longformer || k == PatternKind::random,
           "pattern", pattern_kind_name(k), "has no band (window, longformer and random do)");
-  return BandParams{sizes.seq_len_q, sizes.seq_len_k, spec.window, spec.dilation, spec.causal};
+  return band_of(spec, sizes.seq_len_q, sizes.seq_len_k);
+}
+
+BandParams band_of(const PatternSpec& spec, int64_t seq_len_q, int64_t seq_len_k) {
+  // -1 (unbounded) as the finite value that reaches every key: N = max(seq_len_q,
+  // seq_len_k) steps of any dilation >= 1 are past both ends (contract §3.11).
+  const int64_t unbounded = std::max(seq_len_q, seq_len_k);
+  auto reach = [&](const std::optional<int64_t>& x) {
+    return !x ? spec.window : *x < 0 ? unbounded : *x;
+  };
+  BandParams b;
+  b.seq_len_q = seq_len_q;
+  b.seq_len_k = seq_len_k;
+  b.left = reach(spec.window_left);
+  b.right = reach(spec.window_right);
+  b.dilation = spec.dilation;
+  b.causal = spec.causal;
+  return b;
 }
 
 }  // namespace sparseattn

@@ -59,6 +59,11 @@ struct Pattern {
   BandParams band() const;
 };
 
+// The band of a window-like spec for these sizes: left = right = window, or the
+// (window_left, window_right) pair when given, -1 (unbounded) as max(seq_len_q, seq_len_k)
+// steps; dilation and causal as given. The spec's kind is not checked (Pattern::band() does).
+BandParams band_of(const PatternSpec& spec, int64_t seq_len_q, int64_t seq_len_k);
+
 // The checks on `spec` that need no sizes (contract §5): every range (window >= 0,
 // dilation >= 1, block_size >= 1, counts >= 0, global positions >= 0), every field set for a
 // kind that does not read it (a window given to bigbird), every field a kind needs

@@ -24,6 +24,8 @@ constexpr KindName kKindNames[] = {
     {PatternKind::hierarchical, "hierarchical"},
     {PatternKind::explicit_mask, "explicit"},
     {PatternKind::per_head, "per-head"},
+    {PatternKind::chunked, "chunked"},
+    {PatternKind::neighborhood, "neighborhood"},
 };
 
 std::string join(const std::vector<int64_t>& xs) {
@@ -59,7 +61,12 @@ std::string describe(const PatternSpec& s) {
     case PatternKind::window:
     case PatternKind::longformer:
     case PatternKind::random:
-      d << "window=" << s.window << ", dilation=" << s.dilation << ", causal=" << s.causal;
+      if (s.window_left || s.window_right)
+        d << "window_left=" << (s.window_left ? std::to_string(*s.window_left) : "none")
+          << ", window_right=" << (s.window_right ? std::to_string(*s.window_right) : "none");
+      else
+        d << "window=" << s.window;
+      d << ", dilation=" << s.dilation << ", causal=" << s.causal;
       if (s.kind != PatternKind::window) d << ", global=[" << join(s.global) << ']';
       if (s.kind == PatternKind::random && s.random_table)
         d << ", num_random=" << s.random_table->dim(2)
@@ -86,6 +93,14 @@ std::string describe(const PatternSpec& s) {
     }
     case PatternKind::explicit_mask:
       d << "mask=" << (s.mask ? shape_text(s.mask->shape) : "none");
+      break;
+    case PatternKind::chunked:
+      d << "chunk_size=" << (s.chunk_size ? std::to_string(*s.chunk_size) : "none")
+        << ", causal=" << s.causal;
+      break;
+    case PatternKind::neighborhood:
+      d << "kernel_size=" << (s.kernel_size ? std::to_string(*s.kernel_size) : "none")
+        << ", dilation=" << s.dilation << ", causal=" << s.causal;
       break;
     case PatternKind::per_head:
       for (size_t h = 0; h < s.per_head.size(); ++h) d << (h ? "; " : "") << describe(s.per_head[h]);

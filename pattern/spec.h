@@ -22,6 +22,8 @@ enum class PatternKind {
   hierarchical,  // two-level HIBERT-style pattern over `segment_ids`
   explicit_mask, // a boolean mask [n, n] or [num_heads, n, n]
   per_head,      // one PatternSpec per head
+  chunked,       // local chunks of `chunk_size` keys (Llama 4; FlashAttention 3's attention_chunk)
+  neighborhood,  // exactly `kernel_size` neighbours, clamped at the ends (NATTEN, 1-D)
 };
 
 // "dense", "window", ..., "bigbird-etc", "explicit", "per-head" (the CLI's spelling).
@@ -32,10 +34,16 @@ PatternKind parse_pattern_kind(const std::string& name);
 struct PatternSpec {
   PatternKind kind = PatternKind::dense;
 
-  // dense, window, longformer, random
+  // dense, window, longformer, random (causal also: chunked, neighborhood)
   bool causal = false;
   int64_t window = 0;            // one-sided half-width in window steps; w = 2 -> 5 keys
-  int64_t dilation = 1;          // tokens between neighbouring window keys
+  // window, longformer, random: an asymmetric window (FlashAttention's window_size=(L, R)),
+  // in window steps, each one-sided: keys p + dilation*t with -L <= t <= R. Both set or both
+  // unset; when set they replace `window` (which then stays 0). -1 = unbounded; >= -1.
+  // Unset (std::nullopt) = the symmetric window L = R = `window`. contract §3.3.
+  std::optional<int64_t> window_left;
+  std::optional<int64_t> window_right;
+  int64_t dilation = 1;          // tokens between neighbouring window keys (also neighborhood)
   std::vector<int64_t> global;   // global token positions (longformer, random)
   int64_t num_random = 0;        // random keys per query (random)
 
@@ -59,6 +67,14 @@ struct PatternSpec {
   // explicit_mask: [seq_len_q, seq_len_k] or [num_heads, seq_len_q, seq_len_k];
   // nonzero = may attend (one polarity everywhere).
   std::optional<Tensor<uint8_t>> mask;
+
+  // chunked: tokens per chunk C, >= 1; key j is allowed iff floor(p/C) == floor(j/C)
+  // (contract §3.14). Required by chunked, refused by every other kind.
+  std::optional<int64_t> chunk_size;
+
+  // neighborhood: keys per query K, odd, 1 <= K <= seq_len_k (with dilation d: K * d <=
+  // seq_len_k) (contract §3.15). Required by neighborhood, refused by every other kind.
+  std::optional<int64_t> kernel_size;
 
   // per_head: one spec per head (none of them per_head itself).
   std::vector<PatternSpec> per_head;

@@ -60,7 +60,7 @@ HeadLocality analyze_head(const double* q_h, const double* k_h, int64_t Lq, int6
     // Window keys of row i are the contiguous range [pos + t_lo, pos + t_hi] (dilation
     // 1), so a prefix-sum difference gives their mass.
     for (size_t w = 0; w < windows.size(); ++w) {
-      const BandSteps st = band_steps(BandParams{Lq, Lk, windows[w], 1, false}, i);
+      const BandSteps st = band_steps(BandParams{Lq, Lk, windows[w], windows[w], 1, false}, i);
       if (st.count() == 0) continue;
       window_mass[w] += prefix[pos + st.t_hi + 1] - prefix[pos + st.t_lo];
       window_size[w] += static_cast<double>(st.count()) / static_cast<double>(Lk);

@@ -11,7 +11,8 @@
 // clipping (0 <= j < seq_len_k) and the bottom-right alignment when seq_len_q != seq_len_k,
 // both done once in band_steps().
 //
-// Serves pattern kind `window` only (longformer and random add keys outside the band).
+// Serves pattern kind `window` only (longformer and random add keys outside the band), the
+// symmetric window and the (left, right) pair alike (contract §3.3: band_steps() reads both).
 // Key padding removes keys and empties padded query rows, as in every step.
 //
 // Measured (one run, seq_len 4096, window 256, head_dim 64): about as fast as a2 (1.2x

@@ -1,8 +1,8 @@
 // k02 — sliding window over the band, float32 (Beltagy et al. 2020, §3.1 "sliding window").
 //
 // Contract: matches a1_dense_masked within kTolFloat32 (atol 2e-5, rtol 2e-4,
-// core/numerics.h); serves pattern kind `window` with dilation 1 (causal or not, any
-// seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
+// core/numerics.h); serves pattern kind `window` with dilation 1 (symmetric or a (left,
+// right) pair, contract §3.3; causal or not, any seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
 // bf16 twin (k02_window_band_bf16, kernels_bf16.h): this body on the bf16 engines of
 // flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs.
 //

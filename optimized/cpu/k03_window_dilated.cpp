@@ -2,7 +2,8 @@
 // "dilated sliding window").
 //
 // Contract: matches a1_dense_masked within kTolFloat32 (atol 2e-5, rtol 2e-4,
-// core/numerics.h); serves pattern kind `window`, any dilation d >= 1 (causal or not, any
+// core/numerics.h); serves pattern kind `window` (symmetric or (left, right), contract
+// §3.3), any dilation d >= 1 (causal or not, any
 // seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
 // bf16 twin (k03_window_dilated_bf16, kernels_bf16.h): this body on the bf16 engines of
 // flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs.

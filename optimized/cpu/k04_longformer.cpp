@@ -2,8 +2,8 @@
 // "global attention").
 //
 // Contract: matches a1_dense_masked within kTolFloat32 (atol 2e-5, rtol 2e-4,
-// core/numerics.h); serves pattern kind `longformer` (any dilation, causal or not, any
-// seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
+// core/numerics.h); serves pattern kind `longformer` (any dilation, symmetric window or a
+// (left, right) pair, causal or not, any seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
 // bf16 twin (k04_longformer_bf16, kernels_bf16.h): this body on the bf16 engines of
 // flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs.
 //

@@ -1,8 +1,8 @@
 // c05 — sliding / dilated window: visit only the keys the band can reach.
 //
 // Contract: matches a1_dense_masked at kTolFloat32 (float32) or, on the same rounded
-// inputs, kTolBfloat16 (bf16) (core/numerics.h); pattern kind `window` (any window >= 0,
-// dilation >= 1, causal or not, seq_len_q != seq_len_k aligned bottom-right, key
+// inputs, kTolBfloat16 (bf16) (core/numerics.h); pattern kind `window` (any window >= 0 or
+// (left, right) pair, contract §3.3; dilation >= 1, causal or not, seq_len_q != seq_len_k aligned bottom-right, key
 // padding allowed); head_dim, head_dim_v in [1, 256].
 //
 // What changed since c03/c04, and why: a dense kernel visits seq_len_k keys per row; a

@@ -44,7 +44,8 @@ SPARSEATTN_HD BandParams dense_band(int64_t seq_len_q, int64_t seq_len_k, bool c
   BandParams b;
   b.seq_len_q = seq_len_q;
   b.seq_len_k = seq_len_k;
-  b.window = seq_len_q + seq_len_k;
+  b.left = seq_len_q + seq_len_k;
+  b.right = seq_len_q + seq_len_k;
   b.dilation = 1;
   b.causal = causal;
   return b;
@@ -80,14 +81,14 @@ SPARSEATTN_HD ChunkRange band_chunks(const BandParams& b, int64_t i0, int64_t i1
 // key j in [0, seq_len_k) and j - p in [lo, hi].
 struct BandRange {
   int64_t offset;  // p - i = seq_len_k - seq_len_q
-  int64_t lo, hi;  // allowed j - p: [-dilation * window, dilation * (causal ? 0 : window)]
+  int64_t lo, hi;  // allowed j - p: [-dilation * left, dilation * (causal ? 0 : right)]
   int64_t seq_len_k;
 };
 SPARSEATTN_HD BandRange band_range(const BandParams& b) {
   BandRange r;
   r.offset = b.seq_len_k - b.seq_len_q;
-  r.lo = -b.dilation * b.window;
-  r.hi = b.causal ? 0 : b.dilation * b.window;
+  r.lo = -band_reach_left(b);
+  r.hi = band_reach_right(b);
   r.seq_len_k = b.seq_len_k;
   return r;
 }
@@ -185,8 +186,8 @@ SPARSEATTN_HD Strided dilated_keys(const BandParams& b, const Strided& rows) {
   keys.count = 0;
   if (rows.count == 0) return keys;
   const int64_t offset = b.seq_len_k - b.seq_len_q;
-  int64_t lo = rows.first + offset - b.dilation * b.window;
-  int64_t hi = rows.at(rows.count - 1) + offset + (b.causal ? 0 : b.dilation * b.window);
+  int64_t lo = rows.first + offset - band_reach_left(b);
+  int64_t hi = rows.at(rows.count - 1) + offset + band_reach_right(b);
   if (lo < 0) lo += b.dilation * ceil_div(-lo, b.dilation);  // first in-range key, same class
   if (hi > b.seq_len_k - 1) hi -= b.dilation * ceil_div(hi - (b.seq_len_k - 1), b.dilation);
   keys.first = lo;

@@ -14,7 +14,9 @@ def make_spec(kind: str, causal: bool, window: int, dilation: int, global_tokens
               num_random: int, block_size: int, num_random_blocks: int,
               num_global_tokens: int, seed: int, random_table: Optional[np.ndarray],
               segment_ids: Optional[np.ndarray], mask: Optional[np.ndarray],
-              per_head: List[Spec]) -> Spec: ...
+              per_head: List[Spec], window_left: Optional[int] = None,
+              window_right: Optional[int] = None, chunk_size: Optional[int] = None,
+              kernel_size: Optional[int] = None) -> Spec: ...
 def mask(spec: Spec, num_heads: int, seq_len_q: int, seq_len_k: int,
          key_padding_mask: Optional[np.ndarray]) -> np.ndarray: ...
 def info(spec: Spec, num_heads: int, seq_len_q: int, seq_len_k: int,

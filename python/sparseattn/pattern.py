@@ -98,10 +98,15 @@ class Pattern:
               global_tokens: Sequence[int] = (), num_random: Any = 0, block_size: Any = 64,
               num_random_blocks: Any = 0, num_global_tokens: Any = 0, seed: Any = 0,
               random_table: Any = None, segment_ids: Any = None, mask: Any = None,
-              heads: Sequence["Pattern"] = (), default_heads: Optional[int] = None) -> "Pattern":
+              heads: Sequence["Pattern"] = (), default_heads: Optional[int] = None,
+              left: Any = None, right: Any = None, chunk_size: Any = None,
+              kernel_size: Any = None) -> "Pattern":
         if not isinstance(causal, (bool, np.bool_)):
             raise _arrays.invalid("causal", causal, "must be True or False")
         g = [_arrays.integer("global_tokens", x) for x in global_tokens]
+
+        def optional_int(name: str, value: Any) -> Optional[int]:
+            return None if value is None else _arrays.integer(name, value)
         spec = _C.make_spec(
             kind, bool(causal), _arrays.integer("window", window),
             _arrays.integer("dilation", dilation), g, _arrays.integer("num_random", num_random),
@@ -111,7 +116,8 @@ class Pattern:
             None if random_table is None else _arrays.int_array(random_table, "random_table"),
             None if segment_ids is None else _arrays.int_array(segment_ids, "segment_ids"),
             None if mask is None else _arrays.mask_array(mask, "mask"),
-            [h._spec for h in heads])
+            [h._spec for h in heads], optional_int("left", left), optional_int("right", right),
+            optional_int("chunk_size", chunk_size), optional_int("kernel_size", kernel_size))
         block_kind = kind in ("bigbird", "bigbird-etc")
         return Pattern(spec, default_heads, int(block_size) if block_kind else 128)
 
@@ -126,62 +132,137 @@ class Pattern:
         """
         return cls._make("dense", causal=causal)
 
+    @staticmethod
+    def _reaches(window: Optional[int], left: Optional[int],
+                 right: Optional[int]) -> Dict[str, Any]:
+        """The window keywords of :meth:`_make`: ``window`` alone, or ``left`` and ``right``
+        together (contract §3.3); anything else is refused naming what is wrong."""
+        if left is None and right is None:
+            if window is None:
+                raise _arrays.invalid("window", None, "give window W, or left and right "
+                                      "(the (left, right) window)")
+            return {"window": window}
+        if window is not None:
+            raise _arrays.invalid("window", window, "must not be given with left and right: "
+                                  "the pair replaces the symmetric window")
+        return {"left": left, "right": right}
+
     @classmethod
-    def window(cls, window: int, dilation: int = 1, causal: bool = False) -> "Pattern":
+    def window(cls, window: Optional[int] = None, dilation: int = 1, causal: bool = False,
+               left: Optional[int] = None, right: Optional[int] = None) -> "Pattern":
         """Sliding window: keys ``p + dilation*t`` for ``|t| <= window`` (``t <= 0`` if
-        causal), ``p`` the query's key position (contract §3; Beltagy et al. 2020 §3.1).
+        causal), ``p`` the query's key position (contract §3.3; Beltagy et al. 2020 §3.1);
+        or, with ``left`` and ``right``, ``-left <= t <= right``: FlashAttention's
+        ``window_size=(left, right)``.
 
         Parameters
         ----------
-        window : int
+        window : int, optional
             One-sided half-width W in window steps, >= 0; W = 2 allows 5 keys. HF
-            Longformer's ``attention_window`` is 2W.
+            Longformer's ``attention_window`` is 2W. Give it, or ``left`` and ``right``.
         dilation : int
             Tokens between neighbouring window keys, >= 1.
+        causal : bool
+            Only keys at or before the query's position (``right`` acts as 0).
+        left, right : int, optional
+            Window steps before and after the query's position, each >= -1 (-1 =
+            unbounded); both or neither. ``left = right = W`` is ``window=W``.
+
+        Raises
+        ------
+        ValueError
+            ``window < 0``, ``dilation < 1``, ``left`` or ``right`` below -1, one of
+            ``left``/``right`` alone, ``window`` together with them, a non-integer.
+        """
+        return cls._make("window", dilation=dilation, causal=causal,
+                         **cls._reaches(window, left, right))
+
+    @classmethod
+    def chunked(cls, chunk_size: int, causal: bool = False) -> "Pattern":
+        """Chunked local attention (Llama 4; FlashAttention 3's ``attention_chunk``): query
+        ``i`` at key position ``p`` attends the keys ``j`` with ``p // chunk_size ==
+        j // chunk_size`` (``j <= p`` if causal); a query before the first key (``p < 0``)
+        attends none (contract §3.14).
+
+        Parameters
+        ----------
+        chunk_size : int
+            Tokens per chunk C, >= 1; beyond ``max(seq_len_q, seq_len_k)`` it acts as that.
         causal : bool
             Only keys at or before the query's position.
 
         Raises
         ------
         ValueError
-            ``window < 0``, ``dilation < 1``, a non-integer.
+            ``chunk_size < 1``, a non-integer.
         """
-        return cls._make("window", window=window, dilation=dilation, causal=causal)
+        return cls._make("chunked", chunk_size=chunk_size, causal=causal)
 
     @classmethod
-    def longformer(cls, window: int, global_tokens: Sequence[int] = (), dilation: int = 1,
-                   causal: bool = False) -> "Pattern":
+    def neighborhood(cls, kernel_size: int, dilation: int = 1,
+                     causal: bool = False) -> "Pattern":
+        """1-D neighborhood attention (NATTEN; Hassani et al. 2023): every query attends
+        exactly ``kernel_size`` keys of its residue class modulo ``dilation``, the nearest
+        ones, the window shifted inward at the sequence ends instead of clipped; with
+        ``causal`` the ``kernel_size`` keys ending at the query (fewer at the start)
+        (contract §3.15). Requires ``seq_len_q <= seq_len_k``.
+
+        Parameters
+        ----------
+        kernel_size : int
+            Keys per query K, odd, in [1, seq_len_k] (checked when sizes are known).
+        dilation : int
+            Tokens between neighbouring keys D, >= 1, with ``K * D <= seq_len_k``.
+        causal : bool
+            The K keys of the class ending at the query's position.
+
+        Raises
+        ------
+        ValueError
+            ``kernel_size`` even or below 1, ``dilation < 1``, a non-integer; when sizes are
+            known, ``kernel_size > seq_len_k``, ``kernel_size * dilation > seq_len_k``,
+            ``seq_len_q > seq_len_k``.
+        """
+        return cls._make("neighborhood", kernel_size=kernel_size, dilation=dilation,
+                         causal=causal)
+
+    @classmethod
+    def longformer(cls, window: Optional[int] = None, global_tokens: Sequence[int] = (),
+                   dilation: int = 1, causal: bool = False, left: Optional[int] = None,
+                   right: Optional[int] = None) -> "Pattern":
         """Longformer: a window plus global tokens, which attend every key and are attended
         by every query (Beltagy et al. 2020, §3.1; contract §3).
 
         Parameters
         ----------
-        window, dilation, causal
+        window, dilation, causal, left, right
             As :meth:`window`.
         global_tokens : sequence of int
             Global token positions in [0, seq_len_k) (checked when sizes are known).
         """
-        return cls._make("longformer", window=window, dilation=dilation, causal=causal,
-                         global_tokens=list(global_tokens))
+        return cls._make("longformer", dilation=dilation, causal=causal,
+                         global_tokens=list(global_tokens), **cls._reaches(window, left, right))
 
     @classmethod
-    def random(cls, window: int, num_random: int, global_tokens: Sequence[int] = (),
-               dilation: int = 1, causal: bool = False, seed: int = 0) -> "Pattern":
+    def random(cls, window: Optional[int], num_random: int, global_tokens: Sequence[int] = (),
+               dilation: int = 1, causal: bool = False, seed: int = 0,
+               left: Optional[int] = None, right: Optional[int] = None) -> "Pattern":
         """Longformer plus ``num_random`` random keys per query, drawn without replacement
         from the keys not already allowed, by the counter-based PRNG keyed with (seed,
         head, row) (contract §3; pattern/prng.h). Fewer when fewer remain.
 
         Parameters
         ----------
-        window, dilation, causal, global_tokens
-            As :meth:`longformer`.
+        window, dilation, causal, global_tokens, left, right
+            As :meth:`longformer` (``window=None`` with ``left`` and ``right``).
         num_random : int
             Random keys per query, >= 0.
         seed : int
             PRNG seed in [0, 2^64). The draws made are :meth:`random_table`.
         """
-        return cls._make("random", window=window, dilation=dilation, causal=causal,
-                         global_tokens=list(global_tokens), num_random=num_random, seed=seed)
+        return cls._make("random", dilation=dilation, causal=causal,
+                         global_tokens=list(global_tokens), num_random=num_random, seed=seed,
+                         **cls._reaches(window, left, right))
 
     @classmethod
     def bigbird(cls, block_size: int, num_random_blocks: int = 0, seed: int = 0,

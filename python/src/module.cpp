@@ -99,11 +99,17 @@ PatternSpec make_spec(const std::string& kind, bool causal, int64_t window, int6
                       int64_t block_size, int64_t num_random_blocks, int64_t num_global_tokens,
                       uint64_t seed, std::optional<py::array> random_table,
                       std::optional<py::array> segment_ids, std::optional<py::array> mask,
-                      const std::vector<PatternSpec>& per_head) {
+                      const std::vector<PatternSpec>& per_head, std::optional<int64_t> window_left,
+                      std::optional<int64_t> window_right, std::optional<int64_t> chunk_size,
+                      std::optional<int64_t> kernel_size) {
   PatternSpec s;
   s.kind = parse_pattern_kind(kind);
   s.causal = causal;
   s.window = window;
+  s.window_left = window_left;
+  s.window_right = window_right;
+  s.chunk_size = chunk_size;
+  s.kernel_size = kernel_size;
   s.dilation = dilation;
   s.global = global_tokens;
   s.num_random = num_random;
@@ -762,7 +768,9 @@ PYBIND11_MODULE(_sparseattn, m) {
         py::arg("dilation"), py::arg("global_tokens"), py::arg("num_random"),
         py::arg("block_size"), py::arg("num_random_blocks"), py::arg("num_global_tokens"),
         py::arg("seed"), py::arg("random_table"), py::arg("segment_ids"), py::arg("mask"),
-        py::arg("per_head"));
+        py::arg("per_head"), py::arg("window_left") = py::none(),
+        py::arg("window_right") = py::none(), py::arg("chunk_size") = py::none(),
+        py::arg("kernel_size") = py::none());
   m.def("mask", &mask);
   m.def("info", &info);
   m.def("random_table", &random_table);

@@ -169,6 +169,74 @@ TEST_F(BadInput, AFieldIsSpelledAsTheFlagOrWhereTheFileWritesIt) {
                   "--pattern-file: heads[1].global[0] = 20");
 }
 
+// contract §3.3: the (left, right) window comes as a pair and replaces --window.
+TEST_F(BadInput, WindowLeftAndRightComeAsAPairAndReplaceWindow) {
+  expect_rejected(attend("--pattern window --window-left 2"), "--window-right = none: must be given too");
+  expect_rejected(mask("--pattern longformer --global 0 --window-right 3"),
+                  "--window-left = none: must be given too");
+  expect_rejected(attend("--pattern window --window 2 --window-left 1 --window-right 1"),
+                  "--window = 2: must not be given with");
+  expect_rejected(mask("--pattern window --window 0 --window-left 1 --window-right 1"),
+                  "--window = 0: must not be given with");
+  expect_rejected(attend("--pattern window --window-left -2 --window-right 0"),
+                  "--window-left = -2: must be an integer >= -1");
+  expect_rejected(mask("--pattern random --window-left 1 --window-right -3"),
+                  "--window-right = -3: must be an integer >= -1");
+  expect_rejected(attend("--pattern dense --window-left 1 --window-right 1"),
+                  "--window-left = 1: not used by pattern dense");
+  expect_rejected(mask("--pattern chunked --chunk-size 4 --window-left -1 --window-right -1"),
+                  "--window-left = -1: not used by pattern chunked");
+  expect_rejected(mask("--pattern window --window-left 1 --window-right 1 --attention-window 4"),
+                  "--attention-window = 4: replaces --window-left/--window-right");
+}
+
+// contract §3.14.
+TEST_F(BadInput, ChunkSize) {
+  expect_rejected(attend("--pattern chunked --chunk-size 0"), "--chunk-size = 0: must be an integer >= 1");
+  expect_rejected(mask("--pattern chunked --chunk-size -5 --causal"), "--chunk-size = -5");
+  expect_rejected(attend("--pattern chunked"), "--chunk-size = none: the chunked pattern needs");
+  expect_rejected(mask("--pattern window --window 1 --chunk-size 4"),
+                  "--chunk-size = 4: not used by pattern window");
+  expect_rejected(attend("--pattern chunked --chunk-size 4 --window 2"),
+                  "--window = 2: not used by pattern chunked");
+  expect_rejected(mask("--pattern chunked --chunk-size 4 --dilation 2"),
+                  "--dilation = 2: not used by pattern chunked");
+}
+
+// contract §3.15.
+TEST_F(BadInput, KernelSize) {
+  expect_rejected(attend("--pattern neighborhood --kernel-size 4"),
+                  "--kernel-size = 4: must be an odd integer >= 1");
+  expect_rejected(mask("--pattern neighborhood --kernel-size 0"), "--kernel-size = 0");
+  expect_rejected(attend("--pattern neighborhood --kernel-size 17"),
+                  "--kernel-size = 17: must be an odd integer in [1, seq_len_k] = [1, 16]");
+  expect_rejected(mask("--pattern neighborhood --kernel-size 5 --dilation 4"),
+                  "--dilation = 4: must be in [1, floor(seq_len_k / kernel_size)] = [1, 3]");
+  expect_rejected(attend("--pattern neighborhood"), "--kernel-size = none: the neighborhood pattern needs");
+  expect_rejected(mask("--pattern chunked --chunk-size 2 --kernel-size 3"),
+                  "--kernel-size = 3: not used by pattern chunked");
+  expect_rejected(mask("--pattern neighborhood --kernel-size 3 --chunk-size 2"),
+                  "--chunk-size = 2: not used by pattern neighborhood");
+  expect_rejected(mask("--pattern neighborhood --kernel-size 3 --seq-len-k 8"),
+                  "seq_len_q = 16: must be <= seq_len_k (8)");
+}
+
+// The pattern file spells the new keys where it writes them.
+TEST_F(BadInput, ModernPatternKeysInAFile) {
+  std::ofstream(path("both.json")) << R"({"pattern": "window", "window": 0, "window_left": 1, "window_right": 2})";
+  expect_rejected(mask("--pattern-file " + path("both.json")),
+                  "--pattern-file " + path("both.json") + ": window = 0: must not be given with");
+  std::ofstream(path("chunk.json")) << R"([{"pattern": "chunked", "chunk_size": 0}])";
+  expect_rejected(mask("--pattern-file " + path("chunk.json")),
+                  "--pattern-file " + path("chunk.json") + ": [0].chunk_size = 0");
+  std::ofstream(path("hood.json")) << R"({"heads": [{"pattern": "neighborhood", "kernel_size": 21}]})";
+  expect_rejected(mask("--pattern-file " + path("hood.json")),
+                  "--pattern-file: heads[0].kernel_size = 21");
+  std::ofstream(path("lone.json")) << R"({"pattern": "window", "window_left": 3})";
+  expect_rejected(mask("--pattern-file " + path("lone.json")),
+                  "--pattern-file " + path("lone.json") + ": window_right = none");
+}
+
 TEST_F(BadInput, UnsupportedOutputDtype) { expect_rejected(attend("--dtype float16"), "--dtype"); }
 
 TEST_F(BadInput, CandidateOfTheWrongShape) {
@@ -238,7 +306,10 @@ TEST_F(BadInput, RandomDrawTableTooLargeNamesTheFlag) {
 TEST_F(BadInput, IntegersAreParsedStrictly) {
   for (const std::string& args : {mask("--pattern random --num-random 1 --seed -1"),
                                   mask("--pattern random --num-random 1 --seed 18446744073709551616"),
-                                  mask("--pattern window --window 9223372036854775808")}) {
+                                  mask("--pattern window --window 9223372036854775808"),
+                                  mask("--pattern chunked --chunk-size 0x10"),
+                                  mask("--pattern window --window-left 1e3 --window-right 1"),
+                                  mask("--pattern neighborhood --kernel-size 9223372036854775809")}) {
     const RunResult r = run(args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_EQ(r.err.rfind("sparseattn: error: --", 0), 0u) << r.err;

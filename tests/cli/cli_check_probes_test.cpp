@@ -76,6 +76,24 @@ TEST_F(CheckProbes, WindowOneWiderIsNamedAtN4096) {
   check("--pattern window --window 9", 0);
 }
 
+// contract §3.3: a (left, right) window off by one on one side, or read the other way round.
+TEST_F(CheckProbes, WindowPairOffByOneOrSwappedIsNamed) {
+  write_inputs(Dims{1, 2, 300, 300, 16, 16});
+  // (L, R) = (5, 2) computed as (5, 3): the right side one wider.
+  candidate([](int64_t, int64_t, int64_t i, int64_t j) { return j >= i - 5 && j <= i + 3; });
+  nlohmann::json j = check("--pattern window --window-left 5 --window-right 2", 1);
+  EXPECT_EQ(cause(j), "window_right one wider (candidate matches --window-left 5 --window-right 3)");
+  check("--pattern window --window-left 5 --window-right 3", 0);
+  // Swapped: the candidate looked 2 back and 5 ahead.
+  candidate([](int64_t, int64_t, int64_t i, int64_t j) { return j >= i - 2 && j <= i + 5; });
+  j = check("--pattern window --window-left 5 --window-right 2", 1);
+  EXPECT_EQ(cause(j), "window sides swapped (candidate matches --window-left 2 --window-right 5)");
+  // One narrower on the left.
+  candidate([](int64_t, int64_t, int64_t i, int64_t j) { return j >= i - 4 && j <= i + 2; });
+  j = check("--pattern window --window-left 5 --window-right 2", 1);
+  EXPECT_EQ(cause(j), "window_left one narrower (candidate matches --window-left 4 --window-right 2)");
+}
+
 TEST_F(CheckProbes, GlobalTokensIgnoringCausalityAreNamedAtN4096) {
   write_inputs(big_);
   auto g = [](int64_t x) { return x == 0 || x == 1000 || x == 3000; };

@@ -72,6 +72,47 @@ TEST_F(Mask, DilatedWindowEqualsTheSpecPredicate) {
     }
 }
 
+// contract §3.3, §3.14, §3.15: the new flags reach the pattern unchanged, and the masks
+// are the hand-computed ones.
+TEST_F(Mask, ModernKindsFromTheirFlags) {
+  PatternSpec w;
+  w.kind = PatternKind::window;
+  w.window_left = 1;
+  w.window_right = 2;
+  const Tensor<uint8_t> a = expect_mask_matches(
+      "--seq-len 5 --pattern window --window-left 1 --window-right 2", w, sizes_of(1, 5));
+  const std::vector<uint8_t> want_w = {1, 1, 1, 0, 0,  1, 1, 1, 1, 0,  0, 1, 1, 1, 1,
+                                       0, 0, 1, 1, 1,  0, 0, 0, 1, 1};
+  EXPECT_EQ(a.data, want_w);
+  PatternSpec c;
+  c.kind = PatternKind::chunked;
+  c.chunk_size = 2;
+  c.causal = true;
+  const Tensor<uint8_t> b =
+      expect_mask_matches("--seq-len 5 --pattern chunked --chunk-size 2 --causal", c, sizes_of(1, 5));
+  const std::vector<uint8_t> want_c = {1, 0, 0, 0, 0,  1, 1, 0, 0, 0,  0, 0, 1, 0, 0,
+                                       0, 0, 1, 1, 0,  0, 0, 0, 0, 1};
+  EXPECT_EQ(b.data, want_c);
+  PatternSpec n;
+  n.kind = PatternKind::neighborhood;
+  n.kernel_size = 3;
+  const Tensor<uint8_t> m =
+      expect_mask_matches("--seq-len 5 --pattern neighborhood --kernel-size 3", n, sizes_of(1, 5));
+  const std::vector<uint8_t> want_n = {1, 1, 1, 0, 0,  1, 1, 1, 0, 0,  0, 1, 1, 1, 0,
+                                       0, 0, 1, 1, 1,  0, 0, 1, 1, 1};
+  EXPECT_EQ(m.data, want_n);
+  n.dilation = 2;
+  n.causal = true;
+  expect_mask_matches("--seq-len 9 --seq-len-k 13 --num-heads 2 --pattern neighborhood "
+                      "--kernel-size 3 --dilation 2 --causal",
+                      n, sizes_of(2, 9, 13));
+  // A pattern file's keys are the flags' names.
+  std::ofstream(path("p.json")) << R"({"pattern": "window", "window_left": -1, "window_right": 0})";
+  PatternSpec causal;
+  causal.causal = true;
+  expect_mask_matches("--seq-len 6 --pattern-file " + path("p.json"), causal, sizes_of(1, 6));
+}
+
 TEST_F(Mask, CausalWindowWithMoreKeysThanQueriesAlignsBottomRight) {
   PatternSpec s;
   s.kind = PatternKind::window;

@@ -34,13 +34,33 @@ TEST(Field, EveryFieldHasThreeDistinctSpellings) {
   }
 }
 
-TEST(Field, KeywordsDifferFromNamesOnlyWherePythonForbidsTheName) {
-  // `global` is a Python keyword: the one deliberate difference.
+TEST(Field, KeywordsDifferFromNamesOnlyWherePythonWritesThemOtherwise) {
+  // `global` is a Python keyword; the (left, right) window is `left=`, `right=` in
+  // Pattern.window / longformer / random (FlashAttention's window_size=(left, right)), so a
+  // Python error names what its caller wrote. These are the deliberate differences.
   EXPECT_EQ(spell(Field::global, Spelling::keyword), "global_tokens");
+  EXPECT_EQ(spell(Field::window_left, Spelling::keyword), "left");
+  EXPECT_EQ(spell(Field::window_right, Spelling::keyword), "right");
   for (size_t i = 0; i < kFieldCount; ++i) {
     const Field f = static_cast<Field>(i);
-    if (f != Field::global) EXPECT_EQ(spell(f, Spelling::keyword), spell(f, Spelling::name));
+    if (f == Field::global || f == Field::window_left || f == Field::window_right) continue;
+    EXPECT_EQ(spell(f, Spelling::keyword), spell(f, Spelling::name));
   }
+}
+
+TEST(Field, ThePatternFieldsOfTheModernKinds) {
+  EXPECT_EQ(spell(Field::window_left, Spelling::name), "window_left");
+  EXPECT_EQ(spell(Field::window_left, Spelling::flag), "--window-left");
+  EXPECT_EQ(spell(Field::window_right, Spelling::flag), "--window-right");
+  EXPECT_EQ(spell(Field::chunk_size, Spelling::flag), "--chunk-size");
+  EXPECT_EQ(spell(Field::chunk_size, Spelling::keyword), "chunk_size");
+  EXPECT_EQ(spell(Field::kernel_size, Spelling::name), "kernel_size");
+  EXPECT_EQ(spell(Field::kernel_size, Spelling::flag), "--kernel-size");
+  const FieldError e(Field::window_left, "", "-2", "must be an integer >= -1");
+  EXPECT_STREQ(e.spelled(Spelling::keyword).what(), "invalid left = -2: must be an integer >= -1");
+  EXPECT_STREQ(e.spelled(Spelling::flag).what(),
+               "invalid --window-left = -2: must be an integer >= -1");
+  EXPECT_EQ(e.at_head(2).argument_as(Spelling::name), "heads[2].window_left");
 }
 
 TEST(FieldError, SpelledByEachFrontEnd) {

@@ -38,6 +38,22 @@ inline std::vector<Case> cpu_cases() {
   // top-left alignment differ only here.
   c.push_back(make_case(token(K::window, 7, 3, false, 64), {1, 1, 190, 251, 8, 8}));
   c.push_back(make_case(token(K::window, 5, 2, true, 16), {1, 2, 251, 190, 8, 8}));
+  // (left, right) windows (contract §3.3) across chunks: k02, k03 and k04 read both reaches.
+  using testing_grid::window_pair;
+  c.push_back(make_case(window_pair(token(K::window, 0, 1, false, 64), 90, 3), {1, 2, 300, 300, 32, 32}));
+  c.push_back(make_case(window_pair(token(K::window, 0, 1, false, 64), 0, 70), {2, 1, 200, 260, 17, 17}, true));
+  c.push_back(make_case(window_pair(token(K::window, 0, 1, false, 64), -1, 5), {1, 1, 190, 150, 8, 8}));
+  c.push_back(make_case(window_pair(token(K::window, 0, 3, false, 64), 25, 4), {1, 1, 260, 300, 8, 8}));
+  c.push_back(make_case(window_pair(token(K::window, 0, 2, true, 16), 30, -1), {1, 1, 200, 200, 8, 8}));
+  c.push_back(make_case(window_pair(token(K::longformer, 0, 1, false, 64, {0, 130}), 40, 2),
+                        {1, 2, 250, 250, 16, 16}));
+  c.push_back(make_case(window_pair(token(K::longformer, 0, 2, true, 64, {7}), 3, 50),
+                        {3, 1, 170, 200, 8, 8}, true));
+  // chunked and neighborhood at multi-tile sizes (k06 serves them).
+  c.push_back(make_case(testing_grid::chunked(100, false, 64), {1, 2, 300, 300, 32, 32}));
+  c.push_back(make_case(testing_grid::chunked(48, true, 64), {2, 1, 200, 250, 17, 17}, true));
+  c.push_back(make_case(testing_grid::neighborhood(63, 1, false, 64), {1, 2, 250, 250, 16, 16}));
+  c.push_back(make_case(testing_grid::neighborhood(21, 3, true, 64), {1, 1, 200, 260, 8, 8}));
   // longformer: globals at both ends and inside the band, dilated + causal, padding.
   c.push_back(make_case(token(K::longformer, 30, 1, false, 64, {0, 5, 150, 299}),
                         {1, 2, 300, 300, 64, 64}));

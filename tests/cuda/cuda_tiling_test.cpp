@@ -397,7 +397,7 @@ INSTANTIATE_TEST_SUITE_P(Grid, CudaSchedule, ::testing::ValuesIn(testing_cpu::cp
 TEST(CudaTiling, ChunksInsideTheBandAreFoundAndTheEdgesAreNot) {
   BandParams w;
   w.seq_len_q = w.seq_len_k = 4096;
-  w.window = 256;
+  w.left = w.right = 256;
   const cuda::BandRange r = cuda::band_range(w);
   const Strided rows{1024, 1, 64};
   EXPECT_TRUE(cuda::chunk_inside_band(r, rows, Strided{1024, 1, 64}));    // the diagonal chunk

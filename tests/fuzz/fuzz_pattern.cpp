@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "api/pattern_flags.h"
 #include "fuzz_common.h"
@@ -75,8 +76,19 @@ int64_t any_size(FuzzedDataProvider& d, int64_t max) {
   return d.ConsumeIntegralInRange<int64_t>(1, max);
 }
 
-const char* const kKindNames[] = {"dense",  "window",      "longformer",   "random",
-                                  "bigbird", "bigbird-etc", "hierarchical", "explicit"};
+const char* const kKindNames[] = {"dense",   "window",      "longformer",   "random",
+                                  "bigbird", "bigbird-etc", "hierarchical", "explicit",
+                                  "chunked", "neighborhood"};
+constexpr int kLastKind = sizeof(kKindNames) / sizeof(kKindNames[0]) - 1;
+
+// An optional parameter of the newer kinds (contract §3.3, §3.14, §3.15): mostly unset or
+// small, sometimes any integer (-1, 0, huge, negative).
+std::optional<int64_t> any_optional(FuzzedDataProvider& d, int64_t lo, int64_t hi) {
+  const int c = d.ConsumeIntegralInRange<int>(0, 3);
+  if (c == 0) return std::nullopt;
+  if (c == 1) return any_int(d);
+  return d.ConsumeIntegralInRange<int64_t>(lo, hi);
+}
 
 // "3,17,4095"-like text for --global; sometimes malformed.
 std::string any_positions(FuzzedDataProvider& d, int64_t seq_len) {
@@ -162,7 +174,12 @@ void print_command(const api::PatternFlags& f, const PatternSizes& z) {
                   std::to_string(f.num_random) + " --block-size " + std::to_string(f.block_size) +
                   " --num-random-blocks " + std::to_string(f.num_random_blocks) +
                   " --num-global-tokens " + std::to_string(f.num_global_tokens) + " --seed " +
-                  std::to_string(f.seed) + " --out m.npy   (batch " + std::to_string(z.batch) + ")";
+                  std::to_string(f.seed) +
+                  (f.window_left ? " --window-left " + std::to_string(*f.window_left) : "") +
+                  (f.window_right ? " --window-right " + std::to_string(*f.window_right) : "") +
+                  (f.chunk_size ? " --chunk-size " + std::to_string(*f.chunk_size) : "") +
+                  (f.kernel_size ? " --kernel-size " + std::to_string(*f.kernel_size) : "") +
+                  " --out m.npy   (batch " + std::to_string(z.batch) + ")";
   std::fprintf(stderr, "fuzz_pattern flags: %s\n", c.c_str());
 }
 
@@ -283,7 +300,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const std::string kind_name = d.ConsumeIntegralInRange<int>(0, 31) == 0
                                     ? d.ConsumeRandomLengthString(12)
-                                    : kKindNames[d.ConsumeIntegralInRange<int>(0, 7)];
+                                    : kKindNames[d.ConsumeIntegralInRange<int>(0, kLastKind)];
   const int64_t seq_len = std::clamp<int64_t>(z.seq_len_k, 1, kMaxSeqLen);
 
   PatternSpec spec;
@@ -301,14 +318,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       f.num_random_blocks = d.ConsumeBool() ? any_int(d) : f.num_random_blocks;
       f.num_global_tokens = d.ConsumeBool() ? any_int(d) : f.num_global_tokens;
       f.seed = d.ConsumeIntegral<uint64_t>();
+      f.window_left = any_optional(d, -1, 8);
+      f.window_right = any_optional(d, -1, 8);
+      f.chunk_size = any_optional(d, 1, 20);
+      f.kernel_size = any_optional(d, 1, 9);
       if (kind_name == "hierarchical" || kind_name == "explicit") return 0;  // need files
       // Unset the flags this kind does not read unless asked to keep one stray flag.
       if (d.ConsumeIntegralInRange<int>(0, 15) != 0) {
         const api::PatternFlags def;
         const bool band = kind_name == "window" || kind_name == "longformer" || kind_name == "random";
         const bool block = kind_name == "bigbird" || kind_name == "bigbird-etc";
-        if (!band) f.window = def.window, f.dilation = def.dilation;
-        if (!band && kind_name != "dense") f.causal = false;
+        const bool hood = kind_name == "neighborhood";
+        if (!band) f.window = def.window;
+        if (!band && !hood) f.dilation = def.dilation;
+        if (!band) f.window_left.reset(), f.window_right.reset();
+        if (band && f.window_left) f.window = def.window;  // the pair replaces --window
+        if (kind_name != "chunked") f.chunk_size.reset();
+        if (!hood) f.kernel_size.reset();
+        if (!band && !hood && kind_name != "dense" && kind_name != "chunked") f.causal = false;
         if (kind_name != "longformer" && kind_name != "random") f.global.clear();
         if (kind_name != "random") f.num_random = def.num_random;
         if (!block) f.block_size = def.block_size, f.num_random_blocks = def.num_random_blocks;
@@ -337,6 +364,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       s.num_random_blocks = d.ConsumeBool() ? any_int(d) : d.ConsumeIntegralInRange<int64_t>(0, 4);
       s.num_global_tokens = d.ConsumeBool() ? any_int(d) : d.ConsumeIntegralInRange<int64_t>(0, 8);
       s.seed = d.ConsumeIntegral<uint64_t>();
+      s.window_left = any_optional(d, -1, 8);
+      s.window_right = any_optional(d, -1, 8);
+      s.chunk_size = any_optional(d, 1, 20);
+      s.kernel_size = any_optional(d, 1, 9);
       add_library_fields(d, s, z);
       // validate_spec() refuses a field the kind does not read: unset those, unless asked
       // to keep them (then the refusal itself is exercised).
@@ -346,8 +377,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const bool band = k == PatternKind::window || k == PatternKind::longformer ||
                           k == PatternKind::random;
         const bool block = k == PatternKind::bigbird || k == PatternKind::bigbird_etc;
-        if (!band) s.window = def.window, s.dilation = def.dilation;
-        if (!band && k != PatternKind::dense) s.causal = false;
+        const bool hood = k == PatternKind::neighborhood;
+        if (!band) s.window = def.window;
+        if (!band && !hood) s.dilation = def.dilation;
+        if (!band) s.window_left.reset(), s.window_right.reset();
+        if (band && s.window_left) s.window = def.window;  // the pair replaces window
+        if (k != PatternKind::chunked) s.chunk_size.reset();
+        if (!hood) s.kernel_size.reset();
+        if (!band && !hood && k != PatternKind::dense && k != PatternKind::chunked) s.causal = false;
         if (k != PatternKind::longformer && k != PatternKind::random) s.global.clear();
         if (k != PatternKind::random) s.num_random = def.num_random;
         if (!block) s.block_size = def.block_size, s.num_random_blocks = def.num_random_blocks;
@@ -364,7 +401,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                             : d.ConsumeIntegralInRange<int64_t>(1, kMaxHeads);
       spec.per_head.resize(static_cast<size_t>(heads));
       for (PatternSpec& s : spec.per_head) {
-        fill(s, kKindNames[d.ConsumeIntegralInRange<int>(0, 7)]);
+        fill(s, kKindNames[d.ConsumeIntegralInRange<int>(0, kLastKind)]);
         // Key padding belongs to the whole pattern (validate_spec refuses it on a head).
         if (d.ConsumeIntegralInRange<int>(0, 15) != 0) s.key_padding_mask.reset();
       }

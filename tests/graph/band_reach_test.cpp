@@ -63,6 +63,41 @@ TEST(BandReach, EqualsBitsetEngineOnRandomBandStacks) {
   }
 }
 
+// contract §3.3: a (left, right) window is the band (min(L, n-1), min(R, n-1)), -1 = n - 1,
+// causal R = 0; its reach equals the bitset engine's on random stacks of such layers.
+TEST(BandReach, LeftRightWindowsAreAsymmetricBands) {
+  PatternSpec s = testing::window_spec(0);
+  s.window_left = 3;
+  s.window_right = -1;
+  auto b = band_of(s, 10);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->left, 3);
+  EXPECT_EQ(b->right, 9);
+  s.causal = true;
+  b = band_of(s, 10);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->right, 0);
+  std::mt19937_64 rng(20261201);
+  for (int trial = 0; trial < 100; ++trial) {
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 90);
+    const int64_t layers = 1 + static_cast<int64_t>(rng() % 4);
+    LayerStack stack;
+    std::vector<Band> bands;
+    for (int64_t l = 0; l < layers; ++l) {
+      PatternSpec spec = testing::window_spec(0, 1, rng() % 4 == 0);
+      spec.window_left = static_cast<int64_t>(rng() % static_cast<uint64_t>(n + 3)) - 1;
+      spec.window_right = static_cast<int64_t>(rng() % static_cast<uint64_t>(n + 3)) - 1;
+      const auto band = band_of(spec, n);
+      ASSERT_TRUE(band.has_value()) << describe(spec);
+      bands.push_back(*band);
+      stack.layers.push_back(std::make_shared<const Pattern>(materialize(spec, sizes(n))));
+    }
+    const int64_t token = static_cast<int64_t>(rng() % static_cast<uint64_t>(n + 1)) - 1;
+    ASSERT_EQ(g2_reach_band(bands, n, token), g1_reach_bitset(stack, token, LevelChoice::token))
+        << "trial " << trial << ", n " << n;
+  }
+}
+
 TEST(BandReach, PerHeadUnionOfBandsIsTheWidestBand) {
   const int64_t n = 100;
   PatternSpec s;

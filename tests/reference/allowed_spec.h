@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <vector>
 
 #include "pattern/pattern.h"
 
@@ -19,12 +20,43 @@ namespace sparseattn::testing_spec {
 // Query i sits at key position p = i + seq_len_k - seq_len_q (bottom-right alignment).
 inline int64_t position_of(const PatternSizes& z, int64_t i) { return i + z.seq_len_k - z.seq_len_q; }
 
-// window: j = p + d*t for an integer t with |t| <= w (t <= 0 if causal).
+// window (contract §3.3): j = p + d*t for an integer t with |t| <= w (t <= 0 if causal);
+// with the pair (window_left L, window_right R): -L <= t <= R, -1 = no bound on that side.
 inline bool window_spec(const PatternSpec& s, const PatternSizes& z, int64_t i, int64_t j) {
   const int64_t delta = j - position_of(z, i);
   if (delta % s.dilation != 0) return false;
   const int64_t t = delta / s.dilation;
-  return std::llabs(t) <= s.window && (!s.causal || t <= 0);
+  if (s.causal && t > 0) return false;
+  if (!s.window_left) return std::llabs(t) <= s.window;
+  const int64_t left = *s.window_left, right = *s.window_right;
+  return (left == -1 || t >= -left) && (right == -1 || t <= right);
+}
+
+// chunked (contract §3.14): floor(p / C) == floor(j / C), floor division (a query before
+// the first key, p < 0, shares no chunk with any key); j <= p if causal.
+inline int64_t floor_of(int64_t a, int64_t b) { return a >= 0 ? a / b : -1 - (-a - 1) / b; }
+inline bool chunked_spec(const PatternSpec& s, const PatternSizes& z, int64_t i, int64_t j) {
+  const int64_t p = position_of(z, i), c = *s.chunk_size;
+  if (s.causal && j > p) return false;
+  return floor_of(p, c) == floor_of(j, c);
+}
+
+// neighborhood (contract §3.15), literally: the keys of p's residue class mod d, listed in
+// order, form a sub-sequence; p is its entry number idx; the query attends entries
+// start .. start + K - 1, start = clamp(idx - floor(K/2), 0, (entries) - K); with causal
+// entries idx - K + 1 .. idx (those that exist).
+inline bool neighborhood_spec(const PatternSpec& s, const PatternSizes& z, int64_t i, int64_t j) {
+  const int64_t p = position_of(z, i), d = s.dilation, k = *s.kernel_size;
+  std::vector<int64_t> entries;  // the class of p
+  for (int64_t key = 0; key < z.seq_len_k; ++key)
+    if (key % d == p % d) entries.push_back(key);
+  const int64_t n = static_cast<int64_t>(entries.size());
+  const int64_t idx = std::find(entries.begin(), entries.end(), p) - entries.begin();
+  const int64_t at = std::find(entries.begin(), entries.end(), j) - entries.begin();
+  if (at == n) return false;  // j is not in p's class
+  if (s.causal) return at <= idx && at >= idx - k + 1;
+  const int64_t start = std::min(std::max<int64_t>(idx - k / 2, 0), n - k);
+  return at >= start && at <= start + k - 1;
 }
 
 inline bool is_global(const PatternSpec& s, int64_t position) {
@@ -86,6 +118,10 @@ inline bool allowed_spec(const PatternSpec& s, const PatternSizes& z, const Tens
       const int64_t slice = (m.rank() == 3 && m.dim(0) > 1) ? h : 0;
       return m.data[(slice * z.seq_len_q + i) * z.seq_len_k + j] != 0;
     }
+    case PatternKind::chunked:
+      return chunked_spec(s, z, i, j);
+    case PatternKind::neighborhood:
+      return neighborhood_spec(s, z, i, j);
     case PatternKind::per_head:
       return false;  // tested head by head against each head's own spec
   }

@@ -29,17 +29,24 @@ struct Case {
 // Google Test prints a failing parameter with this: the case's name, not its bytes.
 inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
+// "w2" for the symmetric window, "L3R0" for the (left, right) pair ("Lm1" for -1).
+inline std::string reach_tag(const PatternSpec& s) {
+  auto n = [](int64_t x) { return x < 0 ? "m" + std::to_string(-x) : std::to_string(x); };
+  if (!s.window_left) return "w" + n(s.window);
+  return "L" + n(*s.window_left) + "R" + n(*s.window_right);
+}
+
 // Identifier-safe description of the spec's parameters that matter for its kind.
 inline std::string spec_tag(const PatternSpec& s) {
   auto n = [](int64_t x) { return std::to_string(x); };
   std::string t;
   switch (s.kind) {
     case PatternKind::dense: t = "dense"; break;
-    case PatternKind::window: t = "window_w" + n(s.window) + "_d" + n(s.dilation); break;
+    case PatternKind::window: t = "window_" + reach_tag(s) + "_d" + n(s.dilation); break;
     case PatternKind::longformer:
     case PatternKind::random: {
-      t = (s.kind == PatternKind::random ? "random_r" + n(s.num_random) + "_w" : "longformer_w") +
-          n(s.window) + "_d" + n(s.dilation) + "_G";
+      t = (s.kind == PatternKind::random ? "random_r" + n(s.num_random) + "_" : "longformer_") +
+          reach_tag(s) + "_d" + n(s.dilation) + "_G";
       for (int64_t g : s.global) t += "x" + n(g);
       if (s.kind == PatternKind::random) t += "_seed" + std::to_string(s.seed);
       break;
@@ -58,13 +65,18 @@ inline std::string spec_tag(const PatternSpec& s) {
         if (i == 0 || s.segment_ids[i] != s.segment_ids[i - 1]) t += "x" + n(static_cast<int64_t>(i));
       break;
     case PatternKind::explicit_mask: t = "explicit_rank" + n(s.mask->rank()); break;
+    case PatternKind::chunked: t = "chunked_C" + n(*s.chunk_size); break;
+    case PatternKind::neighborhood:
+      t = "neighborhood_K" + n(*s.kernel_size) + "_d" + n(s.dilation);
+      break;
     case PatternKind::per_head:
       t = "perhead";
       for (const PatternSpec& h : s.per_head) t += "__" + spec_tag(h);
       break;
   }
   if (s.causal && (s.kind == PatternKind::dense || s.kind == PatternKind::window ||
-                   s.kind == PatternKind::longformer || s.kind == PatternKind::random))
+                   s.kind == PatternKind::longformer || s.kind == PatternKind::random ||
+                   s.kind == PatternKind::chunked || s.kind == PatternKind::neighborhood))
     t += "_causal";
   return t;
 }
@@ -138,6 +150,33 @@ inline PatternSpec token(PatternKind kind, int64_t window, int64_t dilation, boo
   return s;
 }
 
+// The (left, right) window of a window-like kind (contract §3.3).
+inline PatternSpec window_pair(PatternSpec s, int64_t left, int64_t right) {
+  s.window = 0;
+  s.window_left = left;
+  s.window_right = right;
+  return s;
+}
+
+inline PatternSpec chunked(int64_t chunk_size, bool causal, int64_t tile) {
+  PatternSpec s;
+  s.kind = PatternKind::chunked;
+  s.chunk_size = chunk_size;
+  s.causal = causal;
+  s.tile = tile;
+  return s;
+}
+
+inline PatternSpec neighborhood(int64_t kernel_size, int64_t dilation, bool causal, int64_t tile) {
+  PatternSpec s;
+  s.kind = PatternKind::neighborhood;
+  s.kernel_size = kernel_size;
+  s.dilation = dilation;
+  s.causal = causal;
+  s.tile = tile;
+  return s;
+}
+
 inline PatternSpec bigbird(int64_t block_size, int64_t r, uint64_t seed, int64_t g = -1) {
   PatternSpec s;
   s.kind = g < 0 ? PatternKind::bigbird : PatternKind::bigbird_etc;
@@ -194,6 +233,46 @@ inline std::vector<Case> cases() {
   // parameters beyond the sequence (contract §3): the clamped pattern's result.
   c.push_back(make_case(token(K::window, 4611686018427387904, 1, true, 5), {1, 1, 9, 13, 3, 3}));
   c.push_back(make_case(token(K::window, 2, 4611686018427387904, false, 5), {1, 1, 9, 13, 3, 3}));
+  // (left, right) windows (contract §3.3): asymmetric both ways, one side unbounded, both
+  // unbounded (dense), causal (right cut to 0), dilation, unequal lengths, beyond the sequence.
+  c.push_back(make_case(window_pair(token(K::window, 0, 1, false, 5), 3, 1), {1, 1, 17, 17, 3, 3}));
+  c.push_back(make_case(window_pair(token(K::window, 0, 1, false, 64), 0, 4), {2, 2, 13, 13, 4, 4}, true));
+  c.push_back(make_case(window_pair(token(K::window, 0, 1, false, 1), -1, 0), {1, 1, 9, 9, 3, 3}));
+  c.push_back(make_case(window_pair(token(K::window, 0, 1, false, 5), 2, -1), {1, 1, 7, 12, 3, 2}));
+  c.push_back(make_case(window_pair(token(K::window, 0, 1, false, 5), -1, -1), {1, 1, 9, 6, 3, 3}));
+  c.push_back(make_case(window_pair(token(K::window, 0, 2, true, 5), 3, 5), {1, 2, 19, 19, 3, 3}));
+  c.push_back(make_case(window_pair(token(K::window, 0, 3, false, 1), 1, 2), {1, 1, 10, 21, 3, 3}));
+  c.push_back(make_case(window_pair(token(K::window, 0, 1, true, 64), 2, 7), {3, 1, 12, 8, 3, 3}, true));
+  c.push_back(make_case(window_pair(token(K::window, 0, 1, false, 5), 4611686018427387904, 0),
+                        {1, 1, 9, 13, 3, 3}));
+  c.push_back(make_case(window_pair(token(K::longformer, 0, 1, false, 5, {0, 9}), 1, 3),
+                        {2, 2, 15, 15, 4, 4}, true));
+  c.push_back(make_case(window_pair(token(K::longformer, 0, 2, true, 1, {4}), 4, 0), {1, 1, 8, 13, 3, 3}));
+  c.push_back(make_case(window_pair(token(K::random, 0, 1, false, 5, {2}, 2, 5), 0, 2), {1, 2, 14, 14, 3, 3}));
+  c.push_back(make_case(window_pair(token(K::random, 0, 1, true, 64, {}, 3, 9), -1, 1), {1, 1, 11, 16, 3, 3}));
+  // chunked (contract §3.14): chunk 1, a partial last chunk, causal, L_q != L_k both ways
+  // (queries before the first key attend nothing), a chunk beyond the sequence, padding.
+  c.push_back(make_case(chunked(1, false, 5), {1, 1, 6, 6, 3, 3}));
+  c.push_back(make_case(chunked(4, false, 5), {2, 2, 18, 18, 4, 3}, true));
+  c.push_back(make_case(chunked(3, true, 1), {1, 1, 11, 11, 3, 3}));
+  c.push_back(make_case(chunked(5, false, 64), {1, 2, 7, 19, 5, 5}));
+  c.push_back(make_case(chunked(4, true, 5), {3, 1, 9, 14, 3, 3}, true));
+  c.push_back(make_case(chunked(3, false, 5), {1, 1, 13, 6, 3, 3}));
+  c.push_back(make_case(chunked(2, true, 1), {1, 2, 12, 7, 2, 4}));
+  c.push_back(make_case(chunked(4611686018427387904, false, 5), {1, 1, 9, 12, 3, 3}));
+  c.push_back(make_case(chunked(4611686018427387904, true, 64), {1, 1, 10, 6, 3, 3}));
+  // neighborhood (contract §3.15): K = 1, K = L_k (every key), interior and both ends,
+  // dilation with classes of unequal length, causal, L_q < L_k, padding.
+  c.push_back(make_case(neighborhood(1, 1, false, 5), {1, 1, 6, 6, 3, 3}));
+  c.push_back(make_case(neighborhood(3, 1, false, 5), {2, 2, 17, 17, 4, 4}, true));
+  c.push_back(make_case(neighborhood(7, 1, false, 64), {1, 1, 7, 7, 3, 3}));
+  c.push_back(make_case(neighborhood(5, 2, false, 1), {1, 1, 13, 13, 3, 3}));
+  c.push_back(make_case(neighborhood(3, 3, false, 5), {1, 2, 20, 20, 3, 5}));
+  c.push_back(make_case(neighborhood(5, 1, true, 5), {3, 1, 16, 16, 3, 3}, true));
+  c.push_back(make_case(neighborhood(3, 2, true, 1), {1, 1, 14, 14, 3, 3}));
+  c.push_back(make_case(neighborhood(3, 1, false, 5), {1, 1, 6, 15, 3, 3}));
+  c.push_back(make_case(neighborhood(5, 3, false, 64), {1, 1, 9, 23, 4, 2}));
+  c.push_back(make_case(neighborhood(3, 2, true, 5), {2, 1, 7, 12, 3, 3}, true));
   // longformer: global rows and columns, with causal, with unequal lengths.
   c.push_back(make_case(token(K::longformer, 2, 1, false, 5, {0, 7, 22}), {3, 2, 23, 23, 8, 8}, true));
   c.push_back(make_case(token(K::longformer, 1, 2, true, 1, {3}), {1, 1, 19, 19, 3, 3}));
@@ -237,6 +316,15 @@ inline std::vector<Case> cases() {
                   token(K::random, 0, 1, false, 5, {}, 2, 3),
                   token(K::longformer, 1, 1, false, 5, {0})};
     c.push_back(make_case(s, {1, 4, 18, 18, 3, 3}));
+  }
+  // per-head: the modern kinds side by side (a (left, right) window, chunks, a neighborhood).
+  {
+    PatternSpec s;
+    s.kind = K::per_head;
+    s.tile = 5;
+    s.per_head = {window_pair(token(K::window, 0, 1, false, 5), 2, 0), chunked(4, false, 5),
+                  neighborhood(5, 1, false, 5)};
+    c.push_back(make_case(s, {1, 3, 13, 13, 3, 3}));
   }
   // bigbird with an explicit random table [num_heads, nb - 2, r] that lists a window block
   // and a block twice: set semantics say each key still counts once.

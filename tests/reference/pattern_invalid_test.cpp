@@ -98,6 +98,63 @@ std::vector<Invalid> invalid_cases() {
                s.kind = PatternKind::per_head;
                s.per_head = {PatternSpec{}, token(PatternKind::window, -2, 1, false, 5)};
              }), z)},
+      // contract §3.3: the (left, right) window.
+      {"window_left_minus_2", "window_left", "-2",
+       build(testing_grid::window_pair(token(K::window, 0, 1, false, 5), -2, 1), z)},
+      {"window_right_minus_5_longformer", "window_right", "-5",
+       build(testing_grid::window_pair(token(K::longformer, 0, 1, false, 5, {0}), 1, -5), z)},
+      {"window_left_alone_names_window_right", "window_right", "none",
+       build(with(token(K::window, 0, 1, false, 5), [](PatternSpec& s) { s.window_left = 2; }), z)},
+      {"window_right_alone_names_window_left", "window_left", "none",
+       build(with(token(K::window, 0, 1, false, 5), [](PatternSpec& s) { s.window_right = 2; }), z)},
+      {"window_with_the_pair", "window", "3",
+       build(with(testing_grid::window_pair(token(K::window, 0, 1, false, 5), 1, 1),
+                  [](PatternSpec& s) { s.window = 3; }), z)},
+      {"window_left_for_dense", "window_left", "1",
+       build(testing_grid::window_pair(token(K::dense, 0, 1, false, 5), 1, 1), z)},
+      {"window_pair_for_chunked", "window_left", "0",
+       build(testing_grid::window_pair(testing_grid::chunked(2, false, 5), 0, 0), z)},
+      // contract §3.14: chunked.
+      {"chunk_size_0", "chunk_size", "0", build(testing_grid::chunked(0, false, 5), z)},
+      {"chunk_size_minus_3", "chunk_size", "-3", build(testing_grid::chunked(-3, true, 5), z)},
+      {"chunk_size_missing", "chunk_size", "none",
+       build(with(PatternSpec{}, [](PatternSpec& s) { s.kind = PatternKind::chunked; }), z)},
+      {"chunk_size_for_window", "chunk_size", "4",
+       build(with(token(K::window, 1, 1, false, 5), [](PatternSpec& s) { s.chunk_size = 4; }), z)},
+      {"dilation_for_chunked", "dilation", "2",
+       build(with(testing_grid::chunked(2, false, 5), [](PatternSpec& s) { s.dilation = 2; }), z)},
+      {"window_for_chunked", "window", "2",
+       build(with(testing_grid::chunked(2, false, 5), [](PatternSpec& s) { s.window = 2; }), z)},
+      // contract §3.15: neighborhood.
+      {"kernel_size_even", "kernel_size", "4", build(testing_grid::neighborhood(4, 1, false, 5), z)},
+      {"kernel_size_0", "kernel_size", "0", build(testing_grid::neighborhood(0, 1, false, 5), z)},
+      {"kernel_size_minus_1", "kernel_size", "-1", build(testing_grid::neighborhood(-1, 1, false, 5), z)},
+      {"kernel_size_above_seq_len_k", "kernel_size", "9",
+       build(testing_grid::neighborhood(9, 1, false, 5), z)},
+      {"kernel_size_times_dilation_above_seq_len_k", "dilation", "3",
+       build(testing_grid::neighborhood(3, 3, false, 5), z)},
+      {"kernel_size_near_2_63", "kernel_size", "9223372036854775807",
+       build(testing_grid::neighborhood(INT64_MAX, 1, false, 5), z)},
+      {"dilation_near_2_63_neighborhood", "dilation", "4611686018427387904",
+       build(testing_grid::neighborhood(3, 4611686018427387904, false, 5), z)},
+      {"neighborhood_seq_len_q_above_seq_len_k", "seq_len_q", "9",
+       build(testing_grid::neighborhood(3, 1, false, 5), {1, 1, 9, 8})},
+      {"kernel_size_missing", "kernel_size", "none",
+       build(with(PatternSpec{}, [](PatternSpec& s) { s.kind = PatternKind::neighborhood; }), z)},
+      {"kernel_size_for_chunked", "kernel_size", "3",
+       build(with(testing_grid::chunked(2, false, 5), [](PatternSpec& s) { s.kernel_size = 3; }), z)},
+      {"chunk_size_for_neighborhood", "chunk_size", "2",
+       build(with(testing_grid::neighborhood(3, 1, false, 5), [](PatternSpec& s) { s.chunk_size = 2; }), z)},
+      {"per_head_bad_kernel_size_in_head_0", "heads[0].kernel_size", "2",
+       build(with(PatternSpec{}, [](PatternSpec& s) {
+               s.kind = PatternKind::per_head;
+               s.per_head = {testing_grid::neighborhood(2, 1, false, 5), PatternSpec{}};
+             }), z)},
+      {"per_head_kernel_size_beyond_seq_len_in_head_1", "heads[1].kernel_size", "11",
+       build(with(PatternSpec{}, [](PatternSpec& s) {
+               s.kind = PatternKind::per_head;
+               s.per_head = {PatternSpec{}, testing_grid::neighborhood(11, 1, false, 5)};
+             }), z)},
       {"unknown_pattern_name", "pattern", "bigbirds",
        std::function<void()>([] { parse_pattern_kind("bigbirds"); })},
   };

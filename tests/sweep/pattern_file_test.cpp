@@ -122,6 +122,15 @@ TEST_F(PatternFile, EveryFlagCombinationRoundTripsToTheSameSpecAndMask) {
   cases.back().mask = path("mask.npy");
   cases.push_back(flags("window"));
   cases.back().window = 4, cases.back().key_padding_mask = path("pad.npy");
+  // contract §3.3, §3.14, §3.15: the new keys are the new flags' names.
+  cases.push_back(flags("window"));
+  cases.back().window_left = 3, cases.back().window_right = -1;
+  cases.push_back(flags("longformer"));
+  cases.back().window_left = -1, cases.back().window_right = 0, cases.back().global = "4";
+  cases.push_back(flags("chunked"));
+  cases.back().chunk_size = 6, cases.back().causal = true;
+  cases.push_back(flags("neighborhood"));
+  cases.back().kernel_size = 5, cases.back().dilation = 3;
 
   for (size_t c = 0; c < cases.size(); ++c) {
     const PatternFlags& f = cases[c];
