@@ -147,8 +147,9 @@ AttentionResult convention_oracle(const Tensor<double>& q, const Tensor<double>&
                                   const Tensor<double>& v, const Pattern& pattern,
                                   const double* scale, const Conventions& conv,
                                   const ScoreMods* mods) {
-  require(mods == nullptr || !mods->any() || (!conv.padding_align_valid && !conv.masked_score),
-          "--softcap, --alibi-slopes, --sinks", describe(*mods),
+  const bool modern = mods != nullptr && mods->any();
+  require(!modern || (!conv.padding_align_valid && !conv.masked_score),
+          "--softcap, --alibi-slopes, --sinks", modern ? describe(*mods) : "",
           "do not combine with --padding-align valid or a finite --masked-score");
   if (conv.padding_align_valid) {
     // contract §2.6: each batch element on its own pattern, the other conventions as given.

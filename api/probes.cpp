@@ -871,8 +871,7 @@ void Prober::add_probes() {
                      ? "q/k/v and o given as [batch, seq_len, num_heads, head_dim] (pass --layout bshd)"
                      : "q/k/v and o given as [batch, seq_len, num_heads, head_dim] with grouped-query "
                        "attention (q has " + std::to_string(hq) + " heads, k and v " +
-                           std::to_string(hk) + "): pass --layout bshd and repeat each k/v head " +
-                           std::to_string(group) + " times along num_heads";
+                           std::to_string(hk) + "): pass --layout bshd";
       hy.compare_lse = false;
       const int64_t D = s_.head_dim;
       // Row (b, h, i) of the candidate as read is row (b, h2 = i, i2 = h) of the bshd world.

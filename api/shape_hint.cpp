@@ -10,19 +10,16 @@ namespace sparseattn::api {
 
 namespace {
 
-// "q has 8 heads, k and v 2: ..." when q and k (bhsd, rank 4) differ only in num_heads
-// and q's heads are a multiple of k's (grouped-query; multi-query when k has one head).
+// "q has 8 heads, k and v 3: ..." when q and k (bhsd, rank 4) differ only in num_heads and
+// q's heads are not a multiple of k's: grouped-query attention (contract §2.7) needs them
+// to be; heads that divide are grouped-query attention itself and need no hint.
 std::string gqa_sentence(const Shape& q, const Shape& k, const Shape& v) {
   if (q.size() != 4 || k.size() != 4 || v.size() != 4) return "";
   if (q[0] != k[0] || q[3] != k[3] || q[1] == k[1] || k[1] != v[1] || k[2] != v[2]) return "";
-  if (k[1] < 1 || q[1] % k[1] != 0) return "";
-  const int64_t group = q[1] / k[1];
-  return "q has " + std::to_string(q[1]) + " heads, k and v " + std::to_string(k[1]) + ": " +
-         (k[1] == 1 ? "multi-query" : "grouped-query") +
-         " attention? sparseattn takes one k/v head per query head (contract §1.1): repeat "
-         "each k/v head " + std::to_string(group) +
-         " times along num_heads (e.g. torch.repeat_interleave(k, " + std::to_string(group) +
-         ", dim=1) in [batch, num_heads, seq_len, d])";
+  if (k[1] < 1 || q[1] % k[1] == 0) return "";
+  return "q has " + std::to_string(q[1]) + " heads, k and v " + std::to_string(k[1]) +
+         ": grouped-query attention needs q's heads to be a whole multiple of k's (query head "
+         "h reads kv head h / g, contract §2.7)";
 }
 
 Shape swapped(const Shape& s) {

@@ -98,8 +98,13 @@ def test_forgotten_layout_bshd_with_lse_given_says_did_you_mean():
 
 
 def test_grouped_query_attention_is_named():
+    # 4 query heads over 2 kv heads is grouped-query attention (contract §2.7): it is judged.
     q, _, _ = _inputs(n=32, d=8, heads=4)
     _, k, v = _inputs(n=32, d=8, heads=2, seed=1)
-    with pytest.raises(ValueError, match=r"q has 4 heads, k and v 2: grouped-query attention\? "
-                                         r".*repeat each k/v head 2 times"):
-        sa.check(q, k, v, sa.Pattern.dense(), np.zeros((1, 4, 32, 8)))
+    report = sa.check(q, k, v, sa.Pattern.dense(), np.zeros((1, 4, 32, 8)))
+    assert not report.passed
+    # 4 over 3 does not group, and the error says why.
+    _, k3, v3 = _inputs(n=32, d=8, heads=3, seed=1)
+    with pytest.raises(ValueError, match=r"q has 4 heads, k and v 3: grouped-query attention "
+                                         r"needs q's heads to be a whole multiple of k's"):
+        sa.check(q, k3, v3, sa.Pattern.dense(), np.zeros((1, 4, 32, 8)))

@@ -207,19 +207,16 @@ TEST_F(CheckProbes, ForgottenLayoutBshdWithLseGivenSaysDidYouMean) {
 }
 
 TEST_F(CheckProbes, GroupedQueryAttentionIsNamed) {
+  // k and v with 2 heads under q's 4 are grouped-query attention (contract §2.7): the check
+  // runs. The tests' own GQA (query head h reads k/v head h / 2) passes; zeros fail.
   write_inputs(Dims{1, 4, 32, 32, 8, 8});
   const Tensor<double> k2 = uniform_tensor({1, 2, 32, 8}, 2), v2 = uniform_tensor({1, 2, 32, 8}, 3);
   write_npy(path("k.npy"), k2);
   write_npy(path("v.npy"), v2);
   Tensor<double> o({1, 4, 32, 8}, 0.0);
   write_npy(path("o.npy"), o);
-  check("", 2);
-  EXPECT_NE(last_.err.find("invalid k num_heads = 2"), std::string::npos) << last_.err;
-  EXPECT_NE(last_.err.find("grouped-query attention"), std::string::npos) << last_.err;
-  EXPECT_NE(last_.err.find("repeat each k/v head 2 times"), std::string::npos) << last_.err;
-  // The same tensors as [batch, seq_len, num_heads, d] read bhsd look like cross-attention
-  // of 4 queries over 2 keys: the check runs, fails, and the layout probe names both.
-  for (int64_t h = 0; h < 4; ++h) {  // the tests' GQA: query head h reads k/v head h / 2
+  check("", 1);
+  for (int64_t h = 0; h < 4; ++h) {
     Dims one{1, 1, 32, 32, 8, 8};
     Tensor<double> qh({1, 1, 32, 8}), kh({1, 1, 32, 8}), vh({1, 1, 32, 8});
     std::copy_n(q_.ptr() + h * 256, 256, qh.ptr());
@@ -230,6 +227,18 @@ TEST_F(CheckProbes, GroupedQueryAttentionIsNamed) {
                           [](int64_t, int64_t, int64_t, int64_t) { return true; }, oh, lh);
     std::copy(oh.begin(), oh.end(), o.ptr() + h * 256);
   }
+  write_npy(path("o.npy"), o);
+  EXPECT_EQ(check("", 0)["shape"]["num_kv_heads"], 2);
+  // Heads that do not group (4 over 3) are refused, and the hint says why.
+  write_npy(path("k.npy"), uniform_tensor({1, 3, 32, 8}, 2));
+  write_npy(path("v.npy"), uniform_tensor({1, 3, 32, 8}, 3));
+  check("", 2);
+  EXPECT_NE(last_.err.find("invalid k num_heads = 3: must divide q num_heads (4)"),
+            std::string::npos) << last_.err;
+  EXPECT_NE(last_.err.find("grouped-query attention needs q's heads to be a whole multiple"),
+            std::string::npos) << last_.err;
+  // The same tensors as [batch, seq_len, num_heads, d] read bhsd look like cross-attention
+  // of 4 queries over 2 keys: the check runs, fails, and the layout probe names both.
   write_npy(path("q.npy"), bshd(q_));
   write_npy(path("k.npy"), bshd(k2));
   write_npy(path("v.npy"), bshd(v2));
