@@ -18,10 +18,11 @@ from .analysis import analyze, extend_positions, reach
 from .attention import (AttendGlobalResult, AttendResult, CheckReport, TensorReport, Timing,
                         attend, check, cpu_isa, impls, nystrom, performer_favor, time_impl)
 from .pattern import BlockMask, Pattern
+from .sweep import SweepFit, SweepPoint, SweepResult, sweep
 
 __all__ = [
     "AttendGlobalResult", "AttendResult", "BlockMask", "CheckReport", "Pattern", "TensorReport", "Timing", "analyze",
     "attend", "check", "cpu_isa", "extend_positions", "impls", "nystrom", "performer_favor",
-    "reach", "testing", "time_impl",
+    "reach", "sweep", "SweepFit", "SweepPoint", "SweepResult", "testing", "time_impl",
 ]
 __version__ = "0.1.0"

@@ -33,6 +33,8 @@
 #include "optimized/cpu/isa.h"
 #include "python/src/arrays.h"
 #include "python/src/report_bindings.h"
+#include "python/src/field_bindings.h"
+#include "python/src/sweep_bindings.h"
 #include "realdata/locality.h"
 #include "realdata/position_extension.h"
 #include "reference/approx/nystrom.h"
@@ -732,6 +734,8 @@ PYBIND11_MODULE(_sparseattn, m) {
   m.def("attend", &attend);
   m.def("time_impl", &time_impl);
   register_report_bindings(m);  // CheckResult, TensorReport and their renderers
+  register_sweep_bindings(m);   // sweep (python/src/sweep_bindings.cpp)
+  register_field_bindings(m);   // field_spellings, spell_flag (python/src/field_bindings.cpp)
   m.def("check", &check);
   m.def("performer_favor", &approx_performer_favor);
   m.def("nystrom", &approx_nystrom);
