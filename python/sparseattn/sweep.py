@@ -143,7 +143,8 @@ _CONTEXT_KEYS = ("machine", "date", "commit", "load_average", "omp_threads", "om
 def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: str = "auto",
           target: Optional[str] = None, num_heads: Optional[int] = None, head_dim: int = 64,
           dtype: str = "any", repeats: int = 5, max_seconds: float = 30.0,
-          dense_baseline: str = "auto", fit_from: int = 0, quiet: bool = True) -> SweepResult:
+          dense_baseline: str = "auto", fit_from: int = 0, quiet: bool = True,
+          key_padding_mask: Any = None) -> SweepResult:
     """Times every chosen kernel on ``pattern`` over ``seq_len``, each point validated
     against the float64 oracle first: ``sparseattn sweep`` (docs/benchmarks.md).
 
@@ -184,6 +185,9 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
         Fit slopes on points with ``seq_len >= fit_from``, >= 0.
     quiet : bool
         No progress line on stderr (the CLI's ``--quiet``; default True here).
+    key_padding_mask : array of bool, shape [1, seq_len], optional
+        True = real token (``sweep --key-padding-mask``); its length fixes the sequence, so
+        ``seq_len`` must then be that one length.
 
     Returns
     -------
@@ -219,7 +223,9 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
         raise _arrays.invalid("quiet", quiet, "must be True or False")
     d = _C.sweep(pattern._spec, pattern._heads(num_heads), _arrays.integer("head_dim", head_dim, 1),
                  lens, impl, target or "", dtype, _arrays.integer("repeats", repeats, 1),
-                 seconds, dense_baseline, _arrays.integer("fit_from", fit_from, 0), quiet)
+                 seconds, dense_baseline, _arrays.integer("fit_from", fit_from, 0), quiet,
+                 None if key_padding_mask is None
+                 else _arrays.mask_array(key_padding_mask, "key_padding_mask"))
     return SweepResult(
         pattern=d["pattern"], num_heads=d["num_heads"], head_dim=d["head_dim"],
         seq_lens=list(d["seq_lens"]), repeats=d["repeats"], max_seconds=d["max_seconds"],

@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "api/sweep.h"
 #include "core/field.h"
 #include "pattern/spec.h"
+#include "python/src/arrays.h"
 
 namespace sparseattn::python {
 
@@ -36,9 +38,12 @@ std::vector<int64_t> seq_lens_of(const py::object& seq_len) {
 py::object sweep(const PatternSpec& spec, int64_t num_heads, int64_t head_dim,
                  const py::object& seq_len, const std::string& impl, const std::string& target,
                  const std::string& dtype, int64_t repeats, double max_seconds,
-                 const std::string& dense_baseline, int64_t fit_from, bool quiet) {
+                 const std::string& dense_baseline, int64_t fit_from, bool quiet,
+                 std::optional<py::array> key_padding_mask) {
   api::SweepRequest req;
   req.spec = spec;
+  // As `sweep --key-padding-mask`: [1, seq_len], so one seq_len only.
+  if (key_padding_mask) req.spec.key_padding_mask = mask_tensor(*key_padding_mask, "key_padding_mask");
   req.num_heads = num_heads;
   req.head_dim = head_dim;
   req.seq_lens = seq_lens_of(seq_len);
@@ -88,7 +93,7 @@ void register_sweep_bindings(py::module_& m) {
   m.def("sweep", &sweep, py::arg("spec"), py::arg("num_heads"), py::arg("head_dim"),
         py::arg("seq_len"), py::arg("impl"), py::arg("target"), py::arg("dtype"),
         py::arg("repeats"), py::arg("max_seconds"), py::arg("dense_baseline"),
-        py::arg("fit_from"), py::arg("quiet"));
+        py::arg("fit_from"), py::arg("quiet"), py::arg("key_padding_mask"));
 }
 
 }  // namespace sparseattn::python
