@@ -165,3 +165,20 @@ def test_sweep_errors_name_keywords():
         sa.sweep(p, 32, impl="performer_favor")
     with pytest.raises(ValueError, match="invalid impl = cpu_k05_bigbird_blocks: does not serve"):
         sa.sweep(p, 32, impl="cpu_k05_bigbird_blocks")
+
+
+def test_presets_match_cli(cli):
+    names = sa.preset_names()
+    assert names == sorted(names) and "mistral-7b-v0.1" in names
+    for name in ("mistral-7b-v0.1", "bigbird-roberta-base"):
+        want = json.loads(cli(["info", "--preset", name, "--seq-len", "256", "--json"]).stdout)
+        assert sa.preset_info(name, 256) == want
+        want = json.loads(cli(["info", "--preset", name, "--seq-len", "256", "--layer", "1",
+                               "--json"]).stdout)
+        assert sa.preset_info(name, 256, layer=1) == want
+        want = json.loads(cli(["reach", "--preset", name, "--seq-len", "256", "--json"]).stdout)
+        assert sa.preset_reach(name, 256) == want
+    with pytest.raises(ValueError, match="invalid preset = nope: must be one of"):
+        sa.preset_info("nope", 64)
+    with pytest.raises(ValueError, match="invalid layer"):
+        sa.preset_info("mistral-7b-v0.1", 64, layer=10**6)
