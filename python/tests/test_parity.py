@@ -58,10 +58,10 @@ NO_KEYWORD: Dict[str, Dict[str, str]] = {
         "--dq-global": "output file; Python returns AttendGlobalResult.dq_global",
         "--dk-global": "output file; Python returns AttendGlobalResult.dk_global",
         "--dv-global": "output file; Python returns AttendGlobalResult.dv_global",
-        "--dtype": "the CLI's file dtype of o and lse; Python returns the kernel's own dtype (astype to convert)",
+        "--dtype": "the files' dtype; Python returns the kernel's own (astype converts)",
     },
     "check": {
-        "--format": "output format; Python returns a CheckReport (.to_dict() is the JSON, .summary() the text)",
+        "--format": "output format; a CheckReport has both (.to_dict(), .summary())",
     },
     "mask": {
         "--pattern": "picks the constructor: Pattern.window(...), Pattern.bigbird(...), ...",
@@ -76,14 +76,14 @@ NO_KEYWORD: Dict[str, Dict[str, str]] = {
     "reach": {
         "--json": "output format; Python returns the dict `reach --json` prints",
         "--plot": "figures are the CLI's (gnuplot); Python returns the numbers",
-        "--layer-spec": "a JSON file of per-layer patterns; Python takes a sequence of Pattern as `pattern`",
+        "--layer-spec": "a file of per-layer patterns; Python's `pattern` takes a list",
         "--from": "Python takes path=(from, to)",
         "--to": "Python takes path=(from, to)",
-        "--seq-len-k": "the graph view is self-attention: the CLI accepts only seq_len_k = seq_len",
-        "--key-padding-mask": "the graph view refuses key padding (the CLI errors: it belongs to one batch element)",
+        "--seq-len-k": "self-attention only: the CLI accepts just seq_len_k = seq_len",
+        "--key-padding-mask": "the graph view refuses key padding (the CLI errors on it)",
     },
     "sweep": {
-        "--out": "output folder of sweep.json, sweep.csv and figures; Python returns a SweepResult",
+        "--out": "folder of sweep.json, .csv and figures; Python returns a SweepResult",
     },
 }
 
@@ -106,11 +106,11 @@ RENAMED: Dict[str, Dict[str, Tuple[str, str]]] = {
 # A flag that selects another Python function, per command: (function, its keyword, why).
 ELSEWHERE: Dict[str, Dict[str, Tuple[Callable, str, str]]] = {
     "info": {
-        "--preset": (sa.preset_info, "preset", "a preset replaces the Pattern: preset_info(preset, seq_len, layer)"),
-        "--layer": (sa.preset_info, "layer", "selects a layer of a preset: preset_info(..., layer=L)"),
+        "--preset": (sa.preset_info, "preset", "a preset replaces the Pattern"),
+        "--layer": (sa.preset_info, "layer", "a layer of a preset: preset_info(layer=L)"),
     },
     "reach": {
-        "--preset": (sa.preset_reach, "preset", "a preset replaces the Patterns: preset_reach(preset, seq_len)"),
+        "--preset": (sa.preset_reach, "preset", "a preset replaces the Patterns"),
     },
 }
 
