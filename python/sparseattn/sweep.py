@@ -8,7 +8,7 @@ is never timed. The CLI also writes sweep.json, sweep.csv and figures; here the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _arrays
 from . import _sparseattn as _C
@@ -214,7 +214,7 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
         raise _arrays.invalid("target", target, "must be cpu, reference or cuda")
     if isinstance(seq_len, str):
         lens: Any = seq_len
-    elif isinstance(seq_len, Sequence):
+    elif isinstance(seq_len, Iterable):  # a list, a tuple, a NumPy array
         lens = [_arrays.integer("seq_len", n, 1) for n in seq_len]
     else:
         lens = [_arrays.integer("seq_len", seq_len, 1)]
