@@ -57,9 +57,10 @@ void run_mask(const MaskArgs& args) {
   Tensor<uint8_t> gm;
   if (!a.compat.global_mask.empty()) gm = read_npy_mask(a.compat.global_mask, "--global-mask");
   const PatternSpec spec = to_spec(a.pattern);
+  Tensor<int64_t> draws;  // --random-table-out: the draws of the pattern as given
   if (!a.random_table_out.empty()) {
-    const Pattern shared = materialize(spec, sizes);
-    require(shared.random_draws.numel() > 0, "--random-table-out", a.random_table_out,
+    draws = materialize(spec, sizes).random_draws;
+    require(draws.numel() > 0, "--random-table-out", a.random_table_out,
             "needs a pattern with random draws (bigbird or bigbird-etc with --num-random-blocks "
             ">= 1, random with --num-random >= 1)");
   }
@@ -72,7 +73,7 @@ void run_mask(const MaskArgs& args) {
   if (batch > 1) shape.insert(shape.begin(), batch);
   out.shape = shape;
   write_npy(a.out, out, a.mask_dtype == "bool");
-  if (!a.random_table_out.empty()) write_npy(a.random_table_out, materialize(spec, sizes).random_draws);
+  if (!a.random_table_out.empty()) write_npy(a.random_table_out, draws);
 }
 
 }  // namespace
