@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "api/convention_mask.h"
 #include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/inputs.h"
@@ -52,70 +53,27 @@ void run_mask(const MaskArgs& args) {
                                      {"--key-padding-mask", a.pattern.key_padding_mask},
                                      {"--global-mask", a.compat.global_mask}});
   const PatternSizes sizes = to_sizes(a.sizes, a.pattern);
-  const int64_t num_heads = sizes.num_heads;
-
   // --global-mask (contract §3.12): one longformer pattern per batch element.
   Tensor<uint8_t> gm;
-  int64_t batch = sizes.batch;
-  if (!a.compat.global_mask.empty()) {
-    require(a.pattern.pattern == "longformer", "--global-mask", a.compat.global_mask,
-            "needs --pattern longformer, not " + a.pattern.pattern);
-    require(a.pattern.global.empty(), "--global-mask", a.compat.global_mask,
-            "replaces --global: give one of them");
-    gm = read_npy_mask(a.compat.global_mask, "--global-mask");
-    if (gm.rank() == 1) gm.shape.insert(gm.shape.begin(), 1);
-    require(gm.rank() == 2 && gm.dim(1) == sizes.seq_len_k &&
-                (sizes.batch == 1 || gm.dim(0) == sizes.batch),
-            "--global-mask shape", shape_text(gm.shape),
-            "must be [batch, seq_len_k = " + std::to_string(sizes.seq_len_k) +
-                "], batch matching --key-padding-mask's");
-    batch = gm.dim(0);
+  if (!a.compat.global_mask.empty()) gm = read_npy_mask(a.compat.global_mask, "--global-mask");
+  const PatternSpec spec = to_spec(a.pattern);
+  Tensor<int64_t> draws;  // --random-table-out: the draws of the pattern as given
+  if (!a.random_table_out.empty()) {
+    draws = materialize(spec, sizes).random_draws;
+    require(draws.numel() > 0, "--random-table-out", a.random_table_out,
+            "needs a pattern with random draws (bigbird or bigbird-etc with --num-random-blocks "
+            ">= 1, random with --num-random >= 1)");
   }
-
-  // Refuse an output that cannot fit before building anything (contract §5).
+  // [B, H, N, M] (api/convention_mask.h); the file drops the batch and head dimensions of 1.
+  Tensor<uint8_t> out = convention_mask(spec, sizes, conv, a.compat.global_mask.empty() ? nullptr : &gm,
+                                        Spelling::flag);
+  const int64_t batch = out.dim(0);
   Shape shape = {sizes.seq_len_q, sizes.seq_len_k};
-  if (num_heads > 1 || batch > 1) shape.insert(shape.begin(), num_heads);
+  if (sizes.num_heads > 1 || batch > 1) shape.insert(shape.begin(), sizes.num_heads);
   if (batch > 1) shape.insert(shape.begin(), batch);
-  checked_numel(shape, 1, "mask shape (--num-heads, --seq-len, --seq-len-k)");
-
-  const Pattern shared = build_pattern(a.pattern, sizes);
-  require(a.random_table_out.empty() || shared.random_draws.numel() > 0, "--random-table-out",
-          a.random_table_out,
-          "needs a pattern with random draws (bigbird or bigbird-etc with --num-random-blocks "
-          ">= 1, random with --num-random >= 1)");
-  require(gm.rank() != 2 || !conv.padding_align_valid, "--padding-align",
-          a.conventions.padding_align, "must be full with --global-mask (contract §3.12)");
-  if (gm.rank() != 2) {  // one pattern for the whole batch
-    const Pattern pattern = apply_pattern_conventions(shared, conv);
-    // [B, H, N, M]; same elements as `shape`. contract §2.6: per batch element when valid.
-    Tensor<uint8_t> out = conv.padding_align_valid ? valid_allowed_mask(pattern)
-                                                   : allowed_mask(pattern);
-    out.shape = shape;
-    write_npy(a.out, out, a.mask_dtype == "bool");
-    if (!a.random_table_out.empty()) write_npy(a.random_table_out, shared.random_draws);
-    return;
-  }
-  Tensor<uint8_t> out(shape, 0);
-  const int64_t n = sizes.seq_len_q, m = sizes.seq_len_k, plane = n * m;
-  for (int64_t b = 0; b < batch; ++b) {
-    PatternFlags fb = a.pattern;  // batch element b's global set
-    for (int64_t j = 0; j < m; ++j)
-      if (gm.data[static_cast<size_t>(b * m + j)])
-        fb.global += (fb.global.empty() ? "" : ",") + std::to_string(j);
-    const Pattern pattern = apply_pattern_conventions(build_pattern(fb, sizes), conv);
-    const int64_t pb = sizes.batch > 1 ? b : 0;  // padding row of this batch element
-    for (int64_t h = 0; h < num_heads; ++h) {
-      const Tensor<uint8_t> head = dense_mask(pattern.head(h));
-      uint8_t* dst = out.ptr() + (b * num_heads + h) * plane;
-      for (int64_t i = 0; i < n; ++i) {
-        const bool query_real = pattern.query_valid(pb, i);
-        for (int64_t j = 0; j < m; ++j)
-          dst[i * m + j] = head.data[i * m + j] && query_real && pattern.key_valid(pb, j);
-      }
-    }
-  }
+  out.shape = shape;
   write_npy(a.out, out, a.mask_dtype == "bool");
-  if (!a.random_table_out.empty()) write_npy(a.random_table_out, shared.random_draws);
+  if (!a.random_table_out.empty()) write_npy(a.random_table_out, draws);
 }
 
 }  // namespace

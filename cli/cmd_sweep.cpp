@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "api/alloc_tracker.h"
 #include "api/inputs.h"
 #include "api/pattern_file.h"
 #include "api/peak_probe.h"
@@ -47,17 +48,6 @@ struct SweepArgs {
   bool quiet = false;
 };
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = std::min(text.find(',', start), text.size());
-    out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 // A decimal integer in [lo, hi] ("010" is ten; CLI11 alone would read it as octal).
 int64_t parse_count(const std::string& flag, const std::string& text, int64_t lo, int64_t hi) {
   const std::string allowed = fmt::format("must be a decimal integer in [{}, {}]", lo, hi);
@@ -66,51 +56,6 @@ int64_t parse_count(const std::string& flag, const std::string& text, int64_t lo
   const int64_t v = std::stoll(text, nullptr, 10);
   if (v < lo || v > hi) throw InvalidArgument(flag, text, allowed);
   return v;
-}
-
-// The kernels to sweep: named ones (each must serve the pattern and be exact), or every
-// exact registry kernel that serves it, filtered by target and dtype.
-std::vector<const Kernel*> choose_kernels(const SweepArgs& a, const Pattern& probe,
-                                          std::vector<std::string>& notes) {
-  if (!a.target.empty())
-    require(a.target == "cpu" || a.target == "reference" || a.target == "cuda", "--target",
-            a.target, "must be cpu, reference or cuda");
-  require(a.dtype == "any" || a.dtype == "float32" || a.dtype == "float64" ||
-              a.dtype == "float16" || a.dtype == "bfloat16",
-          "--dtype", a.dtype, "must be any, float32, float64, float16 or bfloat16");
-  std::vector<const Kernel*> out;
-  if (a.impl == "auto") {
-    for (const Kernel& k : kernels()) {
-      if (!a.target.empty() && a.target != target_name(k.target)) continue;
-      if (a.dtype != "any" && a.dtype != dtype_name(k.dtype)) continue;
-      if (!k.exact) continue;  // approximations are not held to the oracle's tolerance
-      if (!k.serves(probe)) continue;
-      out.push_back(&k);
-    }
-    if (out.empty())
-      notes.push_back(fmt::format("--impl auto: no exact kernel{}{} serves {}",
-                                  a.target.empty() ? "" : " of target " + a.target,
-                                  a.dtype == "any" ? "" : " in " + a.dtype, describe(probe.spec)));
-    if (a.target == "cuda" || a.target.empty()) {
-      bool any_cuda = false;
-      for (const Kernel& k : kernels()) any_cuda |= k.target == Target::cuda;
-      if (!any_cuda) notes.push_back("no CUDA kernels in this build (configured without nvcc)");
-    }
-    return out;
-  }
-  for (const std::string& name : split_commas(a.impl)) {
-    const Kernel* k = &find_kernel(name);  // FieldError(impl): main() names --impl
-    require(k->exact, "--impl", name,
-            "is an approximation; sweep times only kernels held to the oracle's tolerance");
-    require(k->serves(probe), "--impl", name,
-            std::string("does not serve ") + describe(probe.spec) + " (it serves " + k->patterns + ")");
-    require(a.target.empty() || a.target == target_name(k->target), "--impl", name,
-            "is not a --target " + a.target + " kernel");
-    require(a.dtype == "any" || a.dtype == dtype_name(k->dtype), "--impl", name,
-            "is not a --dtype " + a.dtype + " kernel");
-    out.push_back(k);
-  }
-  return out;
 }
 
 void run_sweep_command(const SweepArgs& a) {
@@ -123,36 +68,23 @@ void run_sweep_command(const SweepArgs& a) {
   const double max_seconds = parse_finite("--max-seconds", a.max_seconds, 0.0);
   require(max_seconds > 0, "--max-seconds", a.max_seconds, "must be a number of seconds > 0");
 
-  SweepConfig c;
-  c.spec = to_spec(a.pattern);
+  SweepRequest req;
+  req.spec = to_spec(a.pattern);
   const int64_t file_heads = pattern_file_heads(a.pattern);
-  c.num_heads = num_heads == 1 && file_heads > 0 ? file_heads : num_heads;
-  c.head_dim = head_dim;
-  c.seq_lens = seq_lens;
-  c.repeats = static_cast<int>(repeats);
-  c.max_seconds = max_seconds;
-  c.fit_from = fit_from;
-  if (!a.quiet) c.progress = &std::cerr;
-
-  // serves() is a property of the pattern kind and flags; the smallest n decides it (and
-  // reports a pattern that cannot be built before anything runs).
-  const Pattern probe = materialize(c.spec, {1, c.num_heads, seq_lens.front(), seq_lens.front()});
+  req.num_heads = num_heads == 1 && file_heads > 0 ? file_heads : num_heads;
+  req.head_dim = head_dim;
+  req.seq_lens = seq_lens;
+  req.impl = a.impl;
+  req.target = a.target;
+  req.dtype = a.dtype;
+  req.repeats = repeats;
+  req.max_seconds = max_seconds;
+  req.dense_baseline = a.dense_baseline;
+  req.fit_from = fit_from;
   std::vector<std::string> notes;
-  c.kernels = choose_kernels(a, probe, notes);
-  if (a.dense_baseline == "auto") {
-    if (c.spec.kind != PatternKind::dense || c.spec.causal)
-      for (const Kernel& k : kernels())
-        if (std::string(k.name) == "cpu_k01_dense_flash") c.dense_baseline = &k;
-  } else if (a.dense_baseline != "none") {
-    c.dense_baseline = &find_kernel(a.dense_baseline);
-    require(c.dense_baseline->exact, "--dense-baseline", a.dense_baseline, "must be an exact kernel");
-  }
-
-  if (c.kernels.empty() && c.dense_baseline == nullptr) {
-    std::string why;
-    for (const std::string& n : notes) why += (why.empty() ? "" : "; ") + n;
-    throw InvalidArgument("--impl", a.impl, "no kernel to run: " + why);
-  }
+  SweepConfig c = plan_sweep(req, notes, Spelling::flag);
+  c.heap = api::heap_probe();
+  if (!a.quiet) c.progress = &std::cerr;
 
   // Outputs checked before minutes of work.
   std::error_code ec;

@@ -1,94 +1,27 @@
-// The engine of `sparseattn sweep`: time every chosen kernel on one pattern over a range of
-// sequence lengths, each point validated against the float64 oracle before it is timed
-// (contract §4; the harness api/measure.h with api/oracle.h: the whole output while
-// seq_len² <= 2048², sampled rows with the oracle's formula above), and fit log(time)
-// over log(n).
-//
-// A point is one (kernel, seq_len): one untimed call whose output is checked and whose
-// extra heap is measured (api/alloc_tracker.h), then `repeats` timed calls of the kernel
-// alone (inputs prepared once, no file I/O); median, min and max of those. A kernel that
-// fails validation (or throws) is reported with the checker's reason and never timed, and
-// the sweep goes on without it. Growth stops for a kernel when its next point is predicted
-// (last time × (n_next / n)^slope, slope fitted on its points so far, 2 before it has two)
-// to take longer than `max_seconds` in all, and a note says so.
+// The figures of `sparseattn sweep`; the engine (run_sweep, the fits, the JSON and CSV of the
+// points) is api/sweep.h, shared with sparseattn.sweep() in Python.
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <nlohmann/json.hpp>
-#include <ostream>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "pattern/pattern.h"
-#include "registry/registry.h"
+#include "api/sweep.h"
 
 namespace sparseattn::cli {
 
-struct SweepConfig {
-  PatternSpec spec;                        // materialized at every seq_len
-  int64_t num_heads = 1;
-  int64_t head_dim = 64;
-  std::vector<int64_t> seq_lens;           // ascending
-  std::vector<const Kernel*> kernels;      // each must serve spec (checked per point)
-  // Timed on the dense pattern with the same q, k, v (the speedup figure's denominator);
-  // nullptr: none.
-  const Kernel* dense_baseline = nullptr;
-  int repeats = 5;                         // timed calls per point, >= 1
-  double max_seconds = 30.0;               // per point (validation call + repeats), > 0
-  int64_t fit_from = 0;                    // fit slopes on points with seq_len >= fit_from
-  std::ostream* progress = nullptr;        // a progress line per point; nullptr = quiet
-};
-
-// One (kernel, seq_len). Times are seconds per call; NaN when not timed.
-struct SweepPoint {
-  std::string impl;          // kernel name
-  std::string pattern;       // "pattern" or "dense" (the baseline)
-  int64_t seq_len = 0;
-  bool validated = false;
-  bool oracle_full = false;  // whole output checked (else sampled rows)
-  std::string failure;       // why validation failed or the kernel threw ("" when validated)
-  int repeats = 0;           // timed calls made
-  double median_s = 0.0, min_s = 0.0, max_s = 0.0;
-  int64_t peak_bytes = 0;    // extra heap of the validation call, outputs included
-  double flops = 0.0;        // 4 · nnz · head_dim (pattern_stats / attention_flops)
-  double dense_flops = 0.0;  // 4 · H · n² · head_dim
-  double density = 0.0;
-};
-
-// A least-squares line log(y) = intercept + slope · log(x).
-struct LogLogFit {
-  double slope = 0.0, intercept = 0.0;
-  int points = 0;  // points used; slope is meaningful when >= 2
-};
-// Fits `xy` (pairs with x > 0 and y > 0; others are skipped). Exact for y = c · x^k.
-LogLogFit fit_loglog(const std::vector<std::pair<double, double>>& xy);
-
-struct SweepResult {
-  std::vector<SweepPoint> points;                         // in the order measured
-  std::vector<std::string> notes;                         // stopped growing, skipped, failed
-  std::vector<std::pair<std::string, std::string>> skipped;  // (impl, reason): never ran
-  int failures = 0;                                       // points that failed validation
-};
-
-// Runs the sweep. Throws InvalidArgument for a bad config (empty lists, repeats < 1, ...)
-// or a pattern that does not materialize. A kernel that throws RuntimeError "no CUDA
-// device" is skipped with that reason; any other throw counts as a failed point.
-SweepResult run_sweep(const SweepConfig& config);
-
-// Fitted slope of each series (impl on its pattern), from the timed points with
-// seq_len >= fit_from: {"impl": ..., "pattern": ..., "slope": ..., "points": ...}.
-nlohmann::json sweep_fits(const SweepResult& result, int64_t fit_from);
-
-// The points as JSON objects and as CSV text (header first).
-nlohmann::json points_json(const std::vector<SweepPoint>& points);
-std::string points_csv(const std::vector<SweepPoint>& points);
-
-// Where and when: machine (uname, CPU model, cores), date (UTC, ISO 8601), commit (`git
-// describe --always --dirty` of the working directory: "-dirty" = uncommitted changes; or
-// "unknown"), load_average [1, 5, 15 min], omp_threads.
-nlohmann::json run_context();
+using api::fit_loglog;
+using api::LogLogFit;
+using api::plan_sweep;
+using api::points_csv;
+using api::points_json;
+using api::run_context;
+using api::run_sweep;
+using api::sweep_fits;
+using api::SweepConfig;
+using api::SweepPoint;
+using api::SweepRequest;
+using api::SweepResult;
 
 // The figures of a sweep into `dir` as PNG and SVG (gnuplot): time_vs_seq_len (log-log,
 // fitted slope in the legend), memory_vs_seq_len, speedup_vs_dense (measured against the

@@ -79,6 +79,29 @@ std::string argument_text(Field f, Spelling s, const std::string& detail, int64_
 
 std::string spell(Field field, Spelling spelling) { return argument_text(field, spelling, "", -1); }
 
+std::string spell_flag(const std::string& flag, Spelling spelling) {
+  for (const Row& r : kRows)
+    if (flag == r.flag) return spell(r.field, spelling);
+  if (spelling == Spelling::flag) return flag;
+  size_t start = 0;
+  while (start < flag.size() && flag[start] == '-') ++start;
+  std::string out = flag.substr(start);
+  for (char& ch : out)
+    if (ch == '-') ch = '_';
+  return out;
+}
+
+const FieldSpelling* field_spellings(size_t* count) {
+  static const FieldSpelling* table = [] {
+    static FieldSpelling rows[kFieldCount];
+    for (size_t i = 0; i < kFieldCount; ++i)
+      rows[i] = {kRows[i].field, kRows[i].name, kRows[i].flag, kRows[i].keyword};
+    return rows;
+  }();
+  *count = kFieldCount;
+  return table;
+}
+
 FieldError::FieldError(Field field, std::string detail, const std::string& value,
                        const std::string& allowed, int64_t head)
     : InvalidArgument(argument_text(field, Spelling::name, detail, head), value, allowed),

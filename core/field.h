@@ -41,6 +41,23 @@ enum class Spelling {
 // The field written the way `spelling` writes it ("--num-random-blocks").
 std::string spell(Field field, Spelling spelling);
 
+// A command-line flag written the way `spelling` writes it: a field's flag as its row of
+// the table says ("--global" -> keyword "global_tokens", name "global"; "--pattern-file"
+// -> "heads"); any other flag by the one rule every front end shares: "--max-seconds" ->
+// "max_seconds" (keyword and name), itself as a flag. The Python test of CLI/Python parity
+// (python/tests/test_parity.py) maps every option of the CLI with it.
+std::string spell_flag(const std::string& flag, Spelling spelling);
+
+// Every row of the table: (field, name, flag, keyword), in the enum's order (the Python
+// module exposes it as field_spellings()).
+struct FieldSpelling {
+  Field field;
+  const char* name;
+  const char* flag;
+  const char* keyword;
+};
+const FieldSpelling* field_spellings(size_t* count);
+
 // Bad input that names a field instead of a spelling. `detail` follows the field's name
 // ("[3]" for an element, " shape", " length", " entry"); `head` >= 0 when the field belongs
 // to head `head` of a per-head pattern. what() reads as InvalidArgument's, in Spelling::name

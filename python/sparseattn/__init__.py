@@ -18,10 +18,12 @@ from .analysis import analyze, extend_positions, reach
 from .attention import (AttendGlobalResult, AttendResult, AttendSinksResult, CheckReport, TensorReport, Timing,
                         attend, check, cpu_isa, impls, nystrom, performer_favor, time_impl)
 from .pattern import BlockMask, Pattern
+from .presets import preset_info, preset_names, preset_reach
+from .sweep import SweepFit, SweepPoint, SweepResult, sweep
 
 __all__ = [
     "AttendGlobalResult", "AttendResult", "AttendSinksResult", "BlockMask", "CheckReport", "Pattern", "TensorReport", "Timing", "analyze",
     "attend", "check", "cpu_isa", "extend_positions", "impls", "nystrom", "performer_favor",
-    "reach", "testing", "time_impl",
+    "preset_info", "preset_names", "preset_reach", "reach", "sweep", "SweepFit", "SweepPoint", "SweepResult", "testing", "time_impl",
 ]
 __version__ = "0.1.0"

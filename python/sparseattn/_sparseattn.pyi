@@ -20,7 +20,12 @@ def make_spec(kind: str, causal: bool, window: int, dilation: int, global_tokens
 def mask(spec: Spec, num_heads: int, seq_len_q: int, seq_len_k: int,
          key_padding_mask: Optional[np.ndarray]) -> np.ndarray: ...
 def info(spec: Spec, num_heads: int, seq_len_q: int, seq_len_k: int,
-         head_dim: int) -> Dict[str, Any]: ...
+         head_dim: int, key_padding_mask: Optional[np.ndarray]) -> Dict[str, Any]: ...
+# python/src/mask_bindings.cpp: api/convention_mask.h, [batch, num_heads, seq_len_q, seq_len_k].
+def convention_mask(spec: Spec, num_heads: int, seq_len_q: int, seq_len_k: int,
+                    key_padding_mask: Optional[np.ndarray], key_padding_polarity: str,
+                    causal_align: str, padding_align: str,
+                    global_mask: Optional[np.ndarray]) -> np.ndarray: ...
 def random_table(spec: Spec, num_heads: int, seq_len: int) -> np.ndarray: ...
 def block_mask(spec: Spec, num_heads: int, seq_len_q: int, seq_len_k: int,
                block_size: int) -> Dict[str, np.ndarray]: ...
@@ -30,6 +35,7 @@ def block_mask(spec: Spec, num_heads: int, seq_len_q: int, seq_len_k: int,
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str,
            scale: Optional[float], key_padding_mask: Optional[np.ndarray],
            dout: Optional[np.ndarray], masked_score: str, compat: str,
+<<<<<<< HEAD
            global_mask: Optional[np.ndarray], projections: List[np.ndarray],
            softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
            sinks: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, int,
@@ -37,6 +43,14 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str,
                                                  Optional[np.ndarray], Optional[np.ndarray],
                                                  Optional[np.ndarray], Optional[np.ndarray],
                                                  Optional[np.ndarray]]: ...
+=======
+           global_mask: Optional[np.ndarray],
+           projections: List[np.ndarray], causal_align: str,
+           padding_align: str) -> Tuple[np.ndarray, np.ndarray, int,
+                                                   Optional[np.ndarray], Optional[np.ndarray],
+                                                   Optional[np.ndarray], Optional[np.ndarray],
+                                                   Optional[np.ndarray], Optional[np.ndarray]]: ...
+>>>>>>> parity
 # (seconds of each timed call, o and lse of the last one).
 def time_impl(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str,
               scale: Optional[float], key_padding_mask: Optional[np.ndarray], repeats: int,
@@ -51,8 +65,13 @@ def check(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray
           dout: Optional[np.ndarray], grads: List[Optional[np.ndarray]],
           grad_dtypes: List[str], compat: str, global_mask: Optional[np.ndarray],
           projections: List[np.ndarray], layout: str, probes: str,
+<<<<<<< HEAD
           probe_budget: float, softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
           sinks: Optional[np.ndarray]) -> CheckResult: ...
+=======
+          probe_budget: float, tolerance_rule: str, factor: float, floor: float,
+          naive_dtype: str) -> CheckResult: ...
+>>>>>>> parity
 
 # check's report (api/check_result.h; python/src/report_bindings.cpp), read-only. json()
 # and text() are the one renderer's (api/check_render.h): the CLI's JSON and --format text.
@@ -117,3 +136,15 @@ def extend_positions(table: np.ndarray, length: int, alpha: float) -> np.ndarray
 def impls() -> List[Dict[str, Any]]: ...
 def grad_impls() -> List[Dict[str, Any]]: ...
 def cpu_isa() -> str: ...
+# python/src/sweep_bindings.cpp: the fields of sweep.json (api/sweep.h); seq_len is the CLI's
+# text or the lengths.
+def sweep(spec: Spec, num_heads: int, head_dim: int, seq_len: Any, impl: str, target: str,
+          dtype: str, repeats: int, max_seconds: float, dense_baseline: str, fit_from: int,
+          quiet: bool, key_padding_mask: Optional[np.ndarray]) -> Dict[str, Any]: ...
+# python/src/field_bindings.cpp: core/field.h's spelling table and spell_flag().
+def field_spellings() -> List[Dict[str, str]]: ...
+def spell_flag(flag: str, spelling: str = "keyword") -> str: ...
+# python/src/preset_bindings.cpp: api/preset_results.h's JSON.
+def preset_names() -> List[str]: ...
+def preset_reach(preset: str, seq_len: int) -> Dict[str, Any]: ...
+def preset_info(preset: str, seq_len: int, layer: Optional[int]) -> Dict[str, Any]: ...

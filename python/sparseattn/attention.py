@@ -169,11 +169,18 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
            scale: Optional[float] = None, key_padding_mask: Any = None,
            dout: Any = None, *, layout: str = "bhsd", lse_base: str = "e",
            key_padding_polarity: str = "keep", masked_score: Union[str, float] = "-inf",
+<<<<<<< HEAD
            compat: Optional[str] = None, global_mask: Any = None, q_global: Any = None,
            k_global: Any = None, v_global: Any = None, softcap: Optional[float] = None,
            alibi_slopes: Any = None, sinks: Any = None,
            ) -> Union[Tuple[np.ndarray, np.ndarray], AttendResult, AttendGlobalResult,
                       AttendSinksResult]:
+=======
+           padded_queries: str = "zero", causal_align: str = "bottom-right",
+           padding_align: str = "full", compat: Optional[str] = None, global_mask: Any = None, q_global: Any = None,
+           k_global: Any = None, v_global: Any = None,
+           ) -> Union[Tuple[np.ndarray, np.ndarray], AttendResult, AttendGlobalResult]:
+>>>>>>> parity
     """Sparse attention with one registered kernel (default: the float64 oracle), and
     with ``dout`` its backward pass.
 
@@ -222,6 +229,20 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
         allowed key gets the mean of v), as ``sparseattn attend --masked-score``
         (contract §1.6); needs ``impl="a1_dense_masked"``. With ``dout`` the gradients
         are that function's (contract §7.6).
+    padded_queries : {"zero"}
+        ``sparseattn attend --padded-queries``: attend writes padded query rows as ``o =
+        0``, ``lse = -inf`` (contract §2.4), so only ``"zero"`` is accepted; ``"any"`` is
+        :func:`check`'s (it leaves those rows uncompared) and is refused here, as by the CLI.
+    causal_align : {"bottom-right", "top-left"}
+        ``sparseattn attend --causal-align`` (contract §1.6): ``"top-left"`` places query i
+        at key position i when ``seq_len_q != seq_len_k`` (PyTorch's ``is_causal`` tril).
+    padding_align : {"full", "valid"}
+        ``sparseattn attend --padding-align`` (contract §2.6): ``"valid"`` places each batch
+        element's causal diagonal and window by its own valid key count under right
+        padding, as FlashAttention does (``key_padding_mask`` must then be right padding);
+        with ``seq_len_q != seq_len_k`` each batch element runs on its own aligned pattern
+        (an explicit mask), so ``impl`` must serve explicit masks. Full under the
+        compatibility modes.
     compat, global_mask, q_global, k_global, v_global
         The compatibility modes of ``sparseattn attend`` (docs/contract.md §3.12,
         docs/peers.md): ``compat="hf-bigbird"`` (HF's block listing, a block listed twice
@@ -293,6 +314,12 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     if key_padding_polarity not in ("keep", "ignore"):
         raise _arrays.invalid("key_padding_polarity", key_padding_polarity,
                               "must be keep or ignore")
+    if padded_queries == "any":
+        raise _arrays.invalid("padded_queries", padded_queries,
+                              "must be zero for attend: it writes padded rows as o = 0, lse = "
+                              "-inf (contract §2.4); 'any' only tells check not to compare them")
+    if padded_queries != "zero":
+        raise _arrays.invalid("padded_queries", padded_queries, "must be zero or any")
     qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
     bshd = layout == "bshd"
     swap = (lambda x: np.ascontiguousarray(np.swapaxes(x, -3, -2)) if x.ndim >= 3 else x)
@@ -307,7 +334,11 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     mods = _score_mods(softcap, alibi_slopes, sinks)
     o, lse, nan_rows, dq, dk, dv, dqg, dkg, dvg, dsinks = _C.attend(
         qa, ka, va, p._spec, impl, _scale(scale), pad, da, _masked_score_text(masked_score),
+<<<<<<< HEAD
         mode, gm, proj, *mods)
+=======
+        mode, gm, proj, str(causal_align), str(padding_align))
+>>>>>>> parity
     if nan_rows:
         warnings.warn(f"{impl} has no lse estimate for {nan_rows} rows (NaN there)",
                       RuntimeWarning, stacklevel=2)
@@ -471,8 +502,13 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
           global_mask: Any = None, q_global: Any = None, k_global: Any = None,
           v_global: Any = None, dq_global: Any = None, dk_global: Any = None,
           dv_global: Any = None, probes: str = "auto",
+<<<<<<< HEAD
           probe_budget: float = 5.0, softcap: Optional[float] = None,
           alibi_slopes: Any = None, sinks: Any = None) -> CheckReport:
+=======
+          probe_budget: float = 5.0, tolerance_rule: str = "table", factor: float = 2.0,
+          floor: float = 1e-6, naive_dtype: Optional[str] = None) -> CheckReport:
+>>>>>>> parity
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -526,11 +562,27 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     probe_budget : float
         Seconds of wall clock the probes may take, finite, > 0 (default 5); the report's
         ``probes["not_run"]`` lists those it left out. ``sparseattn check --probe-budget``.
+<<<<<<< HEAD
     softcap, alibi_slopes, sinks
         As :func:`attend`: the oracle uses them (contract §2.8–§2.9), and a failing check's
         probes try their usual mistakes (sinks ignored or in only one of lse and p, softcap
         missing, before the scale or after the mask, ALiBi's sign or alignment, and with
         grouped kv heads a kv head read as ``h mod num_kv_heads``).
+=======
+    tolerance_rule : {"table", "reference-error"}
+        ``"table"`` (default): ``atol + rtol * |ref|`` by the candidate's dtype.
+        ``"reference-error"`` (contract §4.10): pass when the candidate's max and mean error
+        are at most ``factor`` times those of a naive implementation in ``naive_dtype``,
+        plus ``floor``; o and lse only (refused with ``dout`` and under the compatibility
+        modes). ``sparseattn check --tolerance-rule``.
+    factor : float
+        F for ``"reference-error"``, finite, >= 1 (``--factor``).
+    floor : float
+        Absolute error floor for ``"reference-error"``, finite, >= 0 (``--floor``).
+    naive_dtype : {"float32", "float16", "bfloat16"}, optional
+        The naive implementation's precision; default the candidate o's dtype (float16
+        for a float16 o, else float32), as ``--naive-dtype``.
+>>>>>>> parity
 
     Returns
     -------
@@ -590,7 +642,13 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
                                       _scale(scale), _padding(key_padding_mask), conventions,
                                       da, grads, dtypes, mode, gm, proj, layout, str(probes),
                                       _arrays.real("probe_budget", probe_budget, 0.0),
+<<<<<<< HEAD
                                       *_score_mods(softcap, alibi_slopes, sinks)))
+=======
+                                      str(tolerance_rule), _arrays.real("factor", factor, 1.0),
+                                      _arrays.real("floor", floor, 0.0),
+                                      "" if naive_dtype is None else str(naive_dtype)))
+>>>>>>> parity
 
 
 def performer_favor(q: Any, k: Any, v: Any, num_features: int = 256, seed: int = 0,

@@ -67,6 +67,25 @@ class BlockMask:
         return out
 
 
+def _window_of(window: Any, attention_window: Any) -> Any:
+    """The one-sided window W from ``window`` or HF Longformer's ``attention_window`` (the
+    total width 2W), as ``--window`` and ``--attention-window`` (contract §3.12)."""
+    if attention_window is None:
+        if window is None:
+            raise _arrays.invalid("window", None, "give window (one-sided W) or "
+                                  "attention_window (HF's total width 2W)")
+        return window
+    n = _arrays.integer("attention_window", attention_window, 0,
+                        allowed="must be an even integer >= 0 (HF's total width 2W)")
+    if n % 2:
+        raise _arrays.invalid("attention_window", n, "must be even: it is HF's total width 2W "
+                              "(W = N/2 keys on each side)")
+    if window is not None:
+        raise _arrays.invalid("attention_window", n,
+                              "replaces window (one-sided W = N/2): give one of them")
+    return n // 2
+
+
 class Pattern:
     """Which keys each query may attend (docs/contract.md §3); build with a constructor.
 
@@ -148,8 +167,13 @@ class Pattern:
         return {"left": left, "right": right}
 
     @classmethod
+<<<<<<< HEAD
     def window(cls, window: Optional[int] = None, dilation: int = 1, causal: bool = False,
                left: Optional[int] = None, right: Optional[int] = None) -> "Pattern":
+=======
+    def window(cls, window: Optional[int] = None, dilation: int = 1, causal: bool = False, *,
+               attention_window: Optional[int] = None) -> "Pattern":
+>>>>>>> parity
         """Sliding window: keys ``p + dilation*t`` for ``|t| <= window`` (``t <= 0`` if
         causal), ``p`` the query's key position (contract §3.3; Beltagy et al. 2020 §3.1);
         or, with ``left`` and ``right``, ``-left <= t <= right``: FlashAttention's
@@ -190,10 +214,15 @@ class Pattern:
             Tokens per chunk C, >= 1; beyond ``max(seq_len_q, seq_len_k)`` it acts as that.
         causal : bool
             Only keys at or before the query's position.
+        attention_window : int, optional
+            HF Longformer's ``attention_window``, the total width 2W (even, >= 0): sets
+            ``window = attention_window // 2``; give it or ``window``, not both
+            (``--attention-window``, contract §3.12).
 
         Raises
         ------
         ValueError
+<<<<<<< HEAD
             ``chunk_size < 1``, a non-integer.
         """
         return cls._make("chunked", chunk_size=chunk_size, causal=causal)
@@ -230,6 +259,18 @@ class Pattern:
     def longformer(cls, window: Optional[int] = None, global_tokens: Sequence[int] = (),
                    dilation: int = 1, causal: bool = False, left: Optional[int] = None,
                    right: Optional[int] = None) -> "Pattern":
+=======
+            ``window < 0``, ``dilation < 1``, a non-integer; neither or both of ``window``
+            and ``attention_window``, an odd ``attention_window``.
+        """
+        return cls._make("window", window=_window_of(window, attention_window),
+                         dilation=dilation, causal=causal)
+
+    @classmethod
+    def longformer(cls, window: Optional[int] = None, global_tokens: Sequence[int] = (),
+                   dilation: int = 1, causal: bool = False, *,
+                   attention_window: Optional[int] = None) -> "Pattern":
+>>>>>>> parity
         """Longformer: a window plus global tokens, which attend every key and are attended
         by every query (Beltagy et al. 2020, §3.1; contract §3).
 
@@ -239,7 +280,12 @@ class Pattern:
             As :meth:`window`.
         global_tokens : sequence of int
             Global token positions in [0, seq_len_k) (checked when sizes are known).
+        attention_window : int, optional
+            HF Longformer's ``attention_window``, the total width 2W (even, >= 0): sets
+            ``window = attention_window // 2``; give it or ``window``, not both
+            (``--attention-window``, contract §3.12).
         """
+<<<<<<< HEAD
         return cls._make("longformer", dilation=dilation, causal=causal,
                          global_tokens=list(global_tokens), **cls._reaches(window, left, right))
 
@@ -247,6 +293,15 @@ class Pattern:
     def random(cls, window: Optional[int], num_random: int, global_tokens: Sequence[int] = (),
                dilation: int = 1, causal: bool = False, seed: int = 0,
                left: Optional[int] = None, right: Optional[int] = None) -> "Pattern":
+=======
+        return cls._make("longformer", window=_window_of(window, attention_window),
+                         dilation=dilation, causal=causal, global_tokens=list(global_tokens))
+
+    @classmethod
+    def random(cls, window: Optional[int] = None, num_random: int = 0,
+               global_tokens: Sequence[int] = (), dilation: int = 1, causal: bool = False,
+               seed: int = 0, *, attention_window: Optional[int] = None) -> "Pattern":
+>>>>>>> parity
         """Longformer plus ``num_random`` random keys per query, drawn without replacement
         from the keys not already allowed, by the counter-based PRNG keyed with (seed,
         head, row) (contract §3; pattern/prng.h). Fewer when fewer remain.
@@ -259,10 +314,20 @@ class Pattern:
             Random keys per query, >= 0.
         seed : int
             PRNG seed in [0, 2^64). The draws made are :meth:`random_table`.
+        attention_window : int, optional
+            HF Longformer's ``attention_window``, the total width 2W (even, >= 0): sets
+            ``window = attention_window // 2``; give it or ``window``, not both
+            (``--attention-window``, contract §3.12).
         """
+<<<<<<< HEAD
         return cls._make("random", dilation=dilation, causal=causal,
                          global_tokens=list(global_tokens), num_random=num_random, seed=seed,
                          **cls._reaches(window, left, right))
+=======
+        return cls._make("random", window=_window_of(window, attention_window),
+                         dilation=dilation, causal=causal,
+                         global_tokens=list(global_tokens), num_random=num_random, seed=seed)
+>>>>>>> parity
 
     @classmethod
     def bigbird(cls, block_size: int, num_random_blocks: int = 0, seed: int = 0,
@@ -376,7 +441,9 @@ class Pattern:
 
     # ---- materialized views ----------------------------------------------------------
     def mask(self, seq_len_q: int, seq_len_k: Optional[int] = None,
-             num_heads: Optional[int] = None, key_padding_mask: Any = None) -> np.ndarray:
+             num_heads: Optional[int] = None, key_padding_mask: Any = None, *,
+             key_padding_polarity: str = "keep", causal_align: str = "bottom-right",
+             padding_align: str = "full", global_mask: Any = None) -> np.ndarray:
         """The allowed mask, True where query i may attend key j (contract §2, §3).
 
         The same array as ``sparseattn mask`` writes: ``dense_mask()`` of each head's
@@ -393,14 +460,25 @@ class Pattern:
             Heads, >= 1; default ``len(heads)`` for :meth:`per_head`, the mask's first
             dimension for a rank-3 :meth:`explicit` mask, else 1.
         key_padding_mask : array of bool, shape [batch, seq_len_k], optional
-            True = real token.
+            True = real token (with ``key_padding_polarity="keep"``).
+        key_padding_polarity, causal_align, padding_align : str
+            The convention flags of ``sparseattn mask`` (docs/conventions.md, contract
+            §1.6): ``key_padding_polarity="ignore"`` reads True as padding (PyTorch's mask);
+            ``causal_align="top-left"`` places query i at key position i (PyTorch's
+            ``is_causal`` tril); ``padding_align="valid"`` places each batch element's
+            causal diagonal and window by its own valid key count under right padding
+            (contract §2.6).
+        global_mask : array of bool, shape [batch, seq_len_k], optional
+            Longformer's per-batch global tokens (``mask --global-mask``, contract §3.12):
+            the pattern must be :meth:`longformer` without ``global_tokens``; one mask per
+            batch element.
 
         Returns
         -------
         ndarray of bool
             [seq_len_q, seq_len_k] for one head, [num_heads, seq_len_q, seq_len_k]
             otherwise; [batch, num_heads, seq_len_q, seq_len_k] with a key padding mask
-            of batch > 1 (the CLI's shapes).
+            or a global mask of batch > 1 (the CLI's shapes).
 
         Raises
         ------
@@ -413,7 +491,13 @@ class Pattern:
         h = self._heads(num_heads)
         kpm = None if key_padding_mask is None else _arrays.mask_array(key_padding_mask,
                                                                         "key_padding_mask")
-        out = _C.mask(self._spec, h, n, m, kpm).view(np.bool_)
+        gm = None if global_mask is None else _arrays.mask_array(global_mask, "global_mask")
+        for name, value in (("key_padding_polarity", key_padding_polarity),
+                            ("causal_align", causal_align), ("padding_align", padding_align)):
+            if not isinstance(value, str):
+                raise _arrays.invalid(name, value, "must be a string")
+        out = _C.convention_mask(self._spec, h, n, m, kpm, key_padding_polarity, causal_align,
+                                 padding_align, gm).view(np.bool_)
         b = out.shape[0]
         if b > 1:
             return out
@@ -421,7 +505,8 @@ class Pattern:
         return single
 
     def info(self, seq_len_q: int, seq_len_k: Optional[int] = None,
-             num_heads: Optional[int] = None, head_dim: int = 64) -> Dict[str, Any]:
+             num_heads: Optional[int] = None, head_dim: int = 64,
+             key_padding_mask: Any = None) -> Dict[str, Any]:
         """What the pattern costs, before running anything: ``sparseattn info --json``.
 
         Parameters
@@ -430,6 +515,9 @@ class Pattern:
             As :meth:`mask`.
         head_dim : int
             Head dimension for the FLOP count, >= 1.
+        key_padding_mask : array of bool, shape [batch, seq_len_k], optional
+            True = real token: the counts then leave padded keys and padded query rows
+            out, as ``sparseattn info --key-padding-mask``.
 
         Returns
         -------
@@ -442,8 +530,10 @@ class Pattern:
             ``dense_flops``, ``flops_fraction``.
         """
         n, m = self._sizes(seq_len_q, seq_len_k)
+        kpm = None if key_padding_mask is None else _arrays.mask_array(key_padding_mask,
+                                                                        "key_padding_mask")
         return _C.info(self._spec, self._heads(num_heads), n, m,
-                       _arrays.integer("head_dim", head_dim, 1))
+                       _arrays.integer("head_dim", head_dim, 1), kpm)
 
     def random_table(self, seq_len: int, num_heads: Optional[int] = None) -> np.ndarray:
         """The random draws this pattern makes from its seed (contract §3).

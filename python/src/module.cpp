@@ -34,12 +34,17 @@
 #include "optimized/cpu/isa.h"
 #include "python/src/arrays.h"
 #include "python/src/report_bindings.h"
+#include "python/src/field_bindings.h"
+#include "python/src/mask_bindings.h"
+#include "python/src/preset_bindings.h"
+#include "python/src/sweep_bindings.h"
 #include "realdata/locality.h"
 #include "realdata/position_extension.h"
 #include "reference/approx/nystrom.h"
 #include "reference/approx/performer_favor.h"
 #include "pattern/pattern.h"
 #include "registry/backward.h"
+#include "reference/compat.h"
 #include "registry/registry.h"
 
 namespace sparseattn::python {
@@ -167,12 +172,15 @@ py::array mask(const PatternSpec& spec, int64_t num_heads, int64_t seq_len_q, in
 }
 
 py::object info(const PatternSpec& spec, int64_t num_heads, int64_t seq_len_q, int64_t seq_len_k,
-                int64_t head_dim) {
+                int64_t head_dim, std::optional<py::array> key_padding_mask) {
   require(head_dim >= 1, "head_dim", head_dim, "must be an integer >= 1");
+  const PatternSpec s = with_padding(spec, key_padding_mask);  // as `info --key-padding-mask`
+  const int64_t batch = s.key_padding_mask && s.key_padding_mask->rank() == 2
+                            ? s.key_padding_mask->dim(0) : 1;
   nlohmann::json j;
   {
     py::gil_scoped_release nogil;
-    j = api::info_json(materialize(spec, sizes_of(1, num_heads, seq_len_q, seq_len_k)), head_dim);
+    j = api::info_json(materialize(s, sizes_of(batch, num_heads, seq_len_q, seq_len_k)), head_dim);
   }
   return to_python(j);
 }
@@ -321,8 +329,12 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
                  std::optional<py::array> key_padding_mask, std::optional<py::array> dout_arr,
                  const std::string& masked_score, const std::string& compat,
                  std::optional<py::array> global_mask, std::vector<py::array> projections,
+<<<<<<< HEAD
                  std::optional<double> softcap, std::optional<py::array> alibi_slopes,
                  std::optional<py::array> sinks) {
+=======
+                 const std::string& causal_align, const std::string& padding_align) {
+>>>>>>> parity
   const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
                   vv = float_view(v_arr, "v");
   ScoreMods mods = score_mods(softcap, alibi_slopes, sinks);
@@ -337,6 +349,8 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
     pv.push_back(float_view(projections[t], proj_names[t]));
   api::ConventionFlags cf;
   cf.masked_score = masked_score;
+  cf.causal_align = causal_align;    // as `attend --causal-align` (contract §1.6)
+  cf.padding_align = padding_align;  // as `attend --padding-align` (contract §2.6)
   const api::Conventions conv = api::parse_conventions(cf);
   Output out;
   GradOutput gout;
@@ -347,11 +361,17 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
     py::gil_scoped_release nogil;
     Inputs in = read_inputs(qv, kv, &vv);
     const AttentionShape& a = in.shape;
-    const Pattern pattern = materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k));
+    const Pattern pattern = api::apply_pattern_conventions(
+        materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k)), conv);
     const api::CompatRequest request = compat_request(compat, gm, pv);
     const bool compat_mode = !request.compat.empty() || request.longformer();
+<<<<<<< HEAD
     validate_score_mods(mods, a.batch, a.num_heads);
     api::require_combinable(a, mods, conv, compat_mode, Spelling::keyword);
+=======
+    require(!compat_mode || !conv.padding_align_valid, "padding_align", padding_align,
+            "must be full under the compatibility modes (their definitions are HF's, contract §3.12)");
+>>>>>>> parity
     if (conv.masked_score || compat_mode) {
       // The other conventions' float64 definitions (contract §1.6, §3.12, §7.4-§7.6).
       by_definition = true;
@@ -376,12 +396,19 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
       if (f32) out.o32 = tensor_cast<float>(r.o), out.lse32 = tensor_cast<float>(r.lse);
       else out.o = std::move(r.o), out.lse = std::move(r.lse);
     } else {
-      const Kernel& kernel = api::serving_kernel(impl, pattern);
+      // contract §2.6: under padding_align="valid" with seq_len_q != seq_len_k every batch
+      // element runs on its own aligned pattern (an explicit mask), as `attend` does.
+      api::ValidCounts counts;
+      if (conv.padding_align_valid) counts = api::valid_counts(pattern);
+      const bool per_batch = conv.padding_align_valid && api::valid_alignment_moves(pattern, counts);
+      const Pattern first = per_batch ? api::valid_batch_pattern(pattern, counts, 0) : Pattern{};
+      const Kernel& kernel = api::serving_kernel(impl, per_batch ? first : pattern);
       Tensor<double> dout;
       if (dv) {
         grad = &api::backward_for(impl);
         dout = api::checked_dout(to_tensor(*dv), a, "dout");
       }
+<<<<<<< HEAD
       const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
                                            pattern, scale_ptr(scale), std::move(mods));
       kernel.run(problem, out);
@@ -389,6 +416,38 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
       require(o_nan == 0, "impl", kernel.name,
               "produced " + std::to_string(o_nan) + " NaN values in o");
       if (grad != nullptr) gout = api::run_backward(*grad, problem, out, std::move(dout), impl);
+=======
+      auto refuse_nan = [&](const Output& o) {
+        const int64_t o_nan = count_nan(o.o) + count_nan(o.o32);
+        require(o_nan == 0, "impl", kernel.name,
+                "produced " + std::to_string(o_nan) + " NaN values in o");
+      };
+      if (!per_batch) {
+        const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
+                                             pattern, scale_ptr(scale));
+        kernel.run(problem, out);
+        refuse_nan(out);
+        if (grad != nullptr) gout = api::run_backward(*grad, problem, out, std::move(dout), impl);
+      } else {
+        for (int64_t b = 0; b < a.batch; ++b) {
+          const Pattern pb = b == 0 ? first : api::valid_batch_pattern(pattern, counts, b);
+          api::serving_kernel(impl, pb);
+          const Problem problem = make_problem(batch_slice(in.q, b), batch_slice(in.k, b),
+                                               batch_slice(in.v, b), pb, scale_ptr(scale));
+          Output ob;
+          kernel.run(problem, ob);
+          refuse_nan(ob);
+          if (grad != nullptr) {
+            const GradOutput gb = api::run_backward(*grad, problem, ob, batch_slice(dout, b), impl);
+            api::append_batch(gout.dq, gb.dq), api::append_batch(gout.dk, gb.dk);
+            api::append_batch(gout.dv, gb.dv), api::append_batch(gout.dq32, gb.dq32);
+            api::append_batch(gout.dk32, gb.dk32), api::append_batch(gout.dv32, gb.dv32);
+          }
+          api::append_batch(out.o, ob.o), api::append_batch(out.lse, ob.lse);
+          api::append_batch(out.o32, ob.o32), api::append_batch(out.lse32, ob.lse32);
+        }
+      }
+>>>>>>> parity
     }
   }
   const int64_t lse_nan = count_nan(out.lse) + count_nan(out.lse32);
@@ -491,8 +550,33 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
                  std::vector<std::string> grad_dtypes, const std::string& compat,
                  std::optional<py::array> global_mask, std::vector<py::array> projections,
                  const std::string& layout, const std::string& probes, double probe_budget,
+<<<<<<< HEAD
                  std::optional<double> softcap, std::optional<py::array> alibi_slopes,
                  std::optional<py::array> sinks) {
+=======
+                 const std::string& tolerance_rule, double factor, double floor,
+                 const std::string& naive_dtype) {
+  // `check --tolerance-rule reference-error --factor F --floor X --naive-dtype D` (contract
+  // §4.10): factor and floor arrive checked (finite, >= 1 and >= 0).
+  require(tolerance_rule == "table" || tolerance_rule == "reference-error", "tolerance_rule",
+          tolerance_rule, "must be table or reference-error");
+  const bool by_reference = tolerance_rule == "reference-error";
+  api::ToleranceRule rule;
+  rule.factor = factor;
+  rule.floor = floor;
+  if (!naive_dtype.empty()) {
+    require(naive_dtype == "float32" || naive_dtype == "float16" || naive_dtype == "bfloat16",
+            "naive_dtype", naive_dtype, "must be float32, float16 or bfloat16");
+    rule.dtype = naive_dtype == "float32"   ? api::LowDtype::float32
+                 : naive_dtype == "float16" ? api::LowDtype::float16
+                                            : api::LowDtype::bfloat16;
+  } else {  // the candidate's own dtype, as the CLI reads it from the file
+    rule.dtype = o_dtype == "float16" ? api::LowDtype::float16 : api::LowDtype::float32;
+  }
+  require(!by_reference || !dout_arr, "tolerance_rule", tolerance_rule,
+          "judges o and lse only (its yardstick is a naive forward pass): with dout, use "
+          "tolerance_rule=\"table\" (contract §4.10)");
+>>>>>>> parity
   // Convention flags (api/conventions.h) by their CLI names without "--"; the layout is
   // handled in Python (a transpose), so bhsd arrives here.
   api::ConventionFlags cf;
@@ -605,6 +689,13 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
         cands[t] = {&grads[t], tol_of(grad_dtypes[t])};
       }
     }
+<<<<<<< HEAD
+=======
+    const api::CompatRequest request = compat_request(compat, gm, pv);
+    const bool compat_mode = !request.compat.empty() || request.longformer();
+    require(!compat_mode || !by_reference, "tolerance_rule", tolerance_rule,
+            "must be table under the compatibility modes (the naive run is the normal pattern's)");
+>>>>>>> parity
     if (compat_mode) {
       // The mode's float64 definition is the oracle (contract §3.12), as `check --compat`.
       require(!conv.masked_score, "masked_score", cf.masked_score,
@@ -624,8 +715,13 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
       j.global_projections = request.projections();
     } else {
       j = api::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
+<<<<<<< HEAD
                                     lv ? &lse : nullptr, lse_tol, conv, &s, nullptr,
                                     probe_options, &mods);
+=======
+                                    lv ? &lse : nullptr, lse_tol, conv, &s,
+                                    by_reference ? &rule : nullptr, probe_options);
+>>>>>>> parity
     }
     if (dov) {  // the gradient definition of these conventions (contract §7)
       const api::AttentionInputs ai{in.q, in.k, in.v, a, pattern};
@@ -778,6 +874,10 @@ PYBIND11_MODULE(_sparseattn, m) {
   m.def("attend", &attend);
   m.def("time_impl", &time_impl);
   register_report_bindings(m);  // CheckResult, TensorReport and their renderers
+  register_sweep_bindings(m);   // sweep (python/src/sweep_bindings.cpp)
+  register_field_bindings(m);   // field_spellings, spell_flag (python/src/field_bindings.cpp)
+  register_mask_bindings(m);    // convention_mask (python/src/mask_bindings.cpp)
+  register_preset_bindings(m);  // preset_names, preset_reach, preset_info (python/src/preset_bindings.cpp)
   m.def("check", &check);
   m.def("performer_favor", &approx_performer_favor);
   m.def("nystrom", &approx_nystrom);

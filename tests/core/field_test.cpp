@@ -63,6 +63,27 @@ TEST(Field, ThePatternFieldsOfTheModernKinds) {
   EXPECT_EQ(e.at_head(2).argument_as(Spelling::name), "heads[2].window_left");
 }
 
+// spell_flag: a field's flag by its row, any other flag by the shared rule (the Python
+// parity test, python/tests/test_parity.py, maps every CLI option with it).
+TEST(Field, SpellFlagUsesTheTableThenTheRule) {
+  EXPECT_EQ(spell_flag("--global", Spelling::keyword), "global_tokens");
+  EXPECT_EQ(spell_flag("--global", Spelling::name), "global");
+  EXPECT_EQ(spell_flag("--pattern-file", Spelling::keyword), "heads");
+  EXPECT_EQ(spell_flag("--num-random-blocks", Spelling::keyword), "num_random_blocks");
+  EXPECT_EQ(spell_flag("--max-seconds", Spelling::keyword), "max_seconds");
+  EXPECT_EQ(spell_flag("--max-seconds", Spelling::name), "max_seconds");
+  EXPECT_EQ(spell_flag("--max-seconds", Spelling::flag), "--max-seconds");
+  for (size_t i = 0; i < kFieldCount; ++i) {
+    const Field f = static_cast<Field>(i);
+    if (spell(f, Spelling::flag).rfind("--", 0) != 0) continue;  // tile: no flag
+    EXPECT_EQ(spell_flag(spell(f, Spelling::flag), Spelling::keyword), spell(f, Spelling::keyword));
+  }
+  size_t count = 0;
+  const FieldSpelling* rows = field_spellings(&count);
+  ASSERT_EQ(count, kFieldCount);
+  EXPECT_EQ(std::string(rows[static_cast<size_t>(Field::global)].keyword), "global_tokens");
+}
+
 TEST(FieldError, SpelledByEachFrontEnd) {
   const FieldError e(Field::num_random_blocks, "", "-2", "must be an integer >= 0");
   EXPECT_STREQ(e.what(), "invalid num_random_blocks = -2: must be an integer >= 0");

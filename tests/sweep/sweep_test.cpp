@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "api/alloc_tracker.h"
 #include "api/seq_range.h"
 #include "cli/sweep.h"
 #include "core/error.h"
@@ -120,6 +121,7 @@ SweepConfig small_config() {
   c.head_dim = 16;
   c.seq_lens = {64, 128};
   c.repeats = 3;
+  c.heap = heap_probe();  // the counter this test links (sparseattn_alloc_tracker)
   return c;
 }
 
