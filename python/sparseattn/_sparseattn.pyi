@@ -35,22 +35,14 @@ def block_mask(spec: Spec, num_heads: int, seq_len_q: int, seq_len_k: int,
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str,
            scale: Optional[float], key_padding_mask: Optional[np.ndarray],
            dout: Optional[np.ndarray], masked_score: str, compat: str,
-<<<<<<< HEAD
            global_mask: Optional[np.ndarray], projections: List[np.ndarray],
-           softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
+           causal_align: str, padding_align: str, softcap: Optional[float],
+           alibi_slopes: Optional[np.ndarray],
            sinks: Optional[np.ndarray]) -> Tuple[np.ndarray, np.ndarray, int,
                                                  Optional[np.ndarray], Optional[np.ndarray],
                                                  Optional[np.ndarray], Optional[np.ndarray],
                                                  Optional[np.ndarray], Optional[np.ndarray],
                                                  Optional[np.ndarray]]: ...
-=======
-           global_mask: Optional[np.ndarray],
-           projections: List[np.ndarray], causal_align: str,
-           padding_align: str) -> Tuple[np.ndarray, np.ndarray, int,
-                                                   Optional[np.ndarray], Optional[np.ndarray],
-                                                   Optional[np.ndarray], Optional[np.ndarray],
-                                                   Optional[np.ndarray], Optional[np.ndarray]]: ...
->>>>>>> parity
 # (seconds of each timed call, o and lse of the last one).
 def time_impl(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str,
               scale: Optional[float], key_padding_mask: Optional[np.ndarray], repeats: int,
@@ -65,13 +57,9 @@ def check(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray
           dout: Optional[np.ndarray], grads: List[Optional[np.ndarray]],
           grad_dtypes: List[str], compat: str, global_mask: Optional[np.ndarray],
           projections: List[np.ndarray], layout: str, probes: str,
-<<<<<<< HEAD
-          probe_budget: float, softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
-          sinks: Optional[np.ndarray]) -> CheckResult: ...
-=======
           probe_budget: float, tolerance_rule: str, factor: float, floor: float,
-          naive_dtype: str) -> CheckResult: ...
->>>>>>> parity
+          naive_dtype: str, softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
+          sinks: Optional[np.ndarray]) -> CheckResult: ...
 
 # check's report (api/check_result.h; python/src/report_bindings.cpp), read-only. json()
 # and text() are the one renderer's (api/check_render.h): the CLI's JSON and --format text.

@@ -169,18 +169,12 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
            scale: Optional[float] = None, key_padding_mask: Any = None,
            dout: Any = None, *, layout: str = "bhsd", lse_base: str = "e",
            key_padding_polarity: str = "keep", masked_score: Union[str, float] = "-inf",
-<<<<<<< HEAD
-           compat: Optional[str] = None, global_mask: Any = None, q_global: Any = None,
-           k_global: Any = None, v_global: Any = None, softcap: Optional[float] = None,
-           alibi_slopes: Any = None, sinks: Any = None,
+           padded_queries: str = "zero", causal_align: str = "bottom-right",
+           padding_align: str = "full", compat: Optional[str] = None, global_mask: Any = None,
+           q_global: Any = None, k_global: Any = None, v_global: Any = None,
+           softcap: Optional[float] = None, alibi_slopes: Any = None, sinks: Any = None,
            ) -> Union[Tuple[np.ndarray, np.ndarray], AttendResult, AttendGlobalResult,
                       AttendSinksResult]:
-=======
-           padded_queries: str = "zero", causal_align: str = "bottom-right",
-           padding_align: str = "full", compat: Optional[str] = None, global_mask: Any = None, q_global: Any = None,
-           k_global: Any = None, v_global: Any = None,
-           ) -> Union[Tuple[np.ndarray, np.ndarray], AttendResult, AttendGlobalResult]:
->>>>>>> parity
     """Sparse attention with one registered kernel (default: the float64 oracle), and
     with ``dout`` its backward pass.
 
@@ -334,11 +328,7 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     mods = _score_mods(softcap, alibi_slopes, sinks)
     o, lse, nan_rows, dq, dk, dv, dqg, dkg, dvg, dsinks = _C.attend(
         qa, ka, va, p._spec, impl, _scale(scale), pad, da, _masked_score_text(masked_score),
-<<<<<<< HEAD
-        mode, gm, proj, *mods)
-=======
-        mode, gm, proj, str(causal_align), str(padding_align))
->>>>>>> parity
+        mode, gm, proj, str(causal_align), str(padding_align), *mods)
     if nan_rows:
         warnings.warn(f"{impl} has no lse estimate for {nan_rows} rows (NaN there)",
                       RuntimeWarning, stacklevel=2)
@@ -502,13 +492,10 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
           global_mask: Any = None, q_global: Any = None, k_global: Any = None,
           v_global: Any = None, dq_global: Any = None, dk_global: Any = None,
           dv_global: Any = None, probes: str = "auto",
-<<<<<<< HEAD
-          probe_budget: float = 5.0, softcap: Optional[float] = None,
-          alibi_slopes: Any = None, sinks: Any = None) -> CheckReport:
-=======
           probe_budget: float = 5.0, tolerance_rule: str = "table", factor: float = 2.0,
-          floor: float = 1e-6, naive_dtype: Optional[str] = None) -> CheckReport:
->>>>>>> parity
+          floor: float = 1e-6, naive_dtype: Optional[str] = None,
+          softcap: Optional[float] = None, alibi_slopes: Any = None,
+          sinks: Any = None) -> CheckReport:
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -562,13 +549,6 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     probe_budget : float
         Seconds of wall clock the probes may take, finite, > 0 (default 5); the report's
         ``probes["not_run"]`` lists those it left out. ``sparseattn check --probe-budget``.
-<<<<<<< HEAD
-    softcap, alibi_slopes, sinks
-        As :func:`attend`: the oracle uses them (contract §2.8–§2.9), and a failing check's
-        probes try their usual mistakes (sinks ignored or in only one of lse and p, softcap
-        missing, before the scale or after the mask, ALiBi's sign or alignment, and with
-        grouped kv heads a kv head read as ``h mod num_kv_heads``).
-=======
     tolerance_rule : {"table", "reference-error"}
         ``"table"`` (default): ``atol + rtol * |ref|`` by the candidate's dtype.
         ``"reference-error"`` (contract §4.10): pass when the candidate's max and mean error
@@ -582,7 +562,11 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     naive_dtype : {"float32", "float16", "bfloat16"}, optional
         The naive implementation's precision; default the candidate o's dtype (float16
         for a float16 o, else float32), as ``--naive-dtype``.
->>>>>>> parity
+    softcap, alibi_slopes, sinks
+        As :func:`attend`: the oracle uses them (contract §2.8–§2.9), and a failing check's
+        probes try their usual mistakes (sinks ignored or in only one of lse and p, softcap
+        missing, before the scale or after the mask, ALiBi's sign or alignment, and with
+        grouped kv heads a kv head read as ``h mod num_kv_heads``).
 
     Returns
     -------
@@ -642,13 +626,10 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
                                       _scale(scale), _padding(key_padding_mask), conventions,
                                       da, grads, dtypes, mode, gm, proj, layout, str(probes),
                                       _arrays.real("probe_budget", probe_budget, 0.0),
-<<<<<<< HEAD
-                                      *_score_mods(softcap, alibi_slopes, sinks)))
-=======
                                       str(tolerance_rule), _arrays.real("factor", factor, 1.0),
                                       _arrays.real("floor", floor, 0.0),
-                                      "" if naive_dtype is None else str(naive_dtype)))
->>>>>>> parity
+                                      "" if naive_dtype is None else str(naive_dtype),
+                                      *_score_mods(softcap, alibi_slopes, sinks)))
 
 
 def performer_favor(q: Any, k: Any, v: Any, num_features: int = 256, seed: int = 0,

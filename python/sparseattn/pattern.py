@@ -152,10 +152,16 @@ class Pattern:
         return cls._make("dense", causal=causal)
 
     @staticmethod
-    def _reaches(window: Optional[int], left: Optional[int],
-                 right: Optional[int]) -> Dict[str, Any]:
-        """The window keywords of :meth:`_make`: ``window`` alone, or ``left`` and ``right``
-        together (contract §3.3); anything else is refused naming what is wrong."""
+    def _reaches(window: Optional[int], left: Optional[int], right: Optional[int],
+                 attention_window: Optional[int] = None) -> Dict[str, Any]:
+        """The window keywords of :meth:`_make`: ``window`` (or HF's ``attention_window``)
+        alone, or ``left`` and ``right`` together (contract §3.3, §3.12); anything else is
+        refused naming what is wrong."""
+        if attention_window is not None:
+            if left is not None or right is not None:
+                raise _arrays.invalid("attention_window", attention_window,
+                                      "must not be given with left and right")
+            window = _window_of(window, attention_window)
         if left is None and right is None:
             if window is None:
                 raise _arrays.invalid("window", None, "give window W, or left and right "
@@ -167,13 +173,9 @@ class Pattern:
         return {"left": left, "right": right}
 
     @classmethod
-<<<<<<< HEAD
     def window(cls, window: Optional[int] = None, dilation: int = 1, causal: bool = False,
-               left: Optional[int] = None, right: Optional[int] = None) -> "Pattern":
-=======
-    def window(cls, window: Optional[int] = None, dilation: int = 1, causal: bool = False, *,
+               left: Optional[int] = None, right: Optional[int] = None, *,
                attention_window: Optional[int] = None) -> "Pattern":
->>>>>>> parity
         """Sliding window: keys ``p + dilation*t`` for ``|t| <= window`` (``t <= 0`` if
         causal), ``p`` the query's key position (contract §3.3; Beltagy et al. 2020 §3.1);
         or, with ``left`` and ``right``, ``-left <= t <= right``: FlashAttention's
@@ -191,15 +193,20 @@ class Pattern:
         left, right : int, optional
             Window steps before and after the query's position, each >= -1 (-1 =
             unbounded); both or neither. ``left = right = W`` is ``window=W``.
+        attention_window : int, optional
+            HF Longformer's ``attention_window``, the total width 2W (even, >= 0): sets
+            ``window = attention_window // 2``; give it or ``window``, not both
+            (``--attention-window``, contract §3.12).
 
         Raises
         ------
         ValueError
             ``window < 0``, ``dilation < 1``, ``left`` or ``right`` below -1, one of
-            ``left``/``right`` alone, ``window`` together with them, a non-integer.
+            ``left``/``right`` alone, ``window`` together with them, a non-integer; both of
+            ``window`` and ``attention_window``, an odd ``attention_window``.
         """
         return cls._make("window", dilation=dilation, causal=causal,
-                         **cls._reaches(window, left, right))
+                         **cls._reaches(window, left, right, attention_window))
 
     @classmethod
     def chunked(cls, chunk_size: int, causal: bool = False) -> "Pattern":
@@ -214,15 +221,10 @@ class Pattern:
             Tokens per chunk C, >= 1; beyond ``max(seq_len_q, seq_len_k)`` it acts as that.
         causal : bool
             Only keys at or before the query's position.
-        attention_window : int, optional
-            HF Longformer's ``attention_window``, the total width 2W (even, >= 0): sets
-            ``window = attention_window // 2``; give it or ``window``, not both
-            (``--attention-window``, contract §3.12).
 
         Raises
         ------
         ValueError
-<<<<<<< HEAD
             ``chunk_size < 1``, a non-integer.
         """
         return cls._make("chunked", chunk_size=chunk_size, causal=causal)
@@ -258,76 +260,43 @@ class Pattern:
     @classmethod
     def longformer(cls, window: Optional[int] = None, global_tokens: Sequence[int] = (),
                    dilation: int = 1, causal: bool = False, left: Optional[int] = None,
-                   right: Optional[int] = None) -> "Pattern":
-=======
-            ``window < 0``, ``dilation < 1``, a non-integer; neither or both of ``window``
-            and ``attention_window``, an odd ``attention_window``.
-        """
-        return cls._make("window", window=_window_of(window, attention_window),
-                         dilation=dilation, causal=causal)
-
-    @classmethod
-    def longformer(cls, window: Optional[int] = None, global_tokens: Sequence[int] = (),
-                   dilation: int = 1, causal: bool = False, *,
+                   right: Optional[int] = None, *,
                    attention_window: Optional[int] = None) -> "Pattern":
->>>>>>> parity
         """Longformer: a window plus global tokens, which attend every key and are attended
         by every query (Beltagy et al. 2020, §3.1; contract §3).
 
         Parameters
         ----------
-        window, dilation, causal, left, right
+        window, dilation, causal, left, right, attention_window
             As :meth:`window`.
         global_tokens : sequence of int
             Global token positions in [0, seq_len_k) (checked when sizes are known).
-        attention_window : int, optional
-            HF Longformer's ``attention_window``, the total width 2W (even, >= 0): sets
-            ``window = attention_window // 2``; give it or ``window``, not both
-            (``--attention-window``, contract §3.12).
         """
-<<<<<<< HEAD
         return cls._make("longformer", dilation=dilation, causal=causal,
-                         global_tokens=list(global_tokens), **cls._reaches(window, left, right))
-
-    @classmethod
-    def random(cls, window: Optional[int], num_random: int, global_tokens: Sequence[int] = (),
-               dilation: int = 1, causal: bool = False, seed: int = 0,
-               left: Optional[int] = None, right: Optional[int] = None) -> "Pattern":
-=======
-        return cls._make("longformer", window=_window_of(window, attention_window),
-                         dilation=dilation, causal=causal, global_tokens=list(global_tokens))
+                         global_tokens=list(global_tokens),
+                         **cls._reaches(window, left, right, attention_window))
 
     @classmethod
     def random(cls, window: Optional[int] = None, num_random: int = 0,
                global_tokens: Sequence[int] = (), dilation: int = 1, causal: bool = False,
-               seed: int = 0, *, attention_window: Optional[int] = None) -> "Pattern":
->>>>>>> parity
+               seed: int = 0, left: Optional[int] = None, right: Optional[int] = None, *,
+               attention_window: Optional[int] = None) -> "Pattern":
         """Longformer plus ``num_random`` random keys per query, drawn without replacement
         from the keys not already allowed, by the counter-based PRNG keyed with (seed,
         head, row) (contract §3; pattern/prng.h). Fewer when fewer remain.
 
         Parameters
         ----------
-        window, dilation, causal, global_tokens, left, right
+        window, dilation, causal, global_tokens, left, right, attention_window
             As :meth:`longformer` (``window=None`` with ``left`` and ``right``).
         num_random : int
             Random keys per query, >= 0.
         seed : int
             PRNG seed in [0, 2^64). The draws made are :meth:`random_table`.
-        attention_window : int, optional
-            HF Longformer's ``attention_window``, the total width 2W (even, >= 0): sets
-            ``window = attention_window // 2``; give it or ``window``, not both
-            (``--attention-window``, contract §3.12).
         """
-<<<<<<< HEAD
         return cls._make("random", dilation=dilation, causal=causal,
                          global_tokens=list(global_tokens), num_random=num_random, seed=seed,
-                         **cls._reaches(window, left, right))
-=======
-        return cls._make("random", window=_window_of(window, attention_window),
-                         dilation=dilation, causal=causal,
-                         global_tokens=list(global_tokens), num_random=num_random, seed=seed)
->>>>>>> parity
+                         **cls._reaches(window, left, right, attention_window))
 
     @classmethod
     def bigbird(cls, block_size: int, num_random_blocks: int = 0, seed: int = 0,

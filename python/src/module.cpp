@@ -329,12 +329,9 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
                  std::optional<py::array> key_padding_mask, std::optional<py::array> dout_arr,
                  const std::string& masked_score, const std::string& compat,
                  std::optional<py::array> global_mask, std::vector<py::array> projections,
-<<<<<<< HEAD
+                 const std::string& causal_align, const std::string& padding_align,
                  std::optional<double> softcap, std::optional<py::array> alibi_slopes,
                  std::optional<py::array> sinks) {
-=======
-                 const std::string& causal_align, const std::string& padding_align) {
->>>>>>> parity
   const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
                   vv = float_view(v_arr, "v");
   ScoreMods mods = score_mods(softcap, alibi_slopes, sinks);
@@ -365,13 +362,10 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
         materialize(s, sizes_of(a.batch, a.num_heads, a.seq_len_q, a.seq_len_k)), conv);
     const api::CompatRequest request = compat_request(compat, gm, pv);
     const bool compat_mode = !request.compat.empty() || request.longformer();
-<<<<<<< HEAD
     validate_score_mods(mods, a.batch, a.num_heads);
     api::require_combinable(a, mods, conv, compat_mode, Spelling::keyword);
-=======
     require(!compat_mode || !conv.padding_align_valid, "padding_align", padding_align,
             "must be full under the compatibility modes (their definitions are HF's, contract §3.12)");
->>>>>>> parity
     if (conv.masked_score || compat_mode) {
       // The other conventions' float64 definitions (contract §1.6, §3.12, §7.4-§7.6).
       by_definition = true;
@@ -408,15 +402,6 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
         grad = &api::backward_for(impl);
         dout = api::checked_dout(to_tensor(*dv), a, "dout");
       }
-<<<<<<< HEAD
-      const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
-                                           pattern, scale_ptr(scale), std::move(mods));
-      kernel.run(problem, out);
-      const int64_t o_nan = count_nan(out.o) + count_nan(out.o32);
-      require(o_nan == 0, "impl", kernel.name,
-              "produced " + std::to_string(o_nan) + " NaN values in o");
-      if (grad != nullptr) gout = api::run_backward(*grad, problem, out, std::move(dout), impl);
-=======
       auto refuse_nan = [&](const Output& o) {
         const int64_t o_nan = count_nan(o.o) + count_nan(o.o32);
         require(o_nan == 0, "impl", kernel.name,
@@ -424,7 +409,7 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
       };
       if (!per_batch) {
         const Problem problem = make_problem(std::move(in.q), std::move(in.k), std::move(in.v),
-                                             pattern, scale_ptr(scale));
+                                             pattern, scale_ptr(scale), std::move(mods));
         kernel.run(problem, out);
         refuse_nan(out);
         if (grad != nullptr) gout = api::run_backward(*grad, problem, out, std::move(dout), impl);
@@ -447,7 +432,6 @@ py::tuple attend(const py::array& q_arr, const py::array& k_arr, const py::array
           api::append_batch(out.o32, ob.o32), api::append_batch(out.lse32, ob.lse32);
         }
       }
->>>>>>> parity
     }
   }
   const int64_t lse_nan = count_nan(out.lse) + count_nan(out.lse32);
@@ -550,12 +534,9 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
                  std::vector<std::string> grad_dtypes, const std::string& compat,
                  std::optional<py::array> global_mask, std::vector<py::array> projections,
                  const std::string& layout, const std::string& probes, double probe_budget,
-<<<<<<< HEAD
-                 std::optional<double> softcap, std::optional<py::array> alibi_slopes,
-                 std::optional<py::array> sinks) {
-=======
                  const std::string& tolerance_rule, double factor, double floor,
-                 const std::string& naive_dtype) {
+                 const std::string& naive_dtype, std::optional<double> softcap,
+                 std::optional<py::array> alibi_slopes, std::optional<py::array> sinks) {
   // `check --tolerance-rule reference-error --factor F --floor X --naive-dtype D` (contract
   // §4.10): factor and floor arrive checked (finite, >= 1 and >= 0).
   require(tolerance_rule == "table" || tolerance_rule == "reference-error", "tolerance_rule",
@@ -576,7 +557,6 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
   require(!by_reference || !dout_arr, "tolerance_rule", tolerance_rule,
           "judges o and lse only (its yardstick is a naive forward pass): with dout, use "
           "tolerance_rule=\"table\" (contract §4.10)");
->>>>>>> parity
   // Convention flags (api/conventions.h) by their CLI names without "--"; the layout is
   // handled in Python (a transpose), so bhsd arrives here.
   api::ConventionFlags cf;
@@ -689,13 +669,11 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
         cands[t] = {&grads[t], tol_of(grad_dtypes[t])};
       }
     }
-<<<<<<< HEAD
-=======
-    const api::CompatRequest request = compat_request(compat, gm, pv);
-    const bool compat_mode = !request.compat.empty() || request.longformer();
     require(!compat_mode || !by_reference, "tolerance_rule", tolerance_rule,
             "must be table under the compatibility modes (the naive run is the normal pattern's)");
->>>>>>> parity
+    require(!by_reference || (!mods.any() && a.num_kv_heads == a.num_heads), "tolerance_rule",
+            tolerance_rule, "must be table with grouped-query heads, softcap, alibi_slopes or "
+            "sinks (its naive run is plain attention)");
     if (compat_mode) {
       // The mode's float64 definition is the oracle (contract §3.12), as `check --compat`.
       require(!conv.masked_score, "masked_score", cf.masked_score,
@@ -715,13 +693,8 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
       j.global_projections = request.projections();
     } else {
       j = api::check_against_oracle(in.q, in.k, in.v, pattern, scale_ptr(scale), o, o_tol,
-<<<<<<< HEAD
-                                    lv ? &lse : nullptr, lse_tol, conv, &s, nullptr,
-                                    probe_options, &mods);
-=======
                                     lv ? &lse : nullptr, lse_tol, conv, &s,
-                                    by_reference ? &rule : nullptr, probe_options);
->>>>>>> parity
+                                    by_reference ? &rule : nullptr, probe_options, &mods);
     }
     if (dov) {  // the gradient definition of these conventions (contract §7)
       const api::AttentionInputs ai{in.q, in.k, in.v, a, pattern};

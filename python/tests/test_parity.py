@@ -30,7 +30,8 @@ from sparseattn import _sparseattn as _C
 P = sa.Pattern
 
 # Every constructor of a Pattern: the pattern flags' keywords.
-CONSTRUCTORS: Tuple[Callable, ...] = (P.dense, P.window, P.longformer, P.random, P.bigbird,
+CONSTRUCTORS: Tuple[Callable, ...] = (P.dense, P.window, P.longformer, P.random, P.chunked,
+                                      P.neighborhood, P.bigbird,
                                       P.bigbird_etc, P.hierarchical, P.explicit, P.per_head)
 
 # The Python function of each subcommand.
@@ -58,6 +59,7 @@ NO_KEYWORD: Dict[str, Dict[str, str]] = {
         "--dq-global": "output file; Python returns AttendGlobalResult.dq_global",
         "--dk-global": "output file; Python returns AttendGlobalResult.dk_global",
         "--dv-global": "output file; Python returns AttendGlobalResult.dv_global",
+        "--dsinks": "output file; Python returns AttendSinksResult.dsinks",
         "--dtype": "the files' dtype; Python returns the kernel's own (astype converts)",
     },
     "check": {
