@@ -357,8 +357,9 @@ void run_attend(const AttendArgs& a) {
     files.push_back(pending(a.dk, gout.dk, gout.dk32, grad_f64, f64, k_file_shape));
     files.push_back(pending(a.dv, gout.dv, gout.dv32, grad_f64, f64, v_file_shape));
     Tensor<float> none;  // dσ is float64 in every backward kernel (contract §2.9)
+    const Shape dsinks_shape = gout.dsinks.shape;  // a copy: pending() moves the tensor
     if (!a.dsinks.empty())
-      files.push_back(pending(a.dsinks, gout.dsinks, none, true, f64, gout.dsinks.shape));
+      files.push_back(pending(a.dsinks, gout.dsinks, none, true, f64, dsinks_shape));
   }
   write_all(files);
 }

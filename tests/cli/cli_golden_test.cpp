@@ -27,13 +27,14 @@ TEST_F(Golden, RegeneratesByteIdenticalAndEveryCasePassesCheck) {
     EXPECT_EQ(slurp(path("a/" + n)), slurp(path("b/" + n))) << n << " differs between runs";
 
   const nlohmann::json m = nlohmann::json::parse(slurp(path("a/manifest.json")));
-  EXPECT_EQ(m["version"], "sparseattn-golden-1");
+  EXPECT_EQ(m["version"], "sparseattn-golden-2");
   EXPECT_EQ(m["tolerance"]["float32"]["atol"], 2e-5);
   EXPECT_EQ(m["tolerance"]["float64"]["rtol"], 1e-12);
   std::set<std::string> kinds;
   bool seq_len_1 = false, lq_ne_lk = false, d_ne_dv = false, partial_block = false;
   int64_t fully_masked = 0;
-  bool saw_hd5 = false;
+  bool saw_hd5 = false, grouped = false, multi_query = false, softcap = false, alibi = false;
+  int sinks = 0;
   for (const nlohmann::json& c : m["cases"]) {
     const std::string flags = c["pattern_flags"];
     const size_t p = flags.find("--pattern ") + 10;
@@ -47,11 +48,18 @@ TEST_F(Golden, RegeneratesByteIdenticalAndEveryCasePassesCheck) {
     fully_masked += c["fully_masked_rows"].get<int64_t>();
     EXPECT_EQ(names.count(c["files"]["q"].get<std::string>()), 1u);
     // The manifest's flags, relative to the set's directory, judge the set's own outputs.
-    std::string f = flags;
-    for (const char* file : {"segment_ids.npy", "explicit_mask.npy", "key_padding.npy"}) {
-      const size_t at = f.find(file);
-      if (at != std::string::npos) f.replace(at, std::string(file).size(), path("a/" + std::string(file)));
+    std::string f = flags + " " + c["score_flags"].get<std::string>();
+    for (const char* file : {"segment_ids.npy", "explicit_mask.npy", "key_padding.npy",
+                             "alibi_slopes.npy", "sinks8.npy", "sinks.npy"}) {
+      const size_t at = f.find(std::string(" ") + file);
+      if (at != std::string::npos)
+        f.replace(at + 1, std::string(file).size(), path("a/" + std::string(file)));
     }
+    const std::string score = c["score_flags"];
+    grouped |= s["num_kv_heads"] != s["num_heads"] && s["num_kv_heads"] != 1;
+    multi_query |= s["num_kv_heads"] == 1 && s["num_heads"] != 1;
+    softcap |= score.find("--softcap") != std::string::npos;
+    alibi |= score.find("--alibi-slopes") != std::string::npos;
     auto file = [&](const char* what) { return path("a/" + c["files"][what].get<std::string>()); };
     // The manifest's scale is contract §2.1's 1/sqrt(head_dim) (head_dim, not head_dim_v),
     // and check is run with it, so a wrong field fails here rather than going unread.
@@ -69,10 +77,22 @@ TEST_F(Golden, RegeneratesByteIdenticalAndEveryCasePassesCheck) {
                             " --candidate-dk " + file("dk") + " --candidate-dv " + file("dv") +
                             " --scale " + scale_text + " " + f);
     EXPECT_EQ(r.exit_code, 0) << c["name"] << ": " << r.out << r.err;
+    if (c["files"].contains("dsinks")) {
+      // dsinks has no candidate flag in check: attend --dout --dsinks must write these bytes.
+      ++sinks;
+      const RunResult a = run("attend --q " + file("q") + " --k " + file("k") + " --v " +
+                              file("v") + " --out " + path("o.npy") + " --dout " + file("dout") +
+                              " --dsinks " + path("ds.npy") + " --scale " + scale_text + " " + f);
+      EXPECT_EQ(a.exit_code, 0) << a.err;
+      EXPECT_EQ(slurp(path("ds.npy")), slurp(file("dsinks"))) << c["name"];
+    }
   }
+  EXPECT_TRUE(grouped && multi_query && softcap && alibi) << "the modern cases must be in the set";
+  EXPECT_EQ(sinks, 2);
   EXPECT_TRUE(saw_hd5) << "the head_dim != head_dim_v case must be in the set";
   EXPECT_EQ(kinds, (std::set<std::string>{"dense", "window", "longformer", "random", "bigbird",
-                                          "bigbird-etc", "hierarchical", "explicit"}));
+                                          "bigbird-etc", "hierarchical", "explicit", "chunked",
+                                          "neighborhood"}));
   EXPECT_TRUE(seq_len_1 && lq_ne_lk && d_ne_dv && partial_block);
   EXPECT_GE(fully_masked, 2 * 9 + 1);  // the fully padded batch and the empty explicit row
 }
