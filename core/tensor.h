@@ -52,11 +52,13 @@ Tensor<To> tensor_cast(const Tensor<From>& x) {
 struct AttentionShape {
   int64_t batch = 1;
   int64_t num_heads = 1;     // of q (H_q): the pattern's, o's and lse's heads
-  int64_t num_kv_heads = 1;  // of k and v (H_kv); H_q = group() * H_kv (contract §2.7)
   int64_t seq_len_q = 0;
   int64_t seq_len_k = 0;
   int64_t head_dim = 0;
   int64_t head_dim_v = 0;
+  // Of k and v (H_kv); H_q = group() * H_kv (contract §2.7). Last, so that the positional
+  // initializers of the six sizes above keep their meaning; attention_shape() sets it.
+  int64_t num_kv_heads = 1;
   // Query heads per kv head: query head h reads kv head h / group() (contract §2.7).
   int64_t group() const { return num_heads / num_kv_heads; }
 };

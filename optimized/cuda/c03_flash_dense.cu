@@ -3,7 +3,9 @@
 //
 // Contract: matches a1_dense_masked at kTolFloat32 (core/numerics.h) on float32 inputs;
 // pattern kind `dense` (causal or not, key padding allowed); head_dim, head_dim_v in
-// [1, 256].
+// [1, 256]; grouped kv heads, softcap, ALiBi slopes and sinks (contract §2.7-§2.9, the
+// modifiers in float32; flash_f32.cuh), checked by tests/cuda/cuda_kernels_test.cpp's
+// CudaModern cases when a device is present.
 //
 // What changed since c02, and why: c02 read K twice (max, then sum) and accumulated o
 // in global memory. Here a block of Br = 32 rows keeps, per row, the running max m, the

@@ -63,6 +63,12 @@ AttnArgs DeviceProblem::args() const {
   a.head_dim = shape.head_dim;
   a.head_dim_v = shape.head_dim_v;
   a.scale = scale;
+  a.num_kv_heads = shape.num_kv_heads;
+  a.group = shape.num_heads / shape.num_kv_heads;
+  a.softcap = softcap;
+  a.alibi = alibi.ptr();
+  a.alibi_per_batch = alibi_per_batch;
+  a.sinks = sinks.ptr();
   const auto pad16 = [](int64_t n) { return (n + 15) / 16 * 16; };
   a.div_d = make_fast_div(shape.head_dim);
   a.div_dv = make_fast_div(shape.head_dim_v);
@@ -113,6 +119,17 @@ DeviceProblem upload_problem(const Problem& problem, DType dtype, const char* ke
   d.o.allocate(static_cast<size_t>(s.batch * s.num_heads * s.seq_len_q * s.head_dim_v));
   d.lse.allocate(static_cast<size_t>(s.batch * s.num_heads * s.seq_len_q));
   d.pattern = upload_pattern(*problem.pattern);
+  // contract §2.8-§2.9: float32 copies of the modifiers (validated by make_problem).
+  const ScoreMods& m = problem.mods;
+  auto to_f32 = [](const Tensor<double>& t) {
+    return std::vector<float>(t.data.begin(), t.data.end());
+  };
+  if (m.softcap) d.softcap = static_cast<float>(*m.softcap);
+  if (m.alibi_slopes) {
+    d.alibi.upload(to_f32(*m.alibi_slopes));
+    d.alibi_per_batch = m.alibi_slopes->rank() == 2;
+  }
+  if (m.sinks) d.sinks.upload(to_f32(*m.sinks));
   return d;
 }
 

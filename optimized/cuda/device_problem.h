@@ -25,6 +25,11 @@ struct DeviceProblem {
   DeviceBuffer<float> scratch;         // c01's score matrix, allocated on first use
   DeviceBuffer<float> split_o, split_lse;  // block-sparse split-K parts, allocated on first use
   DevicePattern pattern;
+  // contract §2.8-§2.9, in float32 (the modifiers are never rounded further): softcap 0 =
+  // none; slopes [H] or [B, H]; sinks [H]; empty buffers = none.
+  float softcap = 0.f;
+  DeviceBuffer<float> alibi, sinks;
+  bool alibi_per_batch = false;
 
   AttnArgs args() const;
   // Fills o and lse with NaN so a row a kernel forgets to write fails the checker.

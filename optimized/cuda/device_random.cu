@@ -65,6 +65,7 @@ DeviceProblem random_device_problem(const Pattern& pattern, int64_t batch, int64
           "must equal the key_padding_mask batch (" + std::to_string(z.batch) + ")");
   DeviceProblem d;
   d.shape = AttentionShape{batch, z.num_heads, z.seq_len_q, z.seq_len_k, head_dim, head_dim_v};
+  d.shape.num_kv_heads = z.num_heads;  // benchmarks: one kv head per query head
   d.dtype = dtype;
   d.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
   const int64_t bh = batch * z.num_heads;

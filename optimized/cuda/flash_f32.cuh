@@ -10,6 +10,11 @@
 // memory), the warp reduces max and sum with shuffles, then lane c accumulates
 // o[d] for d = c, c+32, ... (head_dim_v <= 256: 8 registers per row).
 // Preconditions: head_dim, head_dim_v in [1, 256] (checked by the launcher).
+// The attention of current models (contract §2.7-§2.9), for the kernels whose registry
+// entry lists it (c03): K/V rows come from kv head h / group; each allowed score goes
+// through the pipeline (scale, softcap c·tanh(s/c), ALiBi −a·|p − j|) before the online
+// softmax; a sink starts each real row at m = σ, l = 1 (exp(σ − m) = 1), so it is in every
+// rescaling, in lse, and a row without keys ends with o = 0, lse = σ.
 // Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"): c03 and the
 // float32 forms of c05..c08 run this block. History: optimized/cuda/TUNING.md.
 #pragma once
@@ -71,7 +76,19 @@ class FlashF32Block {
       l_[rr] = 0.f;
 #pragma unroll
       for (int t = 0; t < kDvPerLane; ++t) o_[rr][t] = 0.f;
+      const int r = warp_ * kRowsPerWarp + rr;
+      if (a.sinks != nullptr && r < rows_.count && query_real(rows_.at(r))) {
+        m_[rr] = a.sinks[h];  // the sink's logit: exp(σ - m) = 1 in l (contract §2.9)
+        l_[rr] = 1.f;
+      }
     }
+  }
+
+  // contract §2.4: query i is real unless its own position is a padded key.
+  __device__ bool query_real(int64_t i) const {
+    if (a_.key_valid == nullptr) return true;
+    const int64_t p = i + a_.seq_len_k - a_.seq_len_q;
+    return p < 0 || p >= a_.seq_len_k || a_.key_valid[b_ * a_.seq_len_k + p] != 0;
   }
 
   // One chunk of keys (keys.count <= kBc). allowed(i, j) is the pattern's predicate, not
@@ -85,11 +102,11 @@ class FlashF32Block {
     __syncthreads();  // the previous chunk's K/V are no longer read
     for (int e = threadIdx.x; e < kBc * D; e += kThreads) {
       const int c = static_cast<int>(fast_div(a_.div_d, e)), d = e - c * D;
-      Ks_[c * ldk + d] = c < keys.count ? k[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), D_) + d] : 0.f;
+      Ks_[c * ldk + d] = c < keys.count ? k[a_.kv_offset(b_, h_, a_.seq_len_k, keys.at(c), D_) + d] : 0.f;
     }
     for (int e = threadIdx.x; e < kBc * Dv; e += kThreads) {
       const int c = static_cast<int>(fast_div(a_.div_dv, e)), d = e - c * Dv;
-      Vs_[e] = c < keys.count ? v[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), Dv_) + d] : 0.f;
+      Vs_[e] = c < keys.count ? v[a_.kv_offset(b_, h_, a_.seq_len_k, keys.at(c), Dv_) + d] : 0.f;
     }
     __syncthreads();  // K/V staged for every warp
 
@@ -107,6 +124,13 @@ class FlashF32Block {
         float dot = 0.f;
         for (int64_t d = 0; d < D_; ++d) dot = fmaf(qrow[d], krow[d], dot);
         s = a_.scale * dot;
+        // contract §2.8: softcap, then ALiBi, on the allowed pair only.
+        if (a_.softcap > 0.f) s = a_.softcap * tanhf(s / a_.softcap);
+        if (a_.alibi != nullptr) {
+          const float slope = a_.alibi[a_.alibi_per_batch ? b_ * a_.num_heads + h_ : h_];
+          const int64_t p = i + a_.seq_len_k - a_.seq_len_q;
+          s -= slope * static_cast<float>(p > j ? p - j : j - p);
+        }
       }
       const float m_new = fmaxf(m_[rr], warp_max(s));
       if (m_new == -INFINITY) continue;  // nothing allowed yet in this row: state unchanged
@@ -129,7 +153,8 @@ class FlashF32Block {
     }
   }
 
-  // o = o / l and lse = m + log l; a row with no allowed key gets o = 0, lse = -inf. Into
+  // o = o / l and lse = m + log l; a row with no allowed key gets o = 0, lse = -inf (with a
+  // sink: lse = σ, l = 1 from the constructor). Into
   // a.o / a.lse, or for a split-K part into its workspace rows: o_rows [row - first_row][Dv],
   // lse_rows [row - first_row].
   __device__ void finish(float* o_rows = nullptr, float* lse_rows = nullptr, int64_t first_row = 0) {

@@ -1,7 +1,7 @@
 // AttnArgs: what every CUDA attention kernel receives, by value, in one struct.
 //   q: [batch, num_heads, seq_len_q, head_dim]   in the kernel's input dtype, row-major
-//   k: [batch, num_heads, seq_len_k, head_dim]
-//   v: [batch, num_heads, seq_len_k, head_dim_v]
+//   k: [batch, num_kv_heads, seq_len_k, head_dim]   (num_heads = group * num_kv_heads)
+//   v: [batch, num_kv_heads, seq_len_k, head_dim_v]
 //   o: [batch, num_heads, seq_len_q, head_dim_v] float32;  lse: [batch, num_heads, seq_len_q]
 // The pattern fields point at the one uploaded copy (device_pattern.h).
 #pragma once
@@ -23,6 +23,15 @@ struct AttnArgs {
   float* lse = nullptr;
   int64_t batch = 0, num_heads = 0, seq_len_q = 0, seq_len_k = 0, head_dim = 0, head_dim_v = 0;
   float scale = 0.f;
+  // The attention of current models (contract §2.7-§2.9), read by the kernels whose registry
+  // entry lists the features (the others never receive them): query head h reads kv head
+  // h / group; softcap > 0 caps each scaled score; alibi [num_heads] or, with
+  // alibi_per_batch, [batch, num_heads] slopes; sinks [num_heads] logits. Null / 0: none.
+  int64_t num_kv_heads = 0, group = 1;
+  float softcap = 0.f;
+  const float* alibi = nullptr;
+  bool alibi_per_batch = false;
+  const float* sinks = nullptr;
 
   const uint8_t* key_valid = nullptr;      // [batch, seq_len_k] or null (no padding)
   const HeadView* heads = nullptr;         // [num_heads] layouts in device memory
@@ -46,6 +55,11 @@ struct AttnArgs {
   SPARSEATTN_HD int64_t offset(int64_t b, int64_t h, int64_t rows, int64_t row,
                                int64_t width) const {
     return ((b * num_heads + h) * rows + row) * width;
+  }
+  // The same in k or v: row `row` of the kv head that query head h reads (contract §2.7).
+  SPARSEATTN_HD int64_t kv_offset(int64_t b, int64_t h, int64_t rows, int64_t row,
+                                  int64_t width) const {
+    return ((b * num_kv_heads + h / group) * rows + row) * width;
   }
 };
 

@@ -16,6 +16,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "core/field.h"
 #include "optimized/cuda/device_problem.h"
 #include "optimized/cuda/device_runtime.h"
 #include "optimized/cuda/packed_pattern.h"
@@ -247,6 +248,86 @@ Problem small_problem(const Pattern& pattern, int64_t head_dim) {
   return make_problem(random_tensor({1, z.num_heads, z.seq_len_q, head_dim}, 1),
                       random_tensor({1, z.num_heads, z.seq_len_k, head_dim}, 2),
                       random_tensor({1, z.num_heads, z.seq_len_k, head_dim}, 3), pattern, nullptr);
+}
+
+// contract §2.7-§2.9 on the device: every CUDA kernel whose entry lists a feature, on
+// grouped and multi-query heads, L_q != L_k both ways, causal, key padding, each modifier
+// alone and all together, against the oracle with the same modifiers at its tolerance.
+// Real rows without keys keep lse = σ, padded rows -inf (checked by the comparison: the
+// oracle holds those values and the checker requires -inf = -inf exactly).
+struct ModernCudaCase {
+  const char* name;
+  int64_t B, Hq, Hkv, Lq, Lk, D;
+  bool causal, padding, softcap, alibi, sinks;
+};
+
+class CudaModern : public ::testing::TestWithParam<ModernCudaCase> {};
+
+TEST_P(CudaModern, EveryModernCudaKernelMatchesTheOracle) {
+  if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device";
+  const ModernCudaCase& c = GetParam();
+  PatternSpec spec;
+  spec.causal = c.causal;
+  if (c.padding) {
+    spec.key_padding_mask = Tensor<uint8_t>({c.B, c.Lk}, 1);
+    for (int64_t j = c.Lk - 5; j < c.Lk; ++j) spec.key_padding_mask->data[j] = 0;
+  }
+  const Pattern pattern = materialize(spec, {c.B, c.Hq, c.Lq, c.Lk});
+  const uint64_t seed = testing_inputs::seed_of(c.name);
+  const Tensor<double> q = random_tensor({c.B, c.Hq, c.Lq, c.D}, seed);
+  const Tensor<double> k = random_tensor({c.B, c.Hkv, c.Lk, c.D}, seed + 1);
+  const Tensor<double> v = random_tensor({c.B, c.Hkv, c.Lk, c.D}, seed + 2);
+  ScoreMods mods;
+  if (c.softcap) mods.softcap = 0.6;
+  if (c.alibi) mods.alibi_slopes = random_tensor({c.B, c.Hq}, seed + 3, 0.0, 0.3);
+  if (c.sinks) mods.sinks = random_tensor({c.Hq}, seed + 4);
+  const Problem problem = make_problem(q, k, v, pattern, nullptr, mods);
+  const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, nullptr, mods);
+  int ran = 0;
+  for (const Kernel* kernel : cuda_kernels()) {
+    if (!kernel->serves(pattern) || !kernel->serves_features(problem)) continue;
+    SCOPED_TRACE(kernel->name);
+    ASSERT_EQ(kernel->dtype, DType::float32) << "compare half kernels on rounded inputs";
+    ++ran;
+    Output out;
+    kernel->run(problem, out);
+    const Tolerance tol{kernel->atol, kernel->rtol};
+    const CheckReport o = check_close(out.o32, oracle.o, tol);
+    const CheckReport lse = check_close(out.lse32, oracle.lse, tol);
+    EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
+    EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
+  }
+  EXPECT_GT(ran, 0) << "no CUDA kernel serves " << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Contract, CudaModern,
+    ::testing::Values(
+        ModernCudaCase{"gqa_g4", 1, 8, 2, 70, 70, 32, false, false, false, false, false},
+        ModernCudaCase{"mqa_causal_lq_lt_lk", 2, 4, 1, 40, 97, 64, true, true, false, false, false},
+        ModernCudaCase{"softcap", 1, 2, 2, 65, 65, 16, true, false, true, false, false},
+        ModernCudaCase{"alibi_per_batch", 2, 2, 1, 33, 50, 16, true, false, false, true, false},
+        ModernCudaCase{"sinks_lq_gt_lk", 1, 4, 2, 50, 31, 8, true, false, false, false, true},
+        ModernCudaCase{"everything", 2, 8, 2, 77, 90, 32, true, true, true, true, true}),
+    [](const ::testing::TestParamInfo<ModernCudaCase>& info) { return info.param.name; });
+
+// Without the features a CUDA kernel refuses a modern problem by name, on every machine
+// (the registry guard runs before any device is looked for).
+TEST(CudaModernRefusal, KernelsWithoutTheFeatureRefuseByName) {
+  const Pattern pattern = materialize(PatternSpec{}, {1, 4, 8, 8});
+  ScoreMods mods;
+  mods.sinks = random_tensor({4}, 1);
+  const Problem problem = make_problem(random_tensor({1, 4, 8, 4}, 2), random_tensor({1, 2, 8, 4}, 3),
+                                       random_tensor({1, 2, 8, 4}, 4), pattern, nullptr, mods);
+  Output out;
+  try {
+    find_kernel("cuda_c01_naive_dense").run(problem, out);
+    FAIL() << "c01 accepted sinks";
+  } catch (const FieldError& e) {
+    EXPECT_EQ(e.field(), Field::impl);
+    EXPECT_NE(std::string(e.what()).find("does not serve grouped-query heads, sinks"),
+              std::string::npos) << e.what();
+  }
 }
 
 // A kernel handed a pattern it does not serve refuses by name, on every machine.
