@@ -134,7 +134,9 @@ class ScorePipeline {
         active_(m.softcap > 0.0f || m.alibi),
         q_pos_(m.q_pos),
         q_pos_step_(m.q_pos_step),
-        q_list_(m.q_list) {}
+        q_list_(m.q_list) {
+    for (int l = 0; l < kLanes; ++l) lanes_[l] = static_cast<float>(l);
+  }
 
   bool active() const { return active_; }
 
@@ -158,8 +160,7 @@ class ScorePipeline {
       // p − j at column x + lane: base − (x + lane)·stride, integers below 2^24, exact.
       const float base = static_cast<float>(p - keys.first);
       const float stride = static_cast<float>(keys.stride);
-      Vec lane_offset;
-      for (int l = 0; l < kLanes; ++l) lane_offset[l] = static_cast<float>(l) * stride;
+      const Vec lane_offset = lanes_ * stride;
       const Vec a = splat(slope_);
       for (int64_t x = 0; x < width; x += kLanes) {
         const Vec d = splat(base - static_cast<float>(x) * stride) - lane_offset;
@@ -174,6 +175,7 @@ class ScorePipeline {
   bool alibi_ = false, active_ = false;
   int64_t q_pos_ = 0, q_pos_step_ = 1;
   const int64_t* q_list_ = nullptr;
+  Vec lanes_{};  // 0, 1, …, kLanes − 1
 };
 
 namespace detail {
