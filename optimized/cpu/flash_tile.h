@@ -98,8 +98,9 @@ inline ChunkKeys resolve_keys(ChunkKeys keys, int64_t u0) {
 }
 
 // tanh(x) per lane: a [13/6] odd/even rational approximation on [-7.99881, 7.99881]
-// (Eigen's float tanh), where tanh is 1 − 2e-7 at the clamp: within a few float ulps of
-// std::tanh everywhere, about 13 vector operations and one division, no exp.
+// (Eigen's float tanh), where tanh is 1 − 2e-7 at the clamp: |error| <= 3.3e-7 (relative
+// too) against float64 tanh on [-20, 20] in steps of 1e-4 (checked once, 2026-12-01), so a
+// cap c moves a score by at most c·3.3e-7; about 13 vector operations and one division.
 template <class V>
 inline V vtanh(V x) {
   const V lim = splat<V>(7.99881172180175781f);
