@@ -13,6 +13,7 @@
 #include "core/field.h"
 #include "core/numerics.h"
 #include "reference/attention.h"
+#include "tests/reference/ladder_steps.h"
 #include "tests/reference/modern_grid.h"
 
 namespace sparseattn {
@@ -74,6 +75,31 @@ TEST(ModernLadderSinks, RowsWithoutKeysEndAtTheSinkAndPaddedQueriesAtMinusInf) {
           EXPECT_GT(r.lse.data[row], mods.sinks->data[h]);
         }
       }
+}
+
+// The registry adapter (reference/entries.cpp) hands a6 the problem's modifiers and grouped
+// heads: the same output as the direct call, bit for bit, and not the plain answer.
+TEST(ModernLadderRegistry, TheAdapterPassesModsAndGroupedHeads) {
+  const ModernCase c = testing_modern::modern_cases()[4];  // dense g = 2, every modifier
+  ASSERT_EQ(c.mods, testing_modern::kAll);
+  const Pattern pattern = materialize(c.base.spec, c.base.sizes);
+  const testing_modern::ModernInputs in = testing_modern::inputs_of(c);
+  Problem p;
+  p.q = in.q;
+  p.k = in.k;
+  p.v = in.v;
+  p.pattern = &pattern;
+  p.shape = attention_shape(in.q.shape, in.k.shape, in.v.shape, KvHeads::grouped);
+  p.scale = c.base.scale;
+  p.mods = testing_modern::mods_of(c);
+  Output out;
+  entry::run_a6_flash_modern(p, out);
+  const AttentionResult direct = a6_flash_modern(in.q, in.k, in.v, pattern, &p.scale, p.mods);
+  EXPECT_EQ(out.o.data, direct.o.data);
+  EXPECT_EQ(out.lse.data, direct.lse.data);
+  const AttentionResult plain =
+      a6_flash_modern(in.q, in.k, in.v, pattern, &p.scale, ScoreMods{});
+  EXPECT_NE(out.lse.data, plain.lse.data);
 }
 
 // a6 refuses what the oracle refuses: bad modifier values name their field.
