@@ -158,14 +158,15 @@ class ScorePipeline {
         }
         return;
       }
-      // p − j at column x + lane: base − (x + lane)·stride, integers below 2^24, exact.
-      const float base = static_cast<float>(p - keys.first);
+      // p − j at column x + lane: base − (x + lane)·stride, stepped by kLanes·stride per
+      // vector; integers below 2^24, exact. |d| by clearing the sign bit.
       const float stride = static_cast<float>(keys.stride);
-      const Vec lane_offset = lanes_ * stride;
-      const Vec a = splat(slope_);
-      for (int64_t x = 0; x < width; x += kLanes) {
-        const Vec d = splat(base - static_cast<float>(x) * stride) - lane_offset;
-        const Vec dist = d < 0.0f ? -d : d;
+      Vec d = splat(static_cast<float>(p - keys.first)) - lanes_ * stride;
+      const Vec step = splat(static_cast<float>(kLanes) * stride), a = splat(slope_);
+      using VI = Simd<kLanes>::i;
+      const VI magnitude = VI{} + 0x7fffffff;
+      for (int64_t x = 0; x < width; x += kLanes, d -= step) {
+        const Vec dist = reinterpret_cast<Vec>(reinterpret_cast<VI>(d) & magnitude);
         storev(s + x, loadv(s + x) - a * dist);
       }
     }
