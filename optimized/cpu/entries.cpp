@@ -39,7 +39,8 @@ void shape_outputs(const AttentionShape& s, Output& out) {
 // points into: float32 in every CPU kernel, the bf16 ones included (contract §2.8).
 // Refuses, naming the field, a value float32 cannot carry through the pipeline: a softcap
 // outside [FLT_MIN, 1e37], a sink with |σ| > 1e37 (the lse would be σ), a slope whose bias
-// over the longest distance |a|·L_k exceeds 1e37 (kFloat32ScoreLimit, float32_guard.h).
+// over the longest distance, |a|·max(L_q, L_k), exceeds 1e37 (kFloat32ScoreLimit,
+// float32_guard.h).
 struct Mods32 {
   std::vector<float> slopes, sinks;
   cpu::Mods mods;
@@ -50,16 +51,16 @@ void convert_mods(const Problem& problem, Mods32& m) {
     const double c = *sm.softcap;
     if (!(c >= FLT_MIN && c <= kFloat32ScoreLimit))
       throw FieldError(Field::softcap, "", to_text(c),
-                       "must lie in [1.2e-38, 1e37] for the float32 CPU kernels");
+                       "must lie in [1.2e-38, 1e37] (float32's range) for the CPU kernels");
     m.mods.softcap = static_cast<float>(c);
   }
-  auto to_float = [](const Tensor<double>& t, double limit, Field field, const char* what) {
+  // what: the bound in words, e.g. "|σ| <= 1e37".
+  auto to_float = [](const Tensor<double>& t, double limit, Field field, const std::string& what) {
     std::vector<float> f(t.data.size());
     for (size_t i = 0; i < f.size(); ++i) {
       if (!(std::fabs(t.data[i]) <= limit))
         throw FieldError(field, "", to_text(t.data[i]),
-                         std::string(what) + " must stay within float32's score range (" +
-                             to_text(limit) + ") for the float32 CPU kernels");
+                         "must satisfy " + what + " (float32's score range) for the CPU kernels");
       f[i] = static_cast<float>(t.data[i]);
     }
     return f;
@@ -68,12 +69,14 @@ void convert_mods(const Problem& problem, Mods32& m) {
     const Tensor<double>& a = *sm.alibi_slopes;
     const double longest = static_cast<double>(
         std::max<int64_t>(problem.shape.seq_len_q, problem.shape.seq_len_k));
-    m.slopes = to_float(a, kFloat32ScoreLimit / longest, Field::alibi_slopes, "|a|·L");
+    m.slopes = to_float(a, kFloat32ScoreLimit / longest, Field::alibi_slopes,
+                        "|a|·max(L_q, L_k) <= 1e37, here |a| <= " +
+                            to_text(kFloat32ScoreLimit / longest));
     m.mods.slopes = m.slopes.data();
     m.mods.slopes_batch_stride = a.rank() == 1 ? 0 : a.dim(1);
   }
   if (sm.sinks) {
-    m.sinks = to_float(*sm.sinks, kFloat32ScoreLimit, Field::sinks, "|σ|");
+    m.sinks = to_float(*sm.sinks, kFloat32ScoreLimit, Field::sinks, "|σ| <= 1e37");
     m.mods.sinks = m.sinks.data();
   }
 }

@@ -250,5 +250,33 @@ TEST(ModernCpuRefusal, AKernelWithoutTheFeatureRefusesNamingIt) {
   }
 }
 
+// contract §4.5 for the modifiers: a value the float32 pipeline cannot carry is refused by the
+// CPU entries, naming its field, never computed as something else (a softcap below
+// float32's normal range would round to 0, "no cap"; a sink of 1e38 would give lse = inf).
+TEST(ModernCpuRefusal, ModifiersBeyondFloat32AreRefusedNamingTheirField) {
+  const Pattern pattern = materialize(PatternSpec{}, {1, 2, 8, 8});
+  const Tensor<double> x = testing_inputs::random_tensor({1, 2, 8, 4}, 1);
+  ScoreMods tiny_cap, huge_sink, huge_slope;
+  tiny_cap.softcap = 1e-39;
+  huge_sink.sinks = Tensor<double>({2}, 1e38);
+  huge_slope.alibi_slopes = Tensor<double>({2}, 1e37);  // |a|·8 > 1e37
+  const std::pair<const ScoreMods*, Field> cases[] = {
+      {&tiny_cap, Field::softcap}, {&huge_sink, Field::sinks}, {&huge_slope, Field::alibi_slopes}};
+  for (const char* name : {"cpu_k01_dense_flash", "cpu_k06_generic_tiles_bf16"}) {
+    for (const auto& [mods, field] : cases) {
+      SCOPED_TRACE(name);
+      const Problem problem = make_problem(x, x, x, pattern, nullptr, *mods);
+      Output out;
+      try {
+        find_kernel(name).run(problem, out);
+        ADD_FAILURE() << "no exception";
+      } catch (const FieldError& e) {
+        EXPECT_EQ(e.field(), field) << e.what();
+        EXPECT_NE(std::string(e.what()).find("for the CPU kernels"), std::string::npos) << e.what();
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sparseattn
