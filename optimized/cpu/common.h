@@ -35,14 +35,13 @@ struct HeadView {
   float* o;
   float* lse;
 };
-// In: Inputs or InputsBf16.
 // The index b·H_kv + h / g of query head h's kv head (contract §2.7: repeat_interleave):
 // the slice of k and v it reads, and its panel in pack_all_keys' list.
 inline int64_t kv_index(const AttentionShape& s, int64_t b, int64_t h) {
   return b * s.num_kv_heads + h / s.group();
 }
 
-// k and v: the kv head query head h reads (kv_index).
+// In: Inputs or InputsBf16. k and v: the kv head query head h reads (kv_index).
 template <class In>
 inline auto head_view(const In& in, const Outputs& out, int64_t b, int64_t h) {
   using T = std::remove_cv_t<std::remove_pointer_t<decltype(in.q)>>;
@@ -83,22 +82,22 @@ inline std::vector<KeyPanel> pack_all_keys_float32(const Inputs& in) {
   const AttentionShape& s = in.shape;
   const int64_t n = s.batch * s.num_kv_heads;
   std::vector<KeyPanel> panels(static_cast<size_t>(n));
-  for (int64_t bh = 0; bh < n; ++bh)
-    init_panel(panels[bh], s.head_dim, s.head_dim_v, s.seq_len_k,
-               in.v + bh * s.seq_len_k * s.head_dim_v, /*in_order=*/true);
+  for (int64_t bkv = 0; bkv < n; ++bkv)
+    init_panel(panels[bkv], s.head_dim, s.head_dim_v, s.seq_len_k,
+               in.v + bkv * s.seq_len_k * s.head_dim_v, /*in_order=*/true);
   const int64_t blocks = panels.empty() ? 0 : panels[0].ldk / kStep;
 #pragma omp parallel for schedule(static)
   for (int64_t item = 0; item < n * blocks; ++item) {
-    const int64_t bh = item / blocks;
-    pack_block(panels[bh], in.k + bh * s.seq_len_k * s.head_dim,
-               in.v + bh * s.seq_len_k * s.head_dim_v, [](int64_t u) { return u; },
+    const int64_t bkv = item / blocks;
+    pack_block(panels[bkv], in.k + bkv * s.seq_len_k * s.head_dim,
+               in.v + bkv * s.seq_len_k * s.head_dim_v, [](int64_t u) { return u; },
                item % blocks * kStep);
   }
   return panels;
 }
 
 // The engine a kernel body runs (k01 … k06 are templates over it): the element type of
-// q, k, v, the tile, the key panel and its packers (one panel; every key of every head).
+// q, k, v, the tile, the key panel and its packers (one panel per kv head, every key).
 // This one is the float32 ladder's; flash_tile_bf16.h has the bf16 ones (kernels_bf16.h).
 struct Float32Engine {
   using Elem = float;

@@ -95,9 +95,9 @@ std::vector<typename Engine::Panel> pack_all_heads(const InputsBf16& in) {
   std::vector<typename Engine::Panel> panels(static_cast<size_t>(s.batch * s.num_kv_heads));
   const int64_t n = static_cast<int64_t>(panels.size());
 #pragma omp parallel for schedule(static)
-  for (int64_t bh = 0; bh < n; ++bh)
-    Engine::pack(in.k + bh * s.seq_len_k * s.head_dim, in.v + bh * s.seq_len_k * s.head_dim_v,
-                 s.head_dim, s.head_dim_v, s.seq_len_k, [](int64_t u) { return u; }, panels[bh]);
+  for (int64_t bkv = 0; bkv < n; ++bkv)
+    Engine::pack(in.k + bkv * s.seq_len_k * s.head_dim, in.v + bkv * s.seq_len_k * s.head_dim_v,
+                 s.head_dim, s.head_dim_v, s.seq_len_k, [](int64_t u) { return u; }, panels[bkv]);
   return panels;
 }
 
