@@ -18,7 +18,7 @@ CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build python pip-check notebooks test exercises lint sanitize fuzz demo demo-synthetic help bench bench-quick peers-bench plots plots-graph figures figures-teaching gpu-deps gpu-check clean
+.PHONY: all setup configure build python pip-check notebooks test exercises lint sanitize fuzz demo demo-synthetic help bench bench-quick bench-modern peers-bench plots plots-graph figures figures-teaching gpu-deps gpu-check clean
 
 all: build
 
@@ -149,6 +149,14 @@ bench-quick: build
 	@rc=0; $(BUILD)/bench_cpu --quick --benchmark_out=$(BUILD)/bench/bench_cpu_quick.json --benchmark_out_format=json || rc=$$?; \
 	  $(BUILD)/bench_targets $(BUILD)/bench/bench_cpu_quick.json $(BUILD)/bench/quick --peers $(BUILD)/peers || rc=$$?; \
 	  exit $$rc
+
+# Grouped kv heads, softcap, sinks and ALiBi on the CPU kernels: ratios within one interleaved
+# run at n 4096, head_dim 64, dense and window (bench/bench_modern.cpp; docs/benchmarks.md,
+# "Modern attention: the cost of GQA, softcap, sinks and ALiBi"). JSON into $(BUILD)/bench/.
+bench-modern:
+	cmake --build $(BUILD) --target bench_modern
+	@mkdir -p $(BUILD)/bench
+	$(BUILD)/bench_modern --json $(BUILD)/bench/bench_modern.json
 
 # sparseattn against PyTorch and HuggingFace (tools/peers_bench.py; docs/benchmarks.md,
 # "Peers"): installs torch, transformers and numpy into the throwaway virtual environment

@@ -1,5 +1,5 @@
 // The CPU reference ladder (contract §2). Serial, float64, no intrinsics, no OpenMP: each
-// step is written to be read. Read them in order: a0 -> a5 (files reference/a*_*.cpp; a3g
+// step is written to be read. Read them in order: a0 -> a6 (files reference/a*_*.cpp; a3g
 // follows a3).
 //
 // Common contract of every step:
@@ -74,5 +74,15 @@ AttentionResult a4_bigbird_blocks(const Tensor<double>& q, const Tensor<double>&
 AttentionResult a5_flash_tiled(const Tensor<double>& q, const Tensor<double>& k,
                                const Tensor<double>& v, const Pattern& pattern,
                                const double* scale);
+
+// a6 — a5 with the attention of current models (contract §2.7–§2.9): k and v may have H_kv
+// heads dividing H_q (query head h reads kv head h / g); each allowed score of a tile goes
+// through the pipeline (scale, softcap, ALiBi, then the pattern's -inf); a sink is every
+// real row's initial running max and sum (m = σ, l = 1), so a real row with no allowed key
+// has o = 0, lse = σ. Any pattern. Throws FieldError (softcap, alibi_slopes, sinks) for bad
+// mods. The bridge to the optimized kernels' modern path.
+AttentionResult a6_flash_modern(const Tensor<double>& q, const Tensor<double>& k,
+                                const Tensor<double>& v, const Pattern& pattern,
+                                const double* scale, const ScoreMods& mods = ScoreMods{});
 
 }  // namespace sparseattn

@@ -55,5 +55,13 @@ bool serves_a4_bigbird_blocks(const Pattern&) { return true; }
 void run_a5_flash_tiled(const Problem& p, Output& out) { run_step(&a5_flash_tiled, p, out); }
 bool serves_a5_flash_tiled(const Pattern&) { return true; }
 
+// a6 reads what the oracle reads: grouped kv heads, softcap, ALiBi, sinks.
+void run_a6_flash_modern(const Problem& p, Output& out) {
+  AttentionResult r = a6_flash_modern(p.q, p.k, p.v, *p.pattern, &p.scale, p.mods);
+  out.o = std::move(r.o);
+  out.lse = std::move(r.lse);
+}
+bool serves_a6_flash_modern(const Pattern&) { return true; }
+
 }  // namespace entry
 }  // namespace sparseattn

@@ -15,6 +15,7 @@ sparseattn — targets
   make bench        the full Google Benchmark suite (JSON into build/bench/), then the targets
                     report build/bench/targets.{md,json} (each target: met, or what bounds it)
   make bench-quick  small sizes only (what CI runs); report in build/bench/quick/
+  make bench-modern GQA, softcap, sinks and ALiBi vs plain on the CPU kernels: ratios of one interleaved run
   make peers-bench  sparseattn vs PyTorch SDPA and HF Longformer/BigBird, kernel time (installs torch into build/peers-venv; not CI)
   make notebooks    execute every notebook of notebooks/ (also part of make test)
   make exercises    grade exercises/ex*.py against the oracle (SOLUTIONS=DIR: a folder of hand-ins)

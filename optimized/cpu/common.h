@@ -35,15 +35,37 @@ struct HeadView {
   float* o;
   float* lse;
 };
-// In: Inputs or InputsBf16.
+// The index b·H_kv + h / g of query head h's kv head (contract §2.7: repeat_interleave):
+// the slice of k and v it reads, and its panel in pack_all_keys' list.
+inline int64_t kv_index(const AttentionShape& s, int64_t b, int64_t h) {
+  return b * s.num_kv_heads + h / s.group();
+}
+
+// In: Inputs or InputsBf16. k and v: the kv head query head h reads (kv_index).
 template <class In>
 inline auto head_view(const In& in, const Outputs& out, int64_t b, int64_t h) {
   using T = std::remove_cv_t<std::remove_pointer_t<decltype(in.q)>>;
   const AttentionShape& s = in.shape;
-  const int64_t bh = b * s.num_heads + h;
-  return HeadView<T>{in.q + bh * s.seq_len_q * s.head_dim, in.k + bh * s.seq_len_k * s.head_dim,
-          in.v + bh * s.seq_len_k * s.head_dim_v, out.o + bh * s.seq_len_q * s.head_dim_v,
+  const int64_t bh = b * s.num_heads + h, bkv = kv_index(s, b, h);
+  return HeadView<T>{in.q + bh * s.seq_len_q * s.head_dim, in.k + bkv * s.seq_len_k * s.head_dim,
+          in.v + bkv * s.seq_len_k * s.head_dim_v, out.o + bh * s.seq_len_q * s.head_dim_v,
           out.lse + bh * s.seq_len_q};
+}
+
+// The modifiers of the tile whose row 0 is query i0 of head h, batch b (the rows after it
+// consecutive queries): float32 softcap, a[b, h], σ_h, and p = i0 + L_k − L_q (contract
+// §3.1, the position ALiBi measures from).
+inline TileMods tile_mods(const Mods& m, const AttentionShape& s, int64_t b, int64_t h,
+                          int64_t i0) {
+  TileMods t;
+  t.softcap = m.softcap;
+  if (m.slopes != nullptr) {
+    t.alibi = true;
+    t.slope = m.slopes[b * m.slopes_batch_stride + h];
+  }
+  if (m.sinks != nullptr) t.sink = m.sinks[h];
+  t.q_pos = i0 + s.seq_len_k - s.seq_len_q;
+  return t;
 }
 
 // Row b of the key padding mask [batch, seq_len_k] (nonzero = real token), or nullptr.
@@ -52,28 +74,30 @@ inline const uint8_t* key_padding_row(const Pattern& pattern, int64_t b) {
   return pattern.spec.key_padding_mask->data.data() + b * pattern.sizes.seq_len_k;
 }
 
-// One panel per (batch, head) holding every key in order: [batch * num_heads]. The
-// blocks are packed in parallel, so one long head uses every thread too.
+// One panel per (batch, kv head) holding every key in order: [batch * num_kv_heads],
+// indexed by kv_index(). Packed once before any tile runs, so the g query heads of a kv
+// head (contract §2.7) share one panel instead of packing it g times. The blocks are packed
+// in parallel, so one long head uses every thread too.
 inline std::vector<KeyPanel> pack_all_keys_float32(const Inputs& in) {
   const AttentionShape& s = in.shape;
-  const int64_t n = s.batch * s.num_heads;
+  const int64_t n = s.batch * s.num_kv_heads;
   std::vector<KeyPanel> panels(static_cast<size_t>(n));
-  for (int64_t bh = 0; bh < n; ++bh)
-    init_panel(panels[bh], s.head_dim, s.head_dim_v, s.seq_len_k,
-               in.v + bh * s.seq_len_k * s.head_dim_v, /*in_order=*/true);
+  for (int64_t bkv = 0; bkv < n; ++bkv)
+    init_panel(panels[bkv], s.head_dim, s.head_dim_v, s.seq_len_k,
+               in.v + bkv * s.seq_len_k * s.head_dim_v, /*in_order=*/true);
   const int64_t blocks = panels.empty() ? 0 : panels[0].ldk / kStep;
 #pragma omp parallel for schedule(static)
   for (int64_t item = 0; item < n * blocks; ++item) {
-    const int64_t bh = item / blocks;
-    pack_block(panels[bh], in.k + bh * s.seq_len_k * s.head_dim,
-               in.v + bh * s.seq_len_k * s.head_dim_v, [](int64_t u) { return u; },
+    const int64_t bkv = item / blocks;
+    pack_block(panels[bkv], in.k + bkv * s.seq_len_k * s.head_dim,
+               in.v + bkv * s.seq_len_k * s.head_dim_v, [](int64_t u) { return u; },
                item % blocks * kStep);
   }
   return panels;
 }
 
 // The engine a kernel body runs (k01 … k06 are templates over it): the element type of
-// q, k, v, the tile, the key panel and its packers (one panel; every key of every head).
+// q, k, v, the tile, the key panel and its packers (one panel per kv head, every key).
 // This one is the float32 ladder's; flash_tile_bf16.h has the bf16 ones (kernels_bf16.h).
 struct Float32Engine {
   using Elem = float;
@@ -87,7 +111,7 @@ struct Float32Engine {
   static std::vector<Panel> pack_all(const Inputs& in) { return pack_all_keys_float32(in); }
 };
 
-// One panel per (batch, head) holding every key in order, for any engine.
+// One panel per (batch, kv head) holding every key in order, for any engine.
 template <class Engine, class In>
 std::vector<typename Engine::Panel> pack_all_keys(const In& in) {
   return Engine::pack_all(in);

@@ -4,10 +4,14 @@
 // bfloat16 first (below).
 #include <omp.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/bfloat16.h"
+#include "core/field.h"
 #include "registry/float32_guard.h"
 #include "optimized/cpu/compat_kernels.h"
 #include "optimized/cpu/kernels.h"
@@ -31,10 +35,58 @@ void shape_outputs(const AttentionShape& s, Output& out) {
   if (out.lse32.shape != lse) out.lse32 = Tensor<float>(lse);
 }
 
+// The float32 copies of a problem's score modifiers (contract §2.8–§2.9) that cpu::Mods
+// points into: float32 in every CPU kernel, the bf16 ones included (contract §2.8).
+// Refuses, naming the field, a value float32 cannot carry through the pipeline: a softcap
+// outside [FLT_MIN, 1e37], a sink with |σ| > 1e37 (the lse would be σ), a slope whose bias
+// over the longest distance, |a|·max(L_q, L_k), exceeds 1e37 (kFloat32ScoreLimit,
+// float32_guard.h).
+struct Mods32 {
+  std::vector<float> slopes, sinks;
+  cpu::Mods mods;
+};
+void convert_mods(const Problem& problem, Mods32& m) {
+  const ScoreMods& sm = problem.mods;
+  if (sm.softcap) {
+    const double c = *sm.softcap;
+    if (!(c >= FLT_MIN && c <= kFloat32ScoreLimit))
+      throw FieldError(Field::softcap, "", to_text(c),
+                       "must lie in [1.2e-38, 1e37] (float32's range) for the CPU kernels");
+    m.mods.softcap = static_cast<float>(c);
+  }
+  // what: the bound in words, e.g. "|σ| <= 1e37".
+  auto to_float = [](const Tensor<double>& t, double limit, Field field, const std::string& what) {
+    std::vector<float> f(t.data.size());
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (!(std::fabs(t.data[i]) <= limit))
+        throw FieldError(field, "", to_text(t.data[i]),
+                         "must satisfy " + what + " (float32's score range) for the CPU kernels");
+      f[i] = static_cast<float>(t.data[i]);
+    }
+    return f;
+  };
+  if (sm.alibi_slopes) {
+    const Tensor<double>& a = *sm.alibi_slopes;
+    const double longest = static_cast<double>(
+        std::max<int64_t>(problem.shape.seq_len_q, problem.shape.seq_len_k));
+    m.slopes = to_float(a, kFloat32ScoreLimit / longest, Field::alibi_slopes,
+                        "|a|·max(L_q, L_k) <= 1e37, here |a| <= " +
+                            to_text(kFloat32ScoreLimit / longest));
+    m.mods.slopes = m.slopes.data();
+    m.mods.slopes_batch_stride = a.rank() == 1 ? 0 : a.dim(1);
+  }
+  if (sm.sinks) {
+    m.sinks = to_float(*sm.sinks, kFloat32ScoreLimit, Field::sinks, "|σ| <= 1e37");
+    m.mods.sinks = m.sinks.data();
+  }
+}
+
 void run_cpu(KernelFn kernel, const char* name, const Problem& problem, Output& out) {
   const AttentionShape& s = problem.shape;
   Float32Plan plan;
   plan_float32(problem, name, plan);  // refuses a scale float32 cannot hold, before any work
+  Mods32 mods;
+  convert_mods(problem, mods);
   shape_outputs(s, out);
   cpu::Inputs in;
   in.q = plan.q32->ptr();
@@ -43,6 +95,7 @@ void run_cpu(KernelFn kernel, const char* name, const Problem& problem, Output& 
   in.shape = s;
   in.pattern = problem.pattern;
   in.scale = plan.scale32;
+  in.mods = mods.mods;
   kernel(in, cpu::Outputs{out.o32.ptr(), out.lse32.ptr()});
 }
 
@@ -78,6 +131,8 @@ void run_cpu_bf16(KernelBf16Fn kernel, const char* name, const Problem& problem,
   const AttentionShape& s = problem.shape;
   Float32Plan plan;
   plan_float32(problem, name, plan);
+  Mods32 mods;
+  convert_mods(problem, mods);
   const std::vector<uint16_t> q = to_bfloat16(*plan.q32, "q", name);
   const std::vector<uint16_t> k = to_bfloat16(problem.k32, "k", name);
   const std::vector<uint16_t> v = to_bfloat16(problem.v32, "v", name);
@@ -89,6 +144,7 @@ void run_cpu_bf16(KernelBf16Fn kernel, const char* name, const Problem& problem,
   in.shape = s;
   in.pattern = problem.pattern;
   in.scale = plan.scale32;
+  in.mods = mods.mods;
   kernel(in, cpu::Outputs{out.o32.ptr(), out.lse32.ptr()});
 }
 

@@ -12,6 +12,14 @@
 // Fully masked rows (contract §2): while every score seen is -inf, m stays -inf, P is set to 0
 // (never exp(-inf - -inf) = NaN), l stays 0, and finish() writes o = 0, lse = -inf.
 //
+// The attention of current models (contract §2.8–§2.9), in float32 (TileMods, begin()):
+// the softcap c·tanh(s/c) (vtanh, a rational approximation within a few ulps) and the ALiBi
+// bias −a·|p − j| act on a chunk's scaled scores right after S = Q Kᵀ and before the
+// kernel's mask (ScorePipeline, one branch per row and chunk, none per score; a plain tile
+// skips it); a sink σ is the initial running max of every row with l = 1 (exp(σ − σ)), so
+// a row no chunk reaches finishes with O = 0, l = 1: o = 0, lse = σ. Grouped kv heads
+// (§2.7) are the kernels' business: they hand the tile the panel of the right kv head.
+//
 // Determinism: a row's arithmetic depends only on the chunks the kernel feeds and their
 // order, never on the thread or on the other rows of the tile; kernels feed a fixed order,
 // so outputs are bit-identical for any OpenMP thread count.
@@ -61,6 +69,115 @@ inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // The mask of a chunk with nothing to mask (interior tiles of dense, full layout tiles).
 struct NoMask {
   void operator()(int64_t /*r*/, float* /*s*/) const {}
+};
+
+// The score modifiers of one tile (contract §2.8–§2.9), float32 even in the bf16 kernels
+// (which round q, k, v only). A default TileMods is plain attention.
+struct TileMods {
+  float softcap = 0.0f;    // c > 0: s = c·tanh(s/c) on the scaled score; 0: no cap
+  bool alibi = false;      // s -= slope·|p − j|
+  float slope = 0.0f;      // a[b, h]
+  float sink = kNegInf;    // σ_h: the running max starts at σ and the sum at 1; -inf: none
+  int64_t q_pos = 0;        // position p of the tile's row 0 (contract §3.1)
+  int64_t q_pos_step = 1;  // row r sits at q_pos + r·q_pos_step (k03's residue classes: d)
+  // Rows that are not evenly spaced (k04's global rows): row r sits at q_pos + q_list[r].
+  const int64_t* q_list = nullptr;
+};
+
+// The keys of a chunk: column c is key first + c·stride (ALiBi's j), or list[c] for c <
+// count when a list is given (k04's panel of global keys).
+struct ChunkKeys {
+  int64_t first = 0, stride = 1;
+  const int64_t* list = nullptr;
+  int64_t count = 0;
+};
+// The default of the engines' step(): the panel holds every key in order, key u0 + c.
+inline constexpr ChunkKeys kPanelOrder{-1, 0, nullptr, 0};
+inline ChunkKeys resolve_keys(ChunkKeys keys, int64_t u0) {
+  return keys.stride == 0 && keys.list == nullptr ? ChunkKeys{u0, 1, nullptr, 0} : keys;
+}
+
+// tanh(x) per lane: a [13/6] odd/even rational approximation on [-7.99881, 7.99881]
+// (Eigen's float tanh), where tanh is 1 − 2e-7 at the clamp: |error| <= 3.3e-7 (relative
+// too) against float64 tanh on [-20, 20] in steps of 1e-4 (checked once, 2026-12-01), so a
+// cap c moves a score by at most c·3.3e-7; about 13 vector operations and one division.
+template <class V>
+inline V vtanh(V x) {
+  const V lim = splat<V>(7.99881172180175781f);
+  x = x > lim ? lim : x;
+  x = x < -lim ? -lim : x;
+  const V x2 = x * x;
+  V p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
+  p = p * x2 + -8.60467152213735e-11f;
+  p = p * x2 + 5.12229709037114e-08f;
+  p = p * x2 + 1.48572235717979e-05f;
+  p = p * x2 + 6.37261928875436e-04f;
+  p = p * x2 + 4.89352455891786e-03f;
+  p = p * x;
+  V q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
+  q = q * x2 + 2.26843463243900e-03f;
+  q = q * x2 + 4.89352518554385e-03f;
+  return p / q;
+}
+
+// The score pipeline of contract §2.8 after the scale, applied to a row of scores by whole
+// vectors: the softcap, then ALiBi. `unit` multiplies the scores as the engine keeps them
+// (1, or log2(e) for an engine in base 2): c·tanh(s/c) and a·|p − j| scale with them.
+// One branch per row and chunk (never per score); plain attention skips it entirely.
+class ScorePipeline {
+ public:
+  ScorePipeline() = default;
+  ScorePipeline(const TileMods& m, float unit)
+      : cap_(m.softcap * unit),
+        inv_cap_(m.softcap > 0.0f ? 1.0f / (m.softcap * unit) : 0.0f),
+        slope_(m.slope * unit),
+        alibi_(m.alibi),
+        active_(m.softcap > 0.0f || m.alibi),
+        q_pos_(m.q_pos),
+        q_pos_step_(m.q_pos_step),
+        q_list_(m.q_list) {
+    for (int l = 0; l < kLanes; ++l) lanes_[l] = static_cast<float>(l);
+  }
+
+  bool active() const { return active_; }
+
+  // s: row r's scores over `width` columns (a multiple of kLanes), column c = key
+  // keys.first + c·keys.stride. Columns past the chunk's keys are overwritten with -inf
+  // by the caller afterwards; the pattern's -inf comes after this (contract §2.8).
+  void apply(int64_t r, float* s, int64_t width, ChunkKeys keys) const {
+    if (cap_ > 0.0f) {
+      const Vec c = splat(cap_), inv = splat(inv_cap_);
+      for (int64_t x = 0; x < width; x += kLanes) storev(s + x, c * vtanh(loadv(s + x) * inv));
+    }
+    if (alibi_) {
+      const int64_t p = q_pos_ + (q_list_ != nullptr ? q_list_[r] : r * q_pos_step_);
+      if (keys.list != nullptr) {  // listed keys: one scalar per score (k04's globals)
+        for (int64_t c = 0; c < keys.count; ++c) {
+          const int64_t j = keys.list[c];
+          s[c] -= slope_ * static_cast<float>(p > j ? p - j : j - p);
+        }
+        return;
+      }
+      // p − j at column x + lane: base − (x + lane)·stride, stepped by kLanes·stride per
+      // vector; integers below 2^24, exact. |d| by clearing the sign bit.
+      const float stride = static_cast<float>(keys.stride);
+      Vec d = splat(static_cast<float>(p - keys.first)) - lanes_ * stride;
+      const Vec step = splat(static_cast<float>(kLanes) * stride), a = splat(slope_);
+      using VI = Simd<kLanes>::i;
+      const VI magnitude = VI{} + 0x7fffffff;
+      for (int64_t x = 0; x < width; x += kLanes, d -= step) {
+        const Vec dist = reinterpret_cast<Vec>(reinterpret_cast<VI>(d) & magnitude);
+        storev(s + x, loadv(s + x) - a * dist);
+      }
+    }
+  }
+
+ private:
+  float cap_ = 0.0f, inv_cap_ = 0.0f, slope_ = 0.0f;
+  bool alibi_ = false, active_ = false;
+  int64_t q_pos_ = 0, q_pos_step_ = 1;
+  const int64_t* q_list_ = nullptr;
+  Vec lanes_{};  // 0, 1, …, kLanes − 1
 };
 
 namespace detail {
@@ -152,7 +269,18 @@ class FlashTile {
   // scale is folded into the copy of q, so S comes out already scaled.
   template <class RowPtr>
   void begin(int64_t rows, RowPtr row, float scale) {
+    begin(rows, row, scale, TileMods{});
+  }
+  // The same with the score modifiers of contract §2.8–§2.9: the softcap and ALiBi act on
+  // every chunk's scores before the kernel's mask; a sink σ is the initial running max of
+  // every row with a running sum of 1 (exp(σ − σ)), so a row no key reaches ends with
+  // O = 0, l = 1: o = 0, lse = σ (contract §2.9).
+  template <class RowPtr>
+  void begin(int64_t rows, RowPtr row, float scale, const TileMods& mods) {
     rows_ = rows;
+    pipeline_ = ScorePipeline(mods, 1.0f);
+    Vec l0 = splat(0.0f);
+    if (mods.sink != kNegInf) l0[0] = 1.0f;  // lane 0 carries the sink's exp(σ − σ)
     for (int64_t r = 0; r < rows; ++r) {
       const float* qr = row(r);
       // Row r of group [r0, r0 + R) is stored interleaved (qk_rows): q_[r0·head_dim + d·R + r - r0].
@@ -160,8 +288,8 @@ class FlashTile {
       const int64_t R = std::min<int64_t>(kRowGroup, rows - r0);
       float* dst = q_.data() + r0 * head_dim_ + (r - r0);
       for (int64_t d = 0; d < head_dim_; ++d) dst[d * R] = qr[d] * scale;
-      m_[r] = kNegInf;
-      storev(l_.data() + r * kLanes, splat(0.0f));
+      m_[r] = mods.sink;
+      storev(l_.data() + r * kLanes, l0);
     }
     std::fill(o_.begin(), o_.begin() + rows * ldv_, 0.0f);
   }
@@ -170,6 +298,12 @@ class FlashTile {
   // any c < nc that row r must not attend; s is row r of the scaled scores.
   template <class Mask>
   void step(const KeyPanel& panel, int64_t u0, int64_t nc, Mask&& mask) {
+    step(panel, u0, nc, mask, ChunkKeys{u0, 1});
+  }
+  // The same for a panel whose key u is not key u of the sequence: column c of the chunk is
+  // key keys.first + c·keys.stride (read by ALiBi only).
+  template <class Mask>
+  void step(const KeyPanel& panel, int64_t u0, int64_t nc, Mask&& mask, ChunkKeys keys) {
     const int64_t width = round_up(nc, kStep);
     // Keys in the micro-kernel's order: the panel's own blocks when the chunk starts on one.
     const float* kb = panel.kb.get() + u0 * head_dim_;
@@ -183,6 +317,7 @@ class FlashTile {
     });
     for (int64_t r = 0; r < rows_; ++r) {
       float* s = s_.data() + r * kBc;
+      if (pipeline_.active()) pipeline_.apply(r, s, width, keys);  // softcap, ALiBi
       for (int64_t c = nc; c < width; ++c) s[c] = kNegInf;  // panel padding is no key
       mask(r, s);
       m_chunk_[r] = row_max(s, width);
@@ -298,6 +433,7 @@ class FlashTile {
 
   int64_t head_dim_, head_dim_v_, ldv_;
   int64_t rows_ = 0;
+  ScorePipeline pipeline_;  // the tile's softcap and ALiBi (inactive: plain attention)
   std::vector<float> q_;  // [kBr][head_dim], scaled
   std::vector<float> s_;  // [kBr][kBc] scores, then P
   std::vector<float> o_;  // [kBr][ldv] unnormalized output

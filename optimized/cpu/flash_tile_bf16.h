@@ -64,16 +64,17 @@ class WidenTile {
 
   // row(r) points at query r's head_dim bf16 values.
   template <class RowPtr>
-  void begin(int64_t rows, RowPtr row, float scale) {
+  void begin(int64_t rows, RowPtr row, float scale, const TileMods& mods = TileMods{}) {
     for (int64_t r = 0; r < rows; ++r) {
       const uint16_t* qr = row(r);
       for (int64_t d = 0; d < head_dim_; ++d) q_[r * head_dim_ + d] = widen(qr[d]);
     }
-    tile_.begin(rows, [&](int64_t r) { return q_.data() + r * head_dim_; }, scale);
+    tile_.begin(rows, [&](int64_t r) { return q_.data() + r * head_dim_; }, scale, mods);
   }
   template <class Mask>
-  void step(const KeyPanel& panel, int64_t u0, int64_t nc, Mask&& mask) {
-    tile_.step(panel, u0, nc, mask);
+  void step(const KeyPanel& panel, int64_t u0, int64_t nc, Mask&& mask,
+            ChunkKeys keys = kPanelOrder) {
+    tile_.step(panel, u0, nc, mask, resolve_keys(keys, u0));
   }
   template <class Write>
   void finish(Write&& write) {
@@ -86,17 +87,17 @@ class WidenTile {
   std::vector<float> q_;  // [kBr][head_dim] the tile's queries, widened
 };
 
-// One panel per (batch, head) holding every key in order (common.h's pack_all_keys for
-// the bf16 engines): the heads packed in parallel, each by Engine::pack.
+// One panel per (batch, kv head) holding every key in order (common.h's pack_all_keys for
+// the bf16 engines, indexed by kv_index): the heads packed in parallel, each by Engine::pack.
 template <class Engine>
 std::vector<typename Engine::Panel> pack_all_heads(const InputsBf16& in) {
   const AttentionShape& s = in.shape;
-  std::vector<typename Engine::Panel> panels(static_cast<size_t>(s.batch * s.num_heads));
+  std::vector<typename Engine::Panel> panels(static_cast<size_t>(s.batch * s.num_kv_heads));
   const int64_t n = static_cast<int64_t>(panels.size());
 #pragma omp parallel for schedule(static)
-  for (int64_t bh = 0; bh < n; ++bh)
-    Engine::pack(in.k + bh * s.seq_len_k * s.head_dim, in.v + bh * s.seq_len_k * s.head_dim_v,
-                 s.head_dim, s.head_dim_v, s.seq_len_k, [](int64_t u) { return u; }, panels[bh]);
+  for (int64_t bkv = 0; bkv < n; ++bkv)
+    Engine::pack(in.k + bkv * s.seq_len_k * s.head_dim, in.v + bkv * s.seq_len_k * s.head_dim_v,
+                 s.head_dim, s.head_dim_v, s.seq_len_k, [](int64_t u) { return u; }, panels[bkv]);
   return panels;
 }
 
@@ -269,10 +270,14 @@ class Bf16Tile {
   // Starts a tile of `rows` (1..kBr) queries; row(r) points at query r's head_dim bf16
   // values, copied as pairs (an odd head_dim's last pair gets a zero partner), the rows of
   // each group of kRowGroup interleaved (qk_rows).
+  // mods: as FlashTile::begin, in base-2 units here (the cap, the slope and σ times
+  // log2(e), so the pipeline acts on the scores as this engine keeps them).
   template <class RowPtr>
-  void begin(int64_t rows, RowPtr row, float scale) {
+  void begin(int64_t rows, RowPtr row, float scale, const TileMods& mods = TileMods{}) {
     rows_ = rows;
     scale_log2_ = scale * kLog2e;  // scores in base-2 units (softmax_update)
+    pipeline_ = ScorePipeline(mods, kLog2e);
+    const float m0 = mods.sink == kNegInf ? kNegInf : mods.sink * kLog2e;
     for (int64_t r = 0; r < rows; ++r) {
       const uint16_t* qr = row(r);
       const int64_t r0 = group_start(r), R = group_size(r0);
@@ -282,16 +287,21 @@ class Bf16Tile {
         const uint32_t hi = 2 * p + 1 < head_dim_ ? qr[2 * p + 1] : 0u;
         qg[p * R + (r - r0)] = lo | hi << 16;
       }
-      m_[r] = kNegInf;
+      m_[r] = m0;
     }
     std::fill(l_.begin(), l_.begin() + rows * 16, 0.0f);
+    // A sink: the running sum starts at exp2(σ·log2 e − m0) = 1, in lane 0 of each row.
+    if (m0 != kNegInf)
+      for (int64_t r = 0; r < rows; ++r) l_[r * 16] = 1.0f;
     std::fill(o_.begin(), o_.begin() + rows * ldv_, 0.0f);
   }
 
   // Consumes panel keys [u0, u0 + nc), 1 <= nc <= kBc; mask(r, s) as in FlashTile::step
   // (s: row r's float32 scores, scaled by scale·log2(e); the masks only write -inf).
   template <class Mask>
-  void step(const KeyPanelBf16& panel, int64_t u0, int64_t nc, Mask&& mask) {
+  void step(const KeyPanelBf16& panel, int64_t u0, int64_t nc, Mask&& mask,
+            ChunkKeys keys = kPanelOrder) {
+    keys = resolve_keys(keys, u0);
     const int64_t width = round_up(nc, kStep);
     const int64_t npairs = (nc + 1) / 2;
     // K: in place when the chunk starts on a panel block (dense, block layouts), else
@@ -316,6 +326,7 @@ class Bf16Tile {
     });
     for (int64_t r = 0; r < rows_; ++r) {
       float* s = s_.data() + r * kBc;
+      if (pipeline_.active()) pipeline_.apply(r, s, width, keys);  // softcap, ALiBi
       for (int64_t c = nc; c < width; ++c) s[c] = kNegInf;  // panel padding is no key
       mask(r, s);
       softmax_update(r, s, width, p_.data() + r * (kBc / 2));
@@ -457,6 +468,7 @@ class Bf16Tile {
   int64_t head_dim_, pairs_, head_dim_v_, ldv_;
   int64_t rows_ = 0;
   float scale_log2_ = 1.0f;  // scale · log2(e)
+  ScorePipeline pipeline_;   // softcap and ALiBi in base-2 units (inactive: plain)
   std::vector<uint32_t> q_;  // [kBr][pairs] the tile's queries as bf16 pairs, per row group
                              // [pairs][R] (interleaved)
   std::vector<float> s_;     // [kBr][kBc] scaled scores (float32)

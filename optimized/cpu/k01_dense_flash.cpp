@@ -4,6 +4,11 @@
 // (atol 2e-5, rtol 2e-4, core/numerics.h) on every element of o and lse; serves pattern
 // kind `dense`, causal or not, any seq_len_q/seq_len_k (bottom-right aligned causal mask),
 // key padding. Bit-identical for any OpenMP thread count.
+// Modern attention (contract §2.7–§2.9; registry features kModern), same tolerance: k, v
+// with H_kv heads, query head h reading kv head h / g (one panel per kv head, the g query
+// heads of a kv head run one after another on it);
+// softcap and ALiBi on each chunk's scores before the mask; a sink as each real row's
+// initial running max and sum (flash_tile.h). Plain problems take the unmodified path.
 // bf16 twin (k01_dense_flash_bf16, entry cpu_k01_dense_flash_bf16, kernels_bf16.h): this body
 // on the bf16 engines of flash_tile_bf16.h, kTolBfloat16 against the oracle on bf16-rounded
 // inputs.
@@ -39,15 +44,22 @@ void k01_body(const In& in, const Outputs& out, const char* name) {
   const int64_t offset = s.seq_len_k - s.seq_len_q;
   const int64_t num_q_tiles = (s.seq_len_q + kBr - 1) / kBr;
 
+  const int64_t g = s.group();
+
   parallel_tiles<Engine>(in, s.batch * s.num_heads * num_q_tiles, [&](int64_t item, auto& t) {
-    const int64_t bh = item / num_q_tiles, b = bh / s.num_heads, h = bh % s.num_heads;
-    const int64_t i0 = (item % num_q_tiles) * kBr;
+    // Items in (batch, kv head, query tile, head of the group) order: the g query heads
+    // reading one kv head's panel (contract §2.7) run one after another on the same keys,
+    // which are then still in cache. g = 1: (batch, head, query tile), as before GQA.
+    const int64_t bkv = item / (num_q_tiles * g), qt = item / g % num_q_tiles;
+    const int64_t b = bkv / s.num_kv_heads, h = bkv % s.num_kv_heads * g + item % g;
+    const int64_t i0 = qt * kBr;
     const int64_t rows = std::min(kBr, s.seq_len_q - i0);
     const auto hv = head_view(in, out, b, h);
-    const auto& panel = panels[bh];
+    const auto& panel = panels[bkv];
     const uint8_t* key_valid = key_padding_row(pattern, b);
 
-    t.begin(rows, [&](int64_t r) { return hv.q + (i0 + r) * s.head_dim; }, in.scale);
+    t.begin(rows, [&](int64_t r) { return hv.q + (i0 + r) * s.head_dim; }, in.scale,
+            tile_mods(in.mods, s, b, h, i0));
     // Causal: the last row of the tile sees keys up to its position; later keys are
     // masked for every row of the tile, so they are not visited at all.
     const int64_t key_end =

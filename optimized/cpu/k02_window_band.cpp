@@ -3,6 +3,11 @@
 // Contract: matches a1_dense_masked within kTolFloat32 (atol 2e-5, rtol 2e-4,
 // core/numerics.h); serves pattern kind `window` with dilation 1 (symmetric or a (left,
 // right) pair, contract §3.3; causal or not, any seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
+// Modern attention (contract §2.7–§2.9; registry features kModern), same tolerance: k, v
+// with H_kv heads, query head h reading kv head h / g (one panel per kv head, shared by its
+// g query heads);
+// softcap and ALiBi on each chunk's scores before the mask; a sink as each real row's
+// initial running max and sum (flash_tile.h). Plain problems take the unmodified path.
 // bf16 twin (k02_window_band_bf16, kernels_bf16.h): this body on the bf16 engines of
 // flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs.
 //
@@ -39,9 +44,14 @@ void k02_body(const In& in, const Outputs& out, const char* name) {
   const auto panels = pack_all_keys<Engine>(in);
   const int64_t num_q_tiles = (s.seq_len_q + kBr - 1) / kBr;
 
+  const int64_t g = s.group();
+
   parallel_tiles<Engine>(in, s.batch * s.num_heads * num_q_tiles, [&](int64_t item, auto& t) {
-    const int64_t bh = item / num_q_tiles, b = bh / s.num_heads, h = bh % s.num_heads;
-    const int64_t i0 = (item % num_q_tiles) * kBr;
+    // Items in (batch, kv head, query tile, head of the group) order, as in k01: the g query
+    // heads of a kv head visit the same band of its panel one after another.
+    const int64_t bkv = item / (num_q_tiles * g), qt = item / g % num_q_tiles;
+    const int64_t b = bkv / s.num_kv_heads, h = bkv % s.num_kv_heads * g + item % g;
+    const int64_t i0 = qt * kBr;
     const int64_t rows = std::min(kBr, s.seq_len_q - i0);
     const auto hv = head_view(in, out, b, h);
     const uint8_t* key_valid = key_padding_row(pattern, b);
@@ -56,15 +66,17 @@ void k02_body(const In& in, const Outputs& out, const char* name) {
       common_first = std::max(common_first, first[r]);
       common_last = std::min(common_last, last[r]);
     }
-    t.begin(rows, [&](int64_t r) { return hv.q + (i0 + r) * s.head_dim; }, in.scale);
+    t.begin(rows, [&](int64_t r) { return hv.q + (i0 + r) * s.head_dim; }, in.scale,
+            tile_mods(in.mods, s, b, h, i0));
+    const auto& panel = panels[bkv];
     const KeySpan span = band_key_span(band, i0, i0 + rows);
     for (int64_t j0 = span.lo; j0 <= span.hi; j0 += kBc) {
       const int64_t nc = std::min(kBc, span.hi + 1 - j0);
       if (j0 >= common_first && j0 + nc - 1 <= common_last && key_valid == nullptr) {
-        t.step(panels[bh], j0, nc, NoMask{});
+        t.step(panel, j0, nc, NoMask{});
         continue;
       }
-      t.step(panels[bh], j0, nc, [&](int64_t r, float* sc) {
+      t.step(panel, j0, nc, [&](int64_t r, float* sc) {
         // Row r's keys are one range: mask the columns before and after it (two fills,
         // not a compare per score).
         mask_outside(sc, nc, first[r] - j0, last[r] - j0);

@@ -5,6 +5,11 @@
 // core/numerics.h); serves pattern kind `window` (symmetric or (left, right), contract
 // §3.3), any dilation d >= 1 (causal or not, any
 // seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
+// Modern attention (contract §2.7–§2.9; registry features kModern), same tolerance: k, v
+// with H_kv heads, query head h reading kv head h / g (one panel per (kv head, residue
+// class); ALiBi's p and j step by the dilation);
+// softcap and ALiBi on each chunk's scores before the mask; a sink as each real row's
+// initial running max and sum (flash_tile.h). Plain problems take the unmodified path.
 // bf16 twin (k03_window_dilated_bf16, kernels_bf16.h): this body on the bf16 engines of
 // flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs.
 //
@@ -49,11 +54,14 @@ void k03_body(const In& in, const Outputs& out, const char* name) {
   };
 
   const int64_t num_bh = s.batch * s.num_heads;
-  std::vector<typename Engine::Panel> panels(static_cast<size_t>(num_bh * d));
+  // One panel per (batch, kv head, class), packed once and shared by the g query heads of
+  // the kv head (contract §2.7): panel kv_index(b, h)·d + c.
+  const int64_t num_bkv = s.batch * s.num_kv_heads;
+  std::vector<typename Engine::Panel> panels(static_cast<size_t>(num_bkv * d));
 #pragma omp parallel for schedule(static)
-  for (int64_t p = 0; p < num_bh * d; ++p) {
-    const int64_t bh = p / d, c = p % d;
-    Engine::pack(in.k + bh * s.seq_len_k * s.head_dim, in.v + bh * s.seq_len_k * s.head_dim_v,
+  for (int64_t p = 0; p < num_bkv * d; ++p) {
+    const int64_t bkv = p / d, c = p % d;
+    Engine::pack(in.k + bkv * s.seq_len_k * s.head_dim, in.v + bkv * s.seq_len_k * s.head_dim_v,
               s.head_dim, s.head_dim_v, num_keys(c), [&](int64_t u) { return c + d * u; },
               panels[p]);
   }
@@ -74,7 +82,7 @@ void k03_body(const In& in, const Outputs& out, const char* name) {
     const int64_t i_first = first_query(c);
     auto query = [&](int64_t r) { return i_first + d * (m0 + r); };
     const auto hv = head_view(in, out, b, h);
-    const auto& panel = panels[bh * d + c];
+    const auto& panel = panels[kv_index(s, b, h) * d + c];
     const uint8_t* key_valid = key_padding_row(pattern, b);
 
     // Row r attends class keys [first[r], last[r]]: position p = c + d·u_p, t in band.
@@ -93,18 +101,23 @@ void k03_body(const In& in, const Outputs& out, const char* name) {
       common_first = std::max(common_first, first[r]);
       common_last = std::min(common_last, last[r]);
     }
-    t.begin(rows, [&](int64_t r) { return hv.q + query(r) * s.head_dim; }, in.scale);
+    // The tile's rows are class queries d apart, its chunks class keys d apart (ALiBi's
+    // p and j, contract §2.8).
+    TileMods mods = tile_mods(in.mods, s, b, h, query(0));
+    mods.q_pos_step = d;
+    t.begin(rows, [&](int64_t r) { return hv.q + query(r) * s.head_dim; }, in.scale, mods);
     for (int64_t u0 = lo; u0 <= hi; u0 += kBc) {
       const int64_t nc = std::min(kBc, hi + 1 - u0);
+      const ChunkKeys keys{c + d * u0, d};
       if (u0 >= common_first && u0 + nc - 1 <= common_last && key_valid == nullptr) {
-        t.step(panel, u0, nc, NoMask{});
+        t.step(panel, u0, nc, NoMask{}, keys);
         continue;
       }
       t.step(panel, u0, nc, [&](int64_t r, float* sc) {
         for (int64_t k = 0; k < nc; ++k)
           if (u0 + k < first[r] || u0 + k > last[r]) sc[k] = kNegInf;
         mask_padded_keys(key_valid, sc, nc, [&](int64_t k) { return c + d * (u0 + k); });
-      });
+      }, keys);
     }
     t.finish([&](int64_t r, const float* o_row, float lse) {
       write_row(hv, pattern, b, query(r), s.head_dim_v, o_row, lse);

@@ -4,6 +4,11 @@
 // Contract: matches a1_dense_masked within kTolFloat32 (atol 2e-5, rtol 2e-4,
 // core/numerics.h); serves pattern kind `longformer` (any dilation, symmetric window or a
 // (left, right) pair, causal or not, any seq_len_q/seq_len_k), key padding. Bit-identical for any OpenMP thread count.
+// Modern attention (contract §2.7–§2.9; registry features kModern), same tolerance: k, v
+// with H_kv heads, query head h reading kv head h / g (band and global panels per kv head;
+// ALiBi reads the global rows' and keys' positions);
+// softcap and ALiBi on each chunk's scores before the mask; a sink as each real row's
+// initial running max and sum (flash_tile.h). Plain problems take the unmodified path.
 // bf16 twin (k04_longformer_bf16, kernels_bf16.h): this body on the bf16 engines of
 // flash_tile_bf16.h, kTolBfloat16 on bf16-rounded inputs.
 //
@@ -63,13 +68,16 @@ void k04_body(const In& in, const Outputs& out, const char* name) {
 
   const int64_t num_bh = s.batch * s.num_heads;
   const int64_t num_g = static_cast<int64_t>(global.size());
+  // Both panels per (batch, kv head), packed once for the g query heads reading it
+  // (contract §2.7), indexed by kv_index.
   const auto panels = pack_all_keys<Engine>(in);
-  std::vector<typename Engine::Panel> global_panels(static_cast<size_t>(num_bh));
+  const int64_t num_bkv = s.batch * s.num_kv_heads;
+  std::vector<typename Engine::Panel> global_panels(static_cast<size_t>(num_bkv));
 #pragma omp parallel for schedule(static)
-  for (int64_t bh = 0; bh < num_bh; ++bh)
-    Engine::pack(in.k + bh * s.seq_len_k * s.head_dim, in.v + bh * s.seq_len_k * s.head_dim_v,
+  for (int64_t bkv = 0; bkv < num_bkv; ++bkv)
+    Engine::pack(in.k + bkv * s.seq_len_k * s.head_dim, in.v + bkv * s.seq_len_k * s.head_dim_v,
               s.head_dim, s.head_dim_v, num_g, [&](int64_t u) { return global[u]; },
-              global_panels[bh]);
+              global_panels[bkv]);
 
   const int64_t band_items = (s.seq_len_q + kBr - 1) / kBr;
   const int64_t global_items = (static_cast<int64_t>(global_queries.size()) + kBr - 1) / kBr;
@@ -80,6 +88,8 @@ void k04_body(const In& in, const Outputs& out, const char* name) {
     const int64_t local = item % items_per_bh;
     const auto hv = head_view(in, out, b, h);
     const uint8_t* key_valid = key_padding_row(pattern, b);
+    const int64_t bkv = kv_index(s, b, h);
+    const auto& panel = panels[bkv];
 
     if (local >= band_items) {  // a group of global query rows: full rows
       const int64_t g0 = (local - band_items) * kBr;
@@ -87,10 +97,13 @@ void k04_body(const In& in, const Outputs& out, const char* name) {
       const int64_t* qi = global_queries.data() + g0;
       int64_t key_end = 0;
       for (int64_t r = 0; r < rows; ++r) key_end = std::max(key_end, limit(qi[r]));
-      t.begin(rows, [&](int64_t r) { return hv.q + qi[r] * s.head_dim; }, in.scale);
+      // The rows are the global queries qi[r], at positions qi[r] + offset (ALiBi's p).
+      TileMods mods = tile_mods(in.mods, s, b, h, 0);
+      mods.q_list = qi;
+      t.begin(rows, [&](int64_t r) { return hv.q + qi[r] * s.head_dim; }, in.scale, mods);
       for (int64_t j0 = 0; j0 < key_end; j0 += kBc) {
         const int64_t nc = std::min(kBc, key_end - j0);
-        t.step(panels[bh], j0, nc, [&](int64_t r, float* sc) {
+        t.step(panel, j0, nc, [&](int64_t r, float* sc) {
           for (int64_t c = std::max<int64_t>(limit(qi[r]) - j0, 0); c < nc; ++c) sc[c] = kNegInf;
           mask_padded_keys(key_valid, sc, nc, [&](int64_t c) { return j0 + c; });
         });
@@ -121,7 +134,8 @@ void k04_body(const In& in, const Outputs& out, const char* name) {
       const int64_t delta = j - steps[r].position;
       return delta % d == 0 && delta / d >= steps[r].t_lo && delta / d <= steps[r].t_hi;
     };
-    t.begin(rows, [&](int64_t r) { return hv.q + (i0 + r) * s.head_dim; }, in.scale);
+    t.begin(rows, [&](int64_t r) { return hv.q + (i0 + r) * s.head_dim; }, in.scale,
+            tile_mods(in.mods, s, b, h, i0));
     const KeySpan span = band_key_span(band, i0, i0 + rows);
     for (int64_t j0 = span.lo; j0 <= span.hi; j0 += kBc) {
       const int64_t nc = std::min(kBc, span.hi + 1 - j0);
@@ -129,10 +143,10 @@ void k04_body(const In& in, const Outputs& out, const char* name) {
       // padding, need no mask (most of the band, as in k02).
       if (d == 1 && !any_global_row && key_valid == nullptr && j0 >= common_first &&
           j0 + nc - 1 <= common_last) {
-        t.step(panels[bh], j0, nc, NoMask{});
+        t.step(panel, j0, nc, NoMask{});
         continue;
       }
-      t.step(panels[bh], j0, nc, [&](int64_t r, float* sc) {
+      t.step(panel, j0, nc, [&](int64_t r, float* sc) {
         if (is_global_query(i0 + r)) {  // computed by a global-row item
           std::fill(sc, sc + nc, kNegInf);
           return;
@@ -148,14 +162,14 @@ void k04_body(const In& in, const Outputs& out, const char* name) {
     }
     for (int64_t u0 = 0; u0 < num_g; u0 += kBc) {
       const int64_t nc = std::min(kBc, num_g - u0);
-      t.step(global_panels[bh], u0, nc, [&](int64_t r, float* sc) {
+      t.step(global_panels[bkv], u0, nc, [&](int64_t r, float* sc) {
         const int64_t i = i0 + r;
         for (int64_t c = 0; c < nc; ++c) {
           const int64_t g = global[u0 + c];
           if (is_global_query(i) || g >= limit(i) || in_band(r, g)) sc[c] = kNegInf;
         }
         mask_padded_keys(key_valid, sc, nc, [&](int64_t c) { return global[u0 + c]; });
-      });
+      }, ChunkKeys{0, 0, global.data() + u0, nc});
     }
     t.finish([&](int64_t r, const float* o_row, float lse) {
       if (!is_global_query(i0 + r)) write_row(hv, pattern, b, i0 + r, s.head_dim_v, o_row, lse);

@@ -5,6 +5,11 @@
 // core/numerics.h); serves pattern kinds `bigbird` (ITC) and `bigbird-etc`, any
 // block_size, seq_len not a multiple of it, zero random blocks, per-head random tables,
 // key padding. Bit-identical for any OpenMP thread count.
+// Modern attention (contract §2.7–§2.9; registry features kModern), same tolerance: k, v
+// with H_kv heads, query head h reading kv head h / g (one panel per kv head, shared by its
+// g query heads (layout_walk.h));
+// softcap and ALiBi on each chunk's scores before the mask; a sink as each real row's
+// initial running max and sum (flash_tile.h). Plain problems take the unmodified path.
 // bf16 twin (k05_bigbird_blocks_bf16, kernels_bf16.h): the same walk on the bf16 engines,
 // kTolBfloat16 on bf16-rounded inputs.
 //

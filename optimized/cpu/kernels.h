@@ -6,12 +6,15 @@
 //   core/numerics.h: |o - o_ref| <= 2e-5 + 2e-4·|o_ref| per element, lse likewise,
 //   -inf lse (fully masked row) exactly where the oracle has it, never NaN.
 //   q: [batch, num_heads, seq_len_q, head_dim]    float32, row-major
-//   k: [batch, num_heads, seq_len_k, head_dim]
-//   v: [batch, num_heads, seq_len_k, head_dim_v]
+//   k: [batch, num_kv_heads, seq_len_k, head_dim]   (num_kv_heads divides num_heads)
+//   v: [batch, num_kv_heads, seq_len_k, head_dim_v]
 //   o: [batch, num_heads, seq_len_q, head_dim_v], lse: [batch, num_heads, seq_len_q]
 //   scale: already resolved (1/sqrt(head_dim) by default), finite.
 //   The pattern was materialized for these sizes (registry make_problem() checks it).
 //   Outputs are bit-identical for any number of OpenMP threads.
+//   Modern attention (contract §2.7–§2.9): every kernel k01 … k06 reads grouped kv heads
+//   (num_kv_heads < num_heads) and in.mods (softcap, ALiBi slopes, sinks, float32); their
+//   registry entries list kModern, so Kernel::run hands them such problems.
 // Each kernel throws InvalidArgument("pattern", ...) for a pattern kind it does not serve.
 #pragma once
 
@@ -22,6 +25,19 @@
 
 namespace sparseattn::cpu {
 
+// The score modifiers of contract §2.8–§2.9 in float32 (the entry converts ScoreMods); a
+// default Mods is plain attention. Only the kernels whose registry entry lists the
+// features read it (the others are never handed a problem that sets one: Kernel::run).
+struct Mods {
+  float softcap = 0.0f;               // c > 0; 0: no softcap
+  const float* slopes = nullptr;      // ALiBi a[b, h] = slopes[b·slopes_batch_stride + h]
+  int64_t slopes_batch_stride = 0;    // 0 for [H_q] slopes, H_q for [B, H_q]
+  const float* sinks = nullptr;       // σ_h = sinks[h], [H_q]; nullptr: no sinks
+  bool any() const { return softcap > 0.0f || slopes != nullptr || sinks != nullptr; }
+};
+
+// k and v hold shape.num_kv_heads heads; query head h reads kv head h / shape.group()
+// (contract §2.7; num_kv_heads == num_heads for plain multi-head attention).
 struct Inputs {
   const float* q = nullptr;
   const float* k = nullptr;
@@ -29,6 +45,7 @@ struct Inputs {
   AttentionShape shape;
   const Pattern* pattern = nullptr;
   float scale = 0.0f;
+  Mods mods;
 };
 
 struct Outputs {

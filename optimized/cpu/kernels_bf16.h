@@ -30,11 +30,12 @@ namespace sparseattn::cpu {
 
 struct InputsBf16 {
   const uint16_t* q = nullptr;  // [batch, num_heads, seq_len_q, head_dim] bfloat16 bits
-  const uint16_t* k = nullptr;  // [batch, num_heads, seq_len_k, head_dim]
-  const uint16_t* v = nullptr;  // [batch, num_heads, seq_len_k, head_dim_v]
+  const uint16_t* k = nullptr;  // [batch, num_kv_heads, seq_len_k, head_dim]
+  const uint16_t* v = nullptr;  // [batch, num_kv_heads, seq_len_k, head_dim_v]
   AttentionShape shape;
   const Pattern* pattern = nullptr;
   float scale = 0.0f;
+  Mods mods;  // float32, as in the float32 kernels: only q, k, v are rounded to bf16
 };
 
 // X(kernel, serves): the bf16 kernel of each float32 kernel, and the check they share.

@@ -96,7 +96,6 @@ void run_layout_kernel(const In& in, const Outputs& out, bool coalesce) {
       const int64_t b = item / items_per_b, local = item % items_per_b;
       const int64_t h =
           std::upper_bound(head_start.begin(), head_start.end(), local) - head_start.begin() - 1;
-      const int64_t bh = b * s.num_heads + h;
       const int64_t T = pattern.head(h).tile;
       const int64_t qt = (local - head_start[h]) / blocks_per_tile(h);
       const int64_t r_in_tile = ((local - head_start[h]) % blocks_per_tile(h)) * kBr;
@@ -104,8 +103,10 @@ void run_layout_kernel(const In& in, const Outputs& out, bool coalesce) {
       const int64_t rows = std::min({kBr, T - r_in_tile, s.seq_len_q - i0});
       if (rows <= 0) continue;
       const auto hv = head_view(in, out, b, h);
-      t.begin(rows, [&](int64_t r) { return hv.q + (i0 + r) * s.head_dim; }, in.scale);
-      walk_layout_row(pattern.head(h), qt, r_in_tile, panels[bh], key_padding_row(pattern, b),
+      t.begin(rows, [&](int64_t r) { return hv.q + (i0 + r) * s.head_dim; }, in.scale,
+              tile_mods(in.mods, s, b, h, i0));
+      walk_layout_row(pattern.head(h), qt, r_in_tile, panels[kv_index(s, b, h)],
+                      key_padding_row(pattern, b),
                       coalesce, pieces, t);
       t.finish([&](int64_t r, const float* o_row, float lse) {
         write_row(hv, pattern, b, i0 + r, s.head_dim_v, o_row, lse);

@@ -53,13 +53,13 @@ TEST_P(LadderVsOracle, EveryServingStepMatchesA1AtItsDeclaredTolerance) {
     EXPECT_TRUE(o.pass) << report_json(o, "o", step.tol);
     EXPECT_TRUE(lse.pass) << report_json(lse, "lse", step.tol);
   }
-  // Which steps must have run: a1, a2, a4, a5 serve every pattern; a3 only `window`;
+  // Which steps must have run: a1, a2, a4, a5, a6 serve every pattern; a3 only `window`;
   // a3g `window` and `longformer`; a0 only dense without causal. A serves() that wrongly
   // says "no" fails here.
   const bool dense = c.spec.kind == PatternKind::dense && !c.spec.causal;
   const bool window = c.spec.kind == PatternKind::window;
   const bool longformer = c.spec.kind == PatternKind::longformer;
-  const int expected = 4 + 2 * window + longformer + dense;
+  const int expected = 5 + 2 * window + longformer + dense;
   EXPECT_EQ(served, expected);
 }
 
