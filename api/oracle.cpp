@@ -14,7 +14,9 @@
 namespace sparseattn::api {
 namespace {
 
-// contract §2 on the sampled rows, float64, keys from Pattern::allowed (the oracle's mask).
+// contract §2 on the sampled rows, float64, keys from Pattern::allowed (the oracle's mask),
+// with the problem's grouped kv heads, score pipeline and sinks (contract §2.7-§2.9) as
+// a1_dense_masked applies them.
 void sampled_oracle(const Problem& p, const std::vector<int64_t>& rows, Tensor<double>& o,
                     Tensor<double>& lse) {
   const AttentionShape& s = p.shape;
@@ -26,27 +28,32 @@ void sampled_oracle(const Problem& p, const std::vector<int64_t>& rows, Tensor<d
     for (int64_t h = 0; h < s.num_heads; ++h)
       for (int64_t r = 0; r < nr; ++r) {
         const int64_t i = rows[r], bh = b * s.num_heads + h, out_row = bh * nr + r;
+        const int64_t bk = b * s.num_kv_heads + h / s.group();  // kv head h / g
+        const int64_t position = i + s.seq_len_k - s.seq_len_q;
         const double* q = p.q.ptr() + (bh * s.seq_len_q + i) * s.head_dim;
-        double m = -std::numeric_limits<double>::infinity();
+        const double sink = p.pattern->query_valid(b, i)
+                                ? p.mods.sink(h)
+                                : -std::numeric_limits<double>::infinity();
+        double m = sink;
         for (int64_t j = 0; j < s.seq_len_k; ++j) {
           score[j] = -std::numeric_limits<double>::infinity();
           if (!p.pattern->allowed(b, h, i, j)) continue;
-          const double* k = p.k.ptr() + (bh * s.seq_len_k + j) * s.head_dim;
+          const double* k = p.k.ptr() + (bk * s.seq_len_k + j) * s.head_dim;
           double dot = 0.0;
           for (int64_t d = 0; d < s.head_dim; ++d) dot += q[d] * k[d];
-          score[j] = p.scale * dot;
+          score[j] = pipeline_score(p.scale * dot, p.mods, b, h, position, j);
           m = std::max(m, score[j]);
         }
         if (m == -std::numeric_limits<double>::infinity()) {
           lse.data[out_row] = m;  // fully masked: o = 0, lse = -inf
           continue;
         }
-        double l = 0.0;
+        double l = std::exp(sink - m);  // 0 without a sink; a row of only the sink: lse = σ
         for (int64_t j = 0; j < s.seq_len_k; ++j) {
           if (score[j] == -std::numeric_limits<double>::infinity()) continue;
           const double e = std::exp(score[j] - m);
           l += e;
-          const double* v = p.v.ptr() + (bh * s.seq_len_k + j) * s.head_dim_v;
+          const double* v = p.v.ptr() + (bk * s.seq_len_k + j) * s.head_dim_v;
           for (int64_t d = 0; d < s.head_dim_v; ++d) o.data[out_row * s.head_dim_v + d] += e * v[d];
         }
         for (int64_t d = 0; d < s.head_dim_v; ++d) o.data[out_row * s.head_dim_v + d] /= l;
@@ -57,8 +64,8 @@ void sampled_oracle(const Problem& p, const std::vector<int64_t>& rows, Tensor<d
 // The oracle of the whole output (full) or of `rows` of every (batch, head).
 Oracle oracle_on(const Problem& problem, bool full, std::vector<int64_t> rows) {
   if (full) {
-    AttentionResult ref =
-        a1_dense_masked(problem.q, problem.k, problem.v, *problem.pattern, &problem.scale);
+    AttentionResult ref = a1_dense_masked(problem.q, problem.k, problem.v, *problem.pattern,
+                                          &problem.scale, problem.mods);
     return full_oracle(problem, std::move(ref.o), std::move(ref.lse));
   }
   Oracle oracle;

@@ -123,3 +123,17 @@ def test_head_counts_that_do_not_group_are_refused():
     k = v = np.zeros((1, 3, 2, 2))
     with pytest.raises(ValueError, match=r"invalid k num_heads = 3: must divide q num_heads \(4\)"):
         sa.attend(q, k, v, sa.Pattern.dense())
+
+
+def test_time_impl_checks_a_modern_kernel_against_the_oracle_with_the_same_modifiers(inputs):
+    # The harness's oracle (api/oracle.h) applies the problem's grouped heads, softcap and
+    # sinks, so a kernel that reads them is checked and timed; one that does not is refused.
+    q, k, v = inputs
+    sinks = np.linspace(-1.0, 2.0, 8)
+    t = sa.time_impl(q, k, v, sa.Pattern.dense(causal=True), "cpu_k01_dense_flash", repeats=1,
+                     warmup=0, softcap=1.5, sinks=sinks)
+    o_ref, lse_ref = sa.attend(q, k, v, sa.Pattern.dense(causal=True), softcap=1.5, sinks=sinks)
+    np.testing.assert_allclose(t.o, o_ref, atol=2e-5, rtol=2e-4)
+    np.testing.assert_allclose(t.lse, lse_ref, atol=2e-5, rtol=2e-4)
+    with pytest.raises(ValueError, match="does not serve grouped-query heads, softcap"):
+        sa.time_impl(q, k, v, sa.Pattern.dense(), "a0_dense", repeats=1, softcap=1.5)

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 10 — The attention of current models: a gpt-oss and a Gemma 2 layer
+# # 11 — The attention of current models: a gpt-oss and a Gemma 2 layer
 #
 # The models released in the last two years do not run the attention of the 2017 paper. A
 # gpt-oss layer reads 64 query heads from 8 kv heads, keeps a 128-token causal window on
