@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/presets.h"
 #include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/inputs.h"
@@ -60,6 +61,8 @@ struct AttendArgs {
   ConventionFlags conventions;
   CompatFlags compat;  // contract §3.12
   ScoreFlags score;    // contract §2.8-§2.9
+  PresetLayerFlags preset;  // --preset NAME --layer L (contract §6.4, cli/presets.h)
+  CLI::App* cmd = nullptr;
 };
 
 // [a, b, c, d] -> [a, c, b, d] in place of x (bshd <-> bhsd); empty tensors stay empty.
@@ -155,7 +158,8 @@ Tensor<double> load_dout(const std::string& path, const AttentionShape& s, bool 
   return d;
 }
 
-void run_attend(const AttendArgs& a) {
+void run_attend(const AttendArgs& args) {
+  AttendArgs a = args;  // --preset fills the pattern, scale and softcap below
   require(a.dtype.empty() || a.dtype == "float32" || a.dtype == "float64", "--dtype", a.dtype,
           "must be float32 or float64");
   const bool backward = !a.dout.empty();
@@ -179,6 +183,8 @@ void run_attend(const AttendArgs& a) {
                  {"--sinks", a.score.sinks}, {"--alibi-slopes", a.score.alibi_slopes},
                  {"--q-global", a.compat.q_global}, {"--k-global", a.compat.k_global},
                  {"--v-global", a.compat.v_global}, {"--global-mask", a.compat.global_mask}});
+  apply_preset_call(a.cmd, a.preset, a.pattern, a.scale, a.score, a.q, a.k, a.v,
+                    a.conventions.layout == "bshd");
   const Shape q_file_shape = read_npy_header(a.q, "--q").shape;
   const Shape k_file_shape = read_npy_header(a.k, "--k").shape;
   const Shape v_file_shape = read_npy_header(a.v, "--v").shape;
@@ -413,6 +419,10 @@ void register_attend(CLI::App& app) {
   add_convention_flags(cmd, args->conventions);
   add_compat_flags(cmd, args->compat);
   add_score_flags(cmd, args->score);
+  add_preset_layer_flags(cmd, args->preset,
+                         "the pattern flags, --scale and --softcap (q, k, v must have its heads "
+                         "and head_dim)");
+  args->cmd = cmd;
   cmd->callback([args] { run_attend(*args); });
 }
 

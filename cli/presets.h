@@ -9,7 +9,39 @@
 #include <string>
 #include <vector>
 
+#include "api/pattern_flags.h"
+#include "api/score_flags.h"
+
 namespace sparseattn::cli {
+
+// `--preset NAME --layer L` of attend, check and mask (contract §6.4): one layer of a model
+// preset instead of the pattern flags (and, for attend and check, the scale and softcap).
+struct PresetLayerFlags {
+  std::string preset;
+  int64_t layer = 0;
+  CLI::Option* preset_flag = nullptr;
+  CLI::Option* layer_flag = nullptr;
+};
+
+// Adds --preset and --layer to `cmd`; `what` says what the preset replaces.
+void add_preset_layer_flags(CLI::App* cmd, PresetLayerFlags& flags, const std::string& what);
+
+// mask: with --preset, `pattern` becomes the layer's pattern flags (its --key-padding-mask
+// kept); every pattern flag but --key-padding-mask, and each of `also_fixed`, given beside
+// it is refused. --layer without --preset, or --preset without --layer, is refused.
+// Returns whether a preset was given.
+bool apply_preset_pattern(const CLI::App* cmd, const PresetLayerFlags& flags,
+                          api::PatternFlags& pattern, const std::vector<std::string>& also_fixed);
+
+// attend and check: apply_preset_pattern(), and `scale` and `score.softcap` become the
+// preset's (written with 17 significant digits: the same double); --scale, --softcap,
+// --alibi-slopes and the compatibility flags are refused beside --preset; --sinks is
+// required when the model has sinks and refused when it has none; the heads and head_dim
+// of the files q, k, v must be the preset's (api::check_preset_inputs).
+void apply_preset_call(const CLI::App* cmd, const PresetLayerFlags& flags,
+                       api::PatternFlags& pattern, std::string& scale, api::ScoreFlags& score,
+                       const std::string& q, const std::string& k, const std::string& v,
+                       bool bshd);
 
 // Throws InvalidArgument(flag, "given", "--preset NAME fixes ...; leave FLAG out") for the
 // first of `flags` (option names of `cmd`) that was given: a preset must not be silently

@@ -43,6 +43,8 @@ def pattern_text(t: dict) -> str:
         return "dense" + causal
     if kind == "window":
         return f"window {p['window']}{causal}"
+    if kind == "chunked":
+        return f"chunked {p['chunk_size']}{causal}"
     if kind == "longformer":
         return f"longformer window {p['window']} global {p['global']}"
     if kind == "bigbird":
@@ -118,6 +120,11 @@ def test_parameters_follow_from_the_quoted_source_fields():
             assert m["head_dim"] == f["hidden_size"] // f["num_attention_heads"], m["name"]
         if "head_dim" in f:
             assert m["head_dim"] == f["head_dim"], m["name"]
+
+    m = load("llama-4-scout")  # query i sees its own attention_chunk_size chunk, up to i
+    assert m["layer_types"]["chunked"]["pattern"] == {
+        "pattern": "chunked", "chunk_size": m["fields"]["attention_chunk_size"], "causal": True}
+    assert m["schedule"] == ["chunked"] * (m["fields"]["no_rope_layer_interval"] - 1) + ["global"]
 
     m = load("mistral-7b-v0.1")  # reference: keys i - W .. i
     assert window(m, "sliding") == m["fields"]["sliding_window"]

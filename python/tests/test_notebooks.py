@@ -49,8 +49,8 @@ def run_cell(code: str, cwd: pathlib.Path, root=None) -> subprocess.CompletedPro
                           text=True, timeout=120)
 
 
-def test_there_are_nine_notebooks():
-    assert len(NOTEBOOKS) == 9, NOTEBOOKS
+def test_there_are_ten_notebooks():
+    assert len(NOTEBOOKS) == 10, NOTEBOOKS
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
