@@ -82,12 +82,12 @@ const std::vector<std::string>& pattern_flag_names() {
 }
 
 void refuse_overridden_flags(const CLI::App* cmd, const std::string& preset,
-                             const std::vector<std::string>& flags) {
+                             const std::vector<std::string>& flags, const std::string& fixes) {
   for (const std::string& f : flags) {
     const CLI::Option* o = cmd->get_option_no_throw(f);
     if (o && o->count() > 0)
-      throw InvalidArgument(f, "given", "--preset " + preset + " fixes the pattern, heads and "
-                                            "layers; leave " + f + " out");
+      throw InvalidArgument(f, "given", "--preset " + preset + " fixes " + fixes + "; leave " +
+                                            f + " out");
   }
 }
 
@@ -182,7 +182,7 @@ void add_preset_layer_flags(CLI::App* cmd, PresetLayerFlags& f, const std::strin
 }
 
 bool apply_preset_pattern(const CLI::App* cmd, const PresetLayerFlags& f, PatternFlags& pattern,
-                          const std::vector<std::string>& also_fixed) {
+                          const std::vector<std::string>& also_fixed, const std::string& fixes) {
   if (f.preset.empty()) {
     require(!f.layer_flag->count(), "--layer", f.layer, "selects a layer of a --preset; give --preset");
     return false;
@@ -191,7 +191,7 @@ bool apply_preset_pattern(const CLI::App* cmd, const PresetLayerFlags& f, Patter
   for (const std::string& flag : pattern_flag_names())
     if (flag != "--key-padding-mask") fixed.push_back(flag);  // the batch's padding, not the model's
   fixed.insert(fixed.end(), also_fixed.begin(), also_fixed.end());
-  refuse_overridden_flags(cmd, f.preset, fixed);
+  refuse_overridden_flags(cmd, f.preset, fixed, fixes);
   const ModelPreset p = load_preset(f.preset);
   require(f.layer_flag->count() > 0, "--layer", "missing",
           "--preset " + p.name + " needs --layer L, in [0, " + std::to_string(p.num_layers) +
@@ -207,7 +207,8 @@ void apply_preset_call(const CLI::App* cmd, const PresetLayerFlags& f, PatternFl
                        const std::string& k, const std::string& v, bool bshd) {
   if (!apply_preset_pattern(cmd, f, pattern,
                             {"--scale", "--softcap", "--alibi-slopes", "--compat", "--global-mask",
-                             "--q-global", "--k-global", "--v-global", "--attention-window"}))
+                             "--q-global", "--k-global", "--v-global", "--attention-window"},
+                            "the layer's pattern, its scale and softcap, and the score pipeline"))
     return;
   const ModelPreset p = load_preset(f.preset);
   const PresetLayerCall c = preset_layer_call(p, f.layer);

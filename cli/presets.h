@@ -31,7 +31,8 @@ void add_preset_layer_flags(CLI::App* cmd, PresetLayerFlags& flags, const std::s
 // it is refused. --layer without --preset, or --preset without --layer, is refused.
 // Returns whether a preset was given.
 bool apply_preset_pattern(const CLI::App* cmd, const PresetLayerFlags& flags,
-                          api::PatternFlags& pattern, const std::vector<std::string>& also_fixed);
+                          api::PatternFlags& pattern, const std::vector<std::string>& also_fixed,
+                          const std::string& fixes = "the layer's pattern and heads");
 
 // attend and check: apply_preset_pattern(), and `scale` and `score.softcap` become the
 // preset's (written with 17 significant digits: the same double); --scale, --softcap,
@@ -47,7 +48,8 @@ void apply_preset_call(const CLI::App* cmd, const PresetLayerFlags& flags,
 // first of `flags` (option names of `cmd`) that was given: a preset must not be silently
 // overridden.
 void refuse_overridden_flags(const CLI::App* cmd, const std::string& preset,
-                             const std::vector<std::string>& flags);
+                             const std::vector<std::string>& flags,
+                             const std::string& fixes = "the pattern, heads and layers");
 
 // The pattern flags of add_pattern_flags() (api/pattern_flags.h).
 const std::vector<std::string>& pattern_flag_names();

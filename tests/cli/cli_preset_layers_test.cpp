@@ -50,7 +50,7 @@ class CliPresetLayers : public CliTest {
     const RunResult c1 = run(c + preset_flags), c2 = run(c + explicit_flags);
     ASSERT_EQ(c1.exit_code, 0) << c1.err << c1.out;
     EXPECT_EQ(c1.out, c2.out);
-    EXPECT_TRUE(nlohmann::json::parse(c1.out)["passed"].get<bool>());
+    EXPECT_TRUE(nlohmann::json::parse(c1.out)["pass"].get<bool>());
   }
   void expect_refused(const std::string& args, const std::string& needle) {
     const RunResult r = run(args);
