@@ -161,8 +161,7 @@ def test_parameters_follow_from_the_quoted_source_fields():
         m["fields"]["blocksparse_vert_stride"])
     assert m["schedule"] == ["blocksparse"] * (m["fields"]["dense_attention_every_n_layers"] - 1) + ["dense"]
     m = load("llama-4-scout")  # (l + 1) % no_rope_layer_interval == 0 is global (NoPE)
-    assert m["layer_types"]["chunked"]["params"]["chunk_size"] == m["fields"]["attention_chunk_size"]
-    assert m["schedule"] == ["chunked"] * (m["fields"]["no_rope_layer_interval"] - 1) + ["global"]
+    assert m["layer_types"]["global"]["pattern"] == {"pattern": "dense", "causal": True}
     m = load("deepseek-v3.2")
     assert m["head_dim"] == m["fields"]["qk_nope_head_dim"] + m["fields"]["qk_rope_head_dim"]
     assert math.isclose(m["scale"], m["head_dim"] ** -0.5)
