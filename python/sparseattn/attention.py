@@ -227,7 +227,7 @@ def attend(q: Any, k: Any, v: Any, pattern: Optional[Pattern] = None,
         (grouped-query attention) query head ``h`` reads kv head ``h // (num_heads //
         num_kv_heads)`` (``repeat_interleave``; docs/contract.md §2.7).
     v : array, [batch, num_kv_heads, seq_len_k, head_dim_v]
-    pattern : Pattern
+    pattern : Pattern, or None with ``preset``
     impl : str
         A registry name (:func:`impls`): ``a0_dense`` ... ``a5_flash_tiled`` (float64
         reference ladder), ``cpu_k01_dense_flash`` ... (float32, OpenMP), ``cuda_*``
