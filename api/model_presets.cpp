@@ -148,7 +148,7 @@ void check_preset_inputs(const ModelPreset& p, const Shape& q, const Shape& k, c
   // Rank 2 to 4, leading dimensions 1 when omitted: heads at [1] (bhsd) or [2] (bshd).
   const auto heads = [bshd](const Shape& s) -> int64_t {
     if (s.size() < 3) return 1;
-    if (s.size() == 3) return bshd ? 1 : s[0];
+    if (s.size() == 3) return bshd ? s[1] : s[0];  // [L, H, D] or [H, L, D]
     return s[bshd ? 2 : 1];
   };
   const std::string of = " (--preset " + p.name + ")";

@@ -7,7 +7,7 @@
 //    "sinks": true, "kv_bytes_per_value": 2,
 //    "schedule": ["sliding", "full"],               (repeated from layer 0, cut at num_layers)
 //    "layer_types": {"sliding": {"pattern": {pattern-file entry}}, ...,
-//                    "chunked": {"pattern": null, "missing_kind": "chunked"}},
+//                    "blocksparse": {"pattern": null, "missing_kind": "block-sparse ..."}},
 //    "decisions": [...], "not_modelled": [...]}
 //
 // A layer type whose "pattern" is null needs a pattern kind this project does not have yet

@@ -6,6 +6,9 @@
 //                     [--dout DO.npy [--dq DQ.npy] [--dk DK.npy] [--dv DV.npy]
 //                                    [--dq-global DQG.npy --dk-global DKG.npy --dv-global DVG.npy]]
 //                     [pattern flags] [compatibility flags]
+//   sparseattn attend --preset NAME --layer L --q Q.npy --k K.npy --v V.npy --out O.npy ...
+//                     (one layer of a model preset: its pattern, scale and softcap; q, k, v
+//                     with its heads and head_dim; cli/presets.h, contract §6.4)
 //
 // Compatibility flags (contract §3.12, api/compat_flags.h): --compat hf-bigbird (--impl
 // a1_dense_masked or cpu_k07_hf_listing), --global-mask, --q-global/--k-global/--v-global

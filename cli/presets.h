@@ -1,6 +1,7 @@
-// `--preset NAME` for reach and info (contract §6.4; docs/models.md): a model's attention
-// stack from models/NAME.json instead of pattern flags. cmd_reach.cpp and cmd_info.cpp only
-// add the flag and call these; everything preset-specific lives in preset_commands.cpp.
+// `--preset NAME` for reach and info, and `--preset NAME --layer L` for attend, check and
+// mask (contract §6.4; docs/models.md): a model's attention stack (or one layer of it) from
+// models/NAME.json instead of pattern flags. The commands only add the flags and call these;
+// everything preset-specific lives in preset_commands.cpp.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -57,7 +58,8 @@ const std::vector<std::string>& pattern_flag_names();
 // `reach --preset NAME --seq-len N|A:B|A,B,C [--json]`: per layer the connected fraction and
 // the last query's receptive field, the depth at which the last query first reaches token 0,
 // mixing depth, diameter, mean shortest path, hop distances. Band stacks (windows and dense
-// layers only) use g2_reach_band, any n; other stacks g1 (its limits).
+// layers only) use g2_reach_band, any n; bands with chunked layers g2_reach_interval, any n;
+// other stacks g1 (its limits).
 void run_reach_preset(const std::string& preset, const std::string& seq_len_text, bool json);
 
 // `info --preset NAME --seq-len N|A:B|A,B,C [--layer L] [--json]`: per layer and in total
