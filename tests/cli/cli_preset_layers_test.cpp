@@ -104,6 +104,42 @@ TEST_F(CliPresetLayers, GptOssNeedsSinks) {
   expect_refused(a + "--preset gpt-oss-20b --layer 0", "invalid --sinks = missing");
 }
 
+// The preset's scale and softcap are what check's oracle uses: a candidate computed with the
+// default scale 1/sqrt(head_dim) = 1/16 but no softcap fails Gemma 2's layer 0.
+TEST_F(CliPresetLayers, CheckUsesThePresetsScoreParameters) {
+  write_qkv("g2", 16, 8, 24, 256);
+  RunResult r = run("attend " + qkv("g2") + " --dtype float64 --out " + path("g2_nocap.npy") +
+                    " --pattern window --window 4095 --causal --scale 0.0625");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run("check " + qkv("g2") + " --candidate " + path("g2_nocap.npy") +
+          " --preset gemma-2-9b --layer 0");
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_FALSE(nlohmann::json::parse(r.out)["pass"].get<bool>());
+}
+
+// --layout bshd, and files of rank 3 ([L, H, D]): the heads are read where the layout puts them.
+TEST_F(CliPresetLayers, BshdFilesOfAnyRank) {
+  const int64_t n = 16, d = 64;
+  Tensor<double> q = uniform_tensor({n, 64, d}, 41), k = uniform_tensor({n, 8, d}, 42),
+                 v = uniform_tensor({n, 8, d}, 43);
+  write_npy(path("b_q.npy"), q);
+  write_npy(path("b_k.npy"), k);
+  write_npy(path("b_v.npy"), v);
+  Tensor<double> sinks({64});
+  write_npy(path("b_s.npy"), sinks);
+  const std::string a = "attend " + qkv("b") + " --layout bshd --sinks " + path("b_s.npy") +
+                        " --dtype float64 --out ";
+  RunResult r = run(a + path("b_o1.npy") + " --preset gpt-oss-20b --layer 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run(a + path("b_o2.npy") + " --pattern dense --causal --scale 0.125");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(slurp(path("b_o1.npy")), slurp(path("b_o2.npy")));
+  // bhsd reads the same files as 16 heads of 64 tokens: refused, naming q's heads.
+  expect_refused("attend " + qkv("b") + " --sinks " + path("b_s.npy") + " --out " +
+                     path("refused_o.npy") + " --preset gpt-oss-20b --layer 1",
+                 "invalid --q heads = 16");
+}
+
 TEST_F(CliPresetLayers, MaskEqualsItsFlags) {
   RunResult r = run("mask --seq-len 40 --out " + path("m1.npy") + " --preset llama-4-scout --layer 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
