@@ -132,4 +132,45 @@ ModelPreset load_preset(const std::string& name) {
   return p;
 }
 
+PresetLayerCall preset_layer_call(const ModelPreset& p, int64_t layer) {
+  PresetLayerCall c;
+  c.entry = p.layer_entry(layer);  // checks the layer and the kind
+  c.type = p.type_of(layer);
+  c.pattern = flags_from_json(c.entry, "--preset " + p.name + ": layer " + std::to_string(layer));
+  c.scale = p.scale;
+  c.softcap = p.softcap;
+  c.sinks = p.sinks;
+  return c;
+}
+
+void check_preset_inputs(const ModelPreset& p, const Shape& q, const Shape& k, const Shape& v,
+                         bool bshd) {
+  // Rank 2 to 4, leading dimensions 1 when omitted: heads at [1] (bhsd) or [2] (bshd).
+  const auto heads = [bshd](const Shape& s) -> int64_t {
+    if (s.size() < 3) return 1;
+    if (s.size() == 3) return bshd ? s[1] : s[0];  // [L, H, D] or [H, L, D]
+    return s[bshd ? 2 : 1];
+  };
+  const std::string of = " (--preset " + p.name + ")";
+  const struct {
+    const char* name;
+    const Shape& shape;
+    int64_t want;
+    const char* what;
+  } rows[] = {{"--q", q, p.num_heads, "num_heads"},
+              {"--k", k, p.num_kv_heads, "num_kv_heads"},
+              {"--v", v, p.num_kv_heads, "num_kv_heads"}};
+  for (const auto& r : rows)
+    require(heads(r.shape) == r.want, std::string(r.name) + " heads",
+            std::to_string(heads(r.shape)) + " in shape " + shape_text(r.shape),
+            "must be the preset's " + std::string(r.what) + " " + std::to_string(r.want) + of);
+  for (const auto& r : rows) {
+    if (std::string(r.name) == "--v") continue;  // v's head_dim_v may differ (MLA)
+    const int64_t d = r.shape.empty() ? 0 : r.shape.back();
+    require(d == p.head_dim, std::string(r.name) + " head_dim",
+            std::to_string(d) + " in shape " + shape_text(r.shape),
+            "must be the preset's head_dim " + std::to_string(p.head_dim) + of);
+  }
+}
+
 }  // namespace sparseattn::api

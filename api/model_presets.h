@@ -7,7 +7,7 @@
 //    "sinks": true, "kv_bytes_per_value": 2,
 //    "schedule": ["sliding", "full"],               (repeated from layer 0, cut at num_layers)
 //    "layer_types": {"sliding": {"pattern": {pattern-file entry}}, ...,
-//                    "chunked": {"pattern": null, "missing_kind": "chunked"}},
+//                    "blocksparse": {"pattern": null, "missing_kind": "block-sparse ..."}},
 //    "decisions": [...], "not_modelled": [...]}
 //
 // A layer type whose "pattern" is null needs a pattern kind this project does not have yet
@@ -20,6 +20,9 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "api/pattern_flags.h"
+#include "core/tensor.h"
 
 namespace sparseattn::api {
 
@@ -60,5 +63,27 @@ std::vector<std::string> preset_names();
 // for an unknown name, and InvalidArgument("--preset", file, "<field>: ...") for a malformed
 // file.
 ModelPreset load_preset(const std::string& name);
+
+// What `attend`, `check` and `mask` take from one layer of a preset (`--preset NAME --layer
+// L`, Python preset=, layer=; contract §6.4): the layer's pattern as the pattern flags that
+// write it (so the call is the same as with those flags), the softmax scale and softcap, and
+// whether the model has sinks (their values are weights: the caller supplies them).
+struct PresetLayerCall {
+  std::string type;         // the layer's type name
+  nlohmann::json entry;     // its pattern-file entry
+  PatternFlags pattern;     // the same entry as pattern flags (flags_from_json)
+  double scale = 0;
+  std::optional<double> softcap;
+  bool sinks = false;
+};
+// Throws as layer_entry() (a layer out of range, a type whose kind is missing).
+PresetLayerCall preset_layer_call(const ModelPreset& preset, int64_t layer);
+
+// q's heads must be the preset's num_heads, k's and v's its num_kv_heads, q's and k's last
+// dimension its head_dim. Shapes as the files or arrays give them (rank 2 to 4, leading 1s
+// omitted); bshd: [batch, seq_len, heads, d]. Throws InvalidArgument("--q heads", ...),
+// ("--k heads"), ("--v heads"), ("--q head_dim"), ("--k head_dim") naming the preset's value.
+void check_preset_inputs(const ModelPreset& preset, const Shape& q, const Shape& k,
+                         const Shape& v, bool bshd);
 
 }  // namespace sparseattn::api

@@ -292,4 +292,40 @@ nlohmann::json flags_to_json(const PatternFlags& f) {
   return j;
 }
 
+PatternFlags flags_from_json(const nlohmann::json& o, const std::string& where) {
+  require(o.is_object() && !o.contains("heads"), where, o.dump(),
+          "must be one pattern object to be written as pattern flags");
+  spec_from_json(o, where, "");  // the same key and type checks as a pattern file
+  PatternFlags f;
+  for (const auto& [raw_key, v] : o.items()) {
+    std::string key = raw_key;
+    for (char& c : key)
+      if (c == '-') c = '_';
+    if (key == "pattern") f.pattern = v.get<std::string>();
+    else if (key == "window") f.window = v.get<int64_t>(), f.window_given = true;
+    else if (key == "window_left") f.window_left = v.get<int64_t>();
+    else if (key == "window_right") f.window_right = v.get<int64_t>();
+    else if (key == "chunk_size") f.chunk_size = v.get<int64_t>();
+    else if (key == "kernel_size") f.kernel_size = v.get<int64_t>();
+    else if (key == "dilation") f.dilation = v.get<int64_t>();
+    else if (key == "causal") f.causal = v.get<bool>();
+    else if (key == "num_random") f.num_random = v.get<int64_t>();
+    else if (key == "block_size") f.block_size = v.get<int64_t>();
+    else if (key == "num_random_blocks") f.num_random_blocks = v.get<int64_t>();
+    else if (key == "num_global_tokens") f.num_global_tokens = v.get<int64_t>();
+    else if (key == "seed") f.seed = v.get<uint64_t>();
+    else if (key == "global") {
+      if (v.is_string()) {
+        f.global = v.get<std::string>();
+      } else {
+        for (const auto& g : v) f.global += (f.global.empty() ? "" : ",") + std::to_string(g.get<int64_t>());
+      }
+    } else {
+      throw InvalidArgument(field(where, raw_key), v.dump(),
+                            "a .npy path cannot be written as a preset's pattern flag");
+    }
+  }
+  return f;
+}
+
 }  // namespace sparseattn::api

@@ -67,6 +67,12 @@ nlohmann::json read_layer_entries(const std::string& flag, const std::string& pa
 // and by `sweep` to record its pattern.
 nlohmann::json flags_to_json(const PatternFlags& flags);
 
+// The inverse of flags_to_json() for one pattern object (not a per-head list, no .npy
+// paths): the pattern flags that write `entry`, so a preset's layer is run exactly as the
+// same flags on the command line would run it. Throws InvalidArgument naming `where` for an
+// entry it cannot write as flags.
+PatternFlags flags_from_json(const nlohmann::json& entry, const std::string& where);
+
 // The folder of `path` ("." when it has none), for relative .npy paths in the file.
 std::string folder_of(const std::string& path);
 

@@ -24,6 +24,7 @@ struct PresetLayer {
   std::string type;
   PatternSpec spec;
   std::optional<graph::Band> band;
+  std::optional<graph::IntervalLayer> interval;  // a band or a chunked layer
 };
 
 std::vector<PresetLayer> preset_layers(const ModelPreset& p, int64_t n) {
@@ -32,7 +33,8 @@ std::vector<PresetLayer> preset_layers(const ModelPreset& p, int64_t n) {
     const nlohmann::json entry = p.layer_entry(l);  // throws for a missing kind
     const FilePattern fp = pattern_from_json(
         entry, "--preset " + p.name + ": layer " + std::to_string(l), models_dir());
-    out.push_back({p.type_of(l), fp.spec, graph::band_of(fp.spec, n)});
+    out.push_back({p.type_of(l), fp.spec, graph::band_of(fp.spec, n),
+                   graph::interval_layer_of(fp.spec, n)});
   }
   return out;
 }
@@ -52,8 +54,11 @@ nlohmann::json opt_json(const std::optional<int64_t>& v) {
 
 nlohmann::json preset_reach_json(const ModelPreset& p, int64_t n) {
   const std::vector<PresetLayer> layers = preset_layers(p, n);
-  bool all_bands = true;
-  for (const PresetLayer& l : layers) all_bands = all_bands && l.band.has_value();
+  bool all_bands = true, all_intervals = true;
+  for (const PresetLayer& l : layers) {
+    all_bands = all_bands && l.band.has_value();
+    all_intervals = all_intervals && l.interval.has_value();
+  }
   graph::ReachSummary s;
   std::optional<int64_t> first;
   std::string engine;
@@ -63,6 +68,12 @@ nlohmann::json preset_reach_json(const ModelPreset& p, int64_t n) {
     s = graph::g2_reach_band(bands, n, n - 1);
     first = graph::band_first_reach(bands, n);
     engine = "band (closed form, exact)";
+  } else if (all_intervals) {
+    // Bands and chunked layers: per source token one interval, layer by layer (exact).
+    std::vector<graph::IntervalLayer> ys;
+    for (const PresetLayer& l : layers) ys.push_back(*l.interval);
+    s = graph::g2_reach_interval(ys, n, n - 1, &first);
+    engine = "interval (bands and chunks, exact)";
   } else {
     graph::LayerStack stack;
     std::map<std::string, std::shared_ptr<const Pattern>> built;  // identical layers share one
@@ -121,8 +132,8 @@ nlohmann::json preset_info_json(const ModelPreset& p, int64_t n, int64_t only_la
     if (only_layer >= 0 && l != only_layer) continue;
     const PresetLayer& layer = layers[static_cast<size_t>(l)];
     int64_t nnz = 0;
-    if (layer.band) {
-      nnz = graph::band_nnz(*layer.band, n);
+    if (layer.interval) {
+      nnz = graph::interval_nnz(*layer.interval, n);
     } else {
       const std::string key = describe(layer.spec);
       auto it = nnz_of.find(key);
@@ -141,8 +152,12 @@ nlohmann::json preset_info_json(const ModelPreset& p, int64_t n, int64_t only_la
     dense_flops += df;
     if (p.causal) {
       // A decoder keeps, per layer, the keys a future query can still attend: a causal
-      // window of width w keeps w + 1 tokens, any other layer all n.
-      const int64_t kept = layer.band && layer.band->right == 0 ? std::min(n, layer.band->left + 1) : n;
+      // window of width w keeps w + 1 tokens, a causal chunked layer its chunk (at most C
+      // tokens), any other layer all n.
+      int64_t kept = n;
+      if (layer.band && layer.band->right == 0) kept = std::min(n, layer.band->left + 1);
+      else if (layer.interval && layer.interval->chunk_size > 0 && layer.interval->causal)
+        kept = std::min(n, layer.interval->chunk_size);
       row["kv_cache_tokens"] = kept;
       row["kv_cache_bytes"] = kv_per_token * static_cast<double>(kept);
       kv += kv_per_token * static_cast<double>(kept);

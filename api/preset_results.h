@@ -13,8 +13,8 @@ namespace sparseattn::api {
 
 // Per layer the connected fraction and the last query's receptive field, the depth at which
 // the last query first reaches token 0, mixing depth, diameter, mean shortest path, hop
-// distances. Band stacks (windows and dense layers only) use g2_reach_band, any n; other
-// stacks g1 (its limits).
+// distances. Band stacks (windows and dense layers only) use g2_reach_band, any n; stacks of
+// bands and chunked layers g2_reach_interval, any n; other stacks g1 (its limits).
 nlohmann::json preset_reach_json(const ModelPreset& preset, int64_t seq_len);
 
 // Per layer and in total the FLOPs (4 * nnz * head_dim * num_heads per batch element), the

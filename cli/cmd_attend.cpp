@@ -6,6 +6,9 @@
 //                     [--dout DO.npy [--dq DQ.npy] [--dk DK.npy] [--dv DV.npy]
 //                                    [--dq-global DQG.npy --dk-global DKG.npy --dv-global DVG.npy]]
 //                     [pattern flags] [compatibility flags]
+//   sparseattn attend --preset NAME --layer L --q Q.npy --k K.npy --v V.npy --out O.npy ...
+//                     (one layer of a model preset: its pattern, scale and softcap; q, k, v
+//                     with its heads and head_dim; cli/presets.h, contract §6.4)
 //
 // Compatibility flags (contract §3.12, api/compat_flags.h): --compat hf-bigbird (--impl
 // a1_dense_masked or cpu_k07_hf_listing), --global-mask, --q-global/--k-global/--v-global
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/presets.h"
 #include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/inputs.h"
@@ -60,6 +64,8 @@ struct AttendArgs {
   ConventionFlags conventions;
   CompatFlags compat;  // contract §3.12
   ScoreFlags score;    // contract §2.8-§2.9
+  PresetLayerFlags preset;  // --preset NAME --layer L (contract §6.4, cli/presets.h)
+  CLI::App* cmd = nullptr;
 };
 
 // [a, b, c, d] -> [a, c, b, d] in place of x (bshd <-> bhsd); empty tensors stay empty.
@@ -155,7 +161,8 @@ Tensor<double> load_dout(const std::string& path, const AttentionShape& s, bool 
   return d;
 }
 
-void run_attend(const AttendArgs& a) {
+void run_attend(const AttendArgs& args) {
+  AttendArgs a = args;  // --preset fills the pattern, scale and softcap below
   require(a.dtype.empty() || a.dtype == "float32" || a.dtype == "float64", "--dtype", a.dtype,
           "must be float32 or float64");
   const bool backward = !a.dout.empty();
@@ -179,6 +186,8 @@ void run_attend(const AttendArgs& a) {
                  {"--sinks", a.score.sinks}, {"--alibi-slopes", a.score.alibi_slopes},
                  {"--q-global", a.compat.q_global}, {"--k-global", a.compat.k_global},
                  {"--v-global", a.compat.v_global}, {"--global-mask", a.compat.global_mask}});
+  apply_preset_call(a.cmd, a.preset, a.pattern, a.scale, a.score, a.q, a.k, a.v,
+                    a.conventions.layout == "bshd");
   const Shape q_file_shape = read_npy_header(a.q, "--q").shape;
   const Shape k_file_shape = read_npy_header(a.k, "--k").shape;
   const Shape v_file_shape = read_npy_header(a.v, "--v").shape;
@@ -414,6 +423,10 @@ void register_attend(CLI::App& app) {
   add_convention_flags(cmd, args->conventions);
   add_compat_flags(cmd, args->compat);
   add_score_flags(cmd, args->score);
+  add_preset_layer_flags(cmd, args->preset,
+                         "the pattern flags, --scale and --softcap (q, k, v must have its heads "
+                         "and head_dim)");
+  args->cmd = cmd;
   cmd->callback([args] { run_attend(*args); });
 }
 

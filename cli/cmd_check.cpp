@@ -48,6 +48,7 @@
 #include "api/probes.h"
 #include "api/results.h"
 #include "api/score_flags.h"
+#include "cli/presets.h"
 #include "api/shape_hint.h"
 #include "core/check.h"
 #include "core/error.h"
@@ -72,6 +73,8 @@ struct CheckArgs {
   CompatFlags compat;  // contract §3.12
   std::string probes = "auto", probe_budget = "5";  // api/probes.h
   ScoreFlags score;  // contract §2.8-§2.9
+  PresetLayerFlags preset;  // --preset NAME --layer L (contract §6.4, cli/presets.h)
+  CLI::App* cmd = nullptr;
 };
 
 Tolerance tolerance_of_file(NpyDtype dtype) {
@@ -101,8 +104,11 @@ Tensor<double> to_bhsd(Tensor<double> x, const Shape& bhsd) {
 }
 Shape bshd_of(const Shape& bhsd) { return {bhsd[0], bhsd[2], bhsd[1], bhsd[3]}; }
 
-void run_check(const CheckArgs& a) {
+void run_check(const CheckArgs& args) {
+  CheckArgs a = args;  // --preset fills the pattern, scale and softcap
   require(a.format == "json" || a.format == "text", "--format", a.format, "must be json or text");
+  apply_preset_call(a.cmd, a.preset, a.pattern, a.scale, a.score, a.q, a.k, a.v,
+                    a.conventions.layout == "bshd");
   const Conventions conv = parse_conventions(a.conventions);
   require(a.tolerance_rule == "table" || a.tolerance_rule == "reference-error",
           "--tolerance-rule", a.tolerance_rule, "must be table or reference-error");
@@ -362,6 +368,10 @@ void register_check(CLI::App& app) {
   add_convention_flags(cmd, args->conventions);
   add_compat_flags(cmd, args->compat);
   add_score_flags(cmd, args->score);
+  add_preset_layer_flags(cmd, args->preset,
+                         "the pattern flags, --scale and --softcap (q, k, v must have its heads "
+                         "and head_dim)");
+  args->cmd = cmd;
   cmd->callback([args] { run_check(*args); });
 }
 

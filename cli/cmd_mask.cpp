@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/presets.h"
 #include "api/convention_mask.h"
 #include "api/compat_flags.h"
 #include "api/conventions.h"
@@ -39,10 +40,15 @@ struct MaskArgs {
   PatternFlags pattern;
   ConventionFlags conventions;
   CompatFlags compat;  // --attention-window and --global-mask (contract §3.12)
+  PresetLayerFlags preset;  // --preset NAME --layer L (contract §6.4, cli/presets.h)
+  CLI::App* cmd = nullptr;
 };
 
 void run_mask(const MaskArgs& args) {
   MaskArgs a = args;
+  // A preset's layer: one pattern for every head (grouped heads share it), so one head.
+  apply_preset_pattern(a.cmd, a.preset, a.pattern,
+                       {"--num-heads", "--attention-window", "--global-mask"});
   apply_attention_window(a.compat, a.pattern);
   require(a.mask_dtype == "uint8" || a.mask_dtype == "bool", "--mask-dtype", a.mask_dtype,
           "must be uint8 or bool");
@@ -95,6 +101,9 @@ void register_mask(CLI::App& app) {
   cmd->add_option("--global-mask", args->compat.global_mask,
                   "G.npy: [batch, seq_len_k] bool/uint8, 1 = global token, per batch element "
                   "(pattern longformer; replaces --global; output [batch, H, N, M])");
+  add_preset_layer_flags(cmd, args->preset, "the pattern flags (one head: every head of a "
+                                            "preset's layer has its pattern)");
+  args->cmd = cmd;
   cmd->callback([args] { run_mask(*args); });
 }
 

@@ -13,6 +13,7 @@
 #include "api/seq_range.h"
 #include "cli/presets.h"
 #include "core/error.h"
+#include "core/npy.h"
 #include "graph/band_reach.h"
 #include "graph/measures.h"
 #include "graph/reach.h"
@@ -72,7 +73,8 @@ void print_reach(const nlohmann::json& r) {
 
 const std::vector<std::string>& pattern_flag_names() {
   static const std::vector<std::string> names = {
-      "--pattern",   "--window",      "--dilation",          "--causal",
+      "--pattern",   "--window",      "--window-left",       "--window-right",
+      "--chunk-size", "--kernel-size", "--dilation",          "--causal",
       "--global",    "--num-random",  "--block-size",        "--num-random-blocks",
       "--num-global-tokens", "--random-table", "--segment-ids", "--mask",
       "--key-padding-mask",  "--seed",         "--pattern-file"};
@@ -80,12 +82,12 @@ const std::vector<std::string>& pattern_flag_names() {
 }
 
 void refuse_overridden_flags(const CLI::App* cmd, const std::string& preset,
-                             const std::vector<std::string>& flags) {
+                             const std::vector<std::string>& flags, const std::string& fixes) {
   for (const std::string& f : flags) {
     const CLI::Option* o = cmd->get_option_no_throw(f);
     if (o && o->count() > 0)
-      throw InvalidArgument(f, "given", "--preset " + preset + " fixes the pattern, heads and "
-                                            "layers; leave " + f + " out");
+      throw InvalidArgument(f, "given", "--preset " + preset + " fixes " + fixes + "; leave " +
+                                            f + " out");
   }
 }
 
@@ -168,6 +170,59 @@ void run_info_preset(const std::string& name, const std::string& seq_len_text,
     }
   }
   if (json) std::cout << (is_seq_len_sweep(seq_len_text) ? rows : rows.front()).dump(2) << "\n";
+}
+
+void add_preset_layer_flags(CLI::App* cmd, PresetLayerFlags& f, const std::string& what) {
+  f.preset_flag = cmd->add_option("--preset", f.preset,
+                                  "NAME: one layer (--layer) of a model's attention stack from "
+                                  "models/NAME.json (`sparseattn models` lists them); replaces " +
+                                      what);
+  f.layer_flag = cmd->add_option("--layer", f.layer,
+                                 "L: with --preset, the layer, counted from 0, in [0, num_layers)");
+}
+
+bool apply_preset_pattern(const CLI::App* cmd, const PresetLayerFlags& f, PatternFlags& pattern,
+                          const std::vector<std::string>& also_fixed, const std::string& fixes) {
+  if (f.preset.empty()) {
+    require(!f.layer_flag->count(), "--layer", f.layer, "selects a layer of a --preset; give --preset");
+    return false;
+  }
+  std::vector<std::string> fixed;
+  for (const std::string& flag : pattern_flag_names())
+    if (flag != "--key-padding-mask") fixed.push_back(flag);  // the batch's padding, not the model's
+  fixed.insert(fixed.end(), also_fixed.begin(), also_fixed.end());
+  refuse_overridden_flags(cmd, f.preset, fixed, fixes);
+  const ModelPreset p = load_preset(f.preset);
+  require(f.layer_flag->count() > 0, "--layer", "missing",
+          "--preset " + p.name + " needs --layer L, in [0, " + std::to_string(p.num_layers) +
+              ") (layers are counted from 0)");
+  const std::string padding = pattern.key_padding_mask;
+  pattern = preset_layer_call(p, f.layer).pattern;
+  pattern.key_padding_mask = padding;
+  return true;
+}
+
+void apply_preset_call(const CLI::App* cmd, const PresetLayerFlags& f, PatternFlags& pattern,
+                       std::string& scale, ScoreFlags& score, const std::string& q,
+                       const std::string& k, const std::string& v, bool bshd) {
+  if (!apply_preset_pattern(cmd, f, pattern,
+                            {"--scale", "--softcap", "--alibi-slopes", "--compat", "--global-mask",
+                             "--q-global", "--k-global", "--v-global", "--attention-window"},
+                            "the layer's pattern, its scale and softcap, and the score pipeline"))
+    return;
+  const ModelPreset p = load_preset(f.preset);
+  const PresetLayerCall c = preset_layer_call(p, f.layer);
+  if (c.sinks)
+    require(!score.sinks.empty(), "--sinks", "missing",
+            p.name + " has learned sinks (one logit per query head, weights not shipped): give "
+                     "--sinks S.npy, float [" + std::to_string(p.num_heads) + "]");
+  else
+    require(score.sinks.empty(), "--sinks", score.sinks,
+            p.name + " has no sinks; leave --sinks out");
+  check_preset_inputs(p, read_npy_header(q, "--q").shape, read_npy_header(k, "--k").shape,
+                      read_npy_header(v, "--v").shape, bshd);
+  scale = fmt::format("{:.17g}", c.scale);
+  score.softcap = c.softcap ? fmt::format("{:.17g}", *c.softcap) : std::string();
 }
 
 void register_models(CLI::App& app) {

@@ -3,6 +3,7 @@
 #include "graph/band_reach.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "core/error.h"
@@ -113,6 +114,77 @@ std::optional<int64_t> band_first_reach(const std::vector<Band>& layers, int64_t
     cum += w;
     if (cum >= n - 1) return depth;
   }
+}
+
+std::optional<IntervalLayer> interval_layer_of(const PatternSpec& spec, int64_t n) {
+  if (const auto b = band_of(spec, n)) return IntervalLayer{*b, 0, false};
+  if (spec.kind != PatternKind::chunked || !spec.chunk_size || *spec.chunk_size < 1 ||
+      spec.key_padding_mask || spec.mask)
+    return std::nullopt;
+  IntervalLayer l;
+  l.chunk_size = std::min(*spec.chunk_size, std::max<int64_t>(n, 1));
+  l.causal = spec.causal;
+  return l;
+}
+
+int64_t interval_nnz(const IntervalLayer& y, int64_t n) {
+  if (y.chunk_size == 0) return band_nnz(y.band, n);
+  const auto pairs = [&y](int64_t c) { return y.causal ? c * (c + 1) / 2 : c * c; };
+  const int64_t c = y.chunk_size;
+  return n / c * pairs(c) + pairs(n % c);
+}
+
+ReachSummary g2_reach_interval(const std::vector<IntervalLayer>& layers, int64_t n, int64_t token,
+                               std::optional<int64_t>* first_reach) {
+  require(!layers.empty(), "layers", 0, "must be at least one layer");
+  require(n >= 1, "seq_len", n, "must be an integer >= 1");
+  require(token >= -1 && token < n, "token", token,
+          "must be in [0, " + std::to_string(n) + "), or -1 for none");
+  const int64_t L = static_cast<int64_t>(layers.size());
+  std::vector<int64_t> lo(static_cast<size_t>(n)), hi(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) lo[j] = hi[j] = j;
+  ReachSummary s;
+  s.level = Level::token;
+  s.seq_len = n;
+  s.num_layers = L;
+  s.token = token;
+  s.hops = {n};
+  if (first_reach) *first_reach = n == 1 ? std::optional<int64_t>(0) : std::nullopt;
+  for (int64_t depth = 1;; ++depth) {
+    const IntervalLayer& y = layers[static_cast<size_t>(std::min(depth, L) - 1)];
+    int64_t added = 0, coverage = 0, span = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t a = lo[j], b = hi[j];
+      if (y.chunk_size == 0) {
+        a = std::max<int64_t>(0, a - y.band.right);
+        b = std::min(n - 1, b + y.band.left);
+      } else {
+        const int64_t c = y.chunk_size;
+        if (!y.causal) a = a / c * c;
+        b = std::min(n - 1, b / c * c + c - 1);
+      }
+      added += (b - a) - (hi[j] - lo[j]);
+      lo[j] = a, hi[j] = b;
+      if (token >= 0 && a <= token && token <= b) {
+        ++coverage;
+        span = std::max<int64_t>(span, std::abs(j - token));
+      }
+    }
+    if (first_reach && !*first_reach && hi[0] == n - 1) *first_reach = depth;
+    if (added > 0) {
+      s.hops.resize(static_cast<size_t>(depth) + 1, 0);
+      s.hops[static_cast<size_t>(depth)] = added;
+    }
+    if (token >= 0 && depth <= L) {
+      s.coverage.push_back(coverage);
+      s.span.push_back(span);
+    }
+    if (depth >= L && added == 0) break;  // the repeating last layer adds nothing: done
+  }
+  int64_t reached = 0;
+  for (int64_t j = 0; j < n; ++j) reached += hi[j] - lo[j] + 1;
+  s.never = n * n - reached;
+  return s;
 }
 
 }  // namespace sparseattn::graph

@@ -44,4 +44,35 @@ ReachSummary g2_reach_band(const std::vector<Band>& layers, int64_t seq_len, int
 // never.
 std::optional<int64_t> band_first_reach(const std::vector<Band>& layers, int64_t seq_len);
 
+// A layer of an interval stack (contract §6.4): a band, or a chunked layer (contract §3.14:
+// query i attends the keys of its own chunk [c·C, (c+1)·C), causal: those <= i). Each maps
+// an interval of consecutive tokens to an interval: forward, token j's influence after d
+// layers is one interval F_d(j) ∋ j, and one layer widens it to
+//   band (L, R):   [a − R, b + L]
+//   chunked C:     [a, end(b)] causal, [start(a), end(b)] otherwise,
+// where start(x) = C⌊x/C⌋ and end(x) = min(n − 1, C⌊x/C⌋ + C − 1), all clipped to [0, n).
+// Unlike bands, chunked layers do not commute, so the reach depends on the order.
+struct IntervalLayer {
+  Band band;               // when chunk_size == 0
+  int64_t chunk_size = 0;  // > 0: a chunked layer (clamped to seq_len)
+  bool causal = false;     // chunked only
+};
+
+// band_of() as an IntervalLayer, or a chunked spec (one pattern, no padding mask); nullopt
+// otherwise.
+std::optional<IntervalLayer> interval_layer_of(const PatternSpec& spec, int64_t seq_len);
+
+// Allowed pairs of one head: band_nnz for a band; a chunked layer sums over its chunks of
+// c tokens (the last may be partial) c·(c + 1)/2 causal, c² otherwise.
+int64_t interval_nnz(const IntervalLayer& layer, int64_t seq_len);
+
+// The ReachSummary g1_reach_bitset(stack, token, LevelChoice::token) returns for a stack of
+// these layers: per source token j the interval F_d(j), layer by layer, the last layer
+// repeating until nothing changes: O(n · depth) time, O(n) memory, any seq_len. first_reach
+// (when non-null): the hop distance of (0, n − 1), nullopt when never. Throws as
+// g2_reach_band.
+ReachSummary g2_reach_interval(const std::vector<IntervalLayer>& layers, int64_t seq_len,
+                               int64_t token = -1,
+                               std::optional<int64_t>* first_reach = nullptr);
+
 }  // namespace sparseattn::graph

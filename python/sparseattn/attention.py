@@ -161,11 +161,44 @@ def _score_mods(softcap: Any, alibi_slopes: Any, sinks: Any) -> Tuple[Any, Any, 
     return cap, slopes, s
 
 
+def _preset_call(preset: Any, layer: Any, pattern: Any, given: Dict[str, Any],
+                 shapes: Tuple[Any, Any, Any], sinks: Any) -> Tuple[Pattern, float, Optional[float]]:
+    """``preset=``, ``layer=`` of attend and check (contract §6.4): the layer's Pattern,
+    scale and softcap; what the preset fixes must not be given beside it, q, k, v must have
+    its heads and head_dim, and ``sinks`` is required exactly when the model has them."""
+    if preset is None:
+        if layer is not None:
+            raise _arrays.invalid("layer", layer, "selects a layer of a preset; give preset")
+        return _pattern(pattern), given["scale"], given["softcap"]
+    if not isinstance(preset, str):
+        raise _arrays.invalid("preset", preset, "must be a preset name (preset_names())")
+    if pattern is not None:
+        raise _arrays.invalid("pattern", pattern, f"preset {preset} fixes the pattern; leave "
+                              "pattern out (or pass Pattern.preset(preset, layer))")
+    for name, value in given.items():
+        if value is not None:
+            raise _arrays.invalid(name, value, f"preset {preset} fixes the pattern, scale and "
+                                  f"softcap; leave {name} out")
+    if layer is None:
+        raise _arrays.invalid("layer", "missing", f"preset {preset} needs layer=L (counted "
+                              "from 0)")
+    spec, meta = _C.preset_layer(preset, _arrays.integer("layer", layer),
+                                 *(list(s) for s in shapes))
+    if meta["sinks"] and sinks is None:
+        raise _arrays.invalid("sinks", "missing", f"{preset} has learned sinks (one logit per "
+                              "query head, weights not shipped): give sinks=, float "
+                              f"[{meta['num_heads']}]")
+    if not meta["sinks"] and sinks is not None:
+        raise _arrays.invalid("sinks", "given", f"{preset} has no sinks; leave sinks out")
+    return Pattern(spec), meta["scale"], meta["softcap"]
+
+
 def _masked_score_text(masked_score: Union[str, float]) -> str:
     return masked_score if isinstance(masked_score, str) else repr(float(masked_score))
 
 
-def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_masked",
+def attend(q: Any, k: Any, v: Any, pattern: Optional[Pattern] = None,
+           impl: str = "a1_dense_masked",
            scale: Optional[float] = None, key_padding_mask: Any = None,
            dout: Any = None, *, layout: str = "bhsd", lse_base: str = "e",
            key_padding_polarity: str = "keep", masked_score: Union[str, float] = "-inf",
@@ -173,6 +206,7 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
            padding_align: str = "full", compat: Optional[str] = None, global_mask: Any = None,
            q_global: Any = None, k_global: Any = None, v_global: Any = None,
            softcap: Optional[float] = None, alibi_slopes: Any = None, sinks: Any = None,
+           preset: Optional[str] = None, layer: Optional[int] = None,
            ) -> Union[Tuple[np.ndarray, np.ndarray], AttendResult, AttendGlobalResult,
                       AttendSinksResult]:
     """Sparse attention with one registered kernel (default: the float64 oracle), and
@@ -193,7 +227,7 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
         (grouped-query attention) query head ``h`` reads kv head ``h // (num_heads //
         num_kv_heads)`` (``repeat_interleave``; docs/contract.md §2.7).
     v : array, [batch, num_kv_heads, seq_len_k, head_dim_v]
-    pattern : Pattern
+    pattern : Pattern, or None with ``preset``
     impl : str
         A registry name (:func:`impls`): ``a0_dense`` ... ``a5_flash_tiled`` (float64
         reference ladder), ``cpu_k01_dense_flash`` ... (float32, OpenMP), ``cuda_*``
@@ -261,6 +295,13 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
         (``impls()`` lists each kernel's ``features``); none of them combines with
         ``masked_score`` or ``compat`` yet. With ``dout`` and ``sinks`` the result is an
         :class:`AttendSinksResult`, which adds ``dsinks`` (contract §2.9, §7.7).
+    preset, layer : str, int, optional
+        One layer of a model preset (docs/models.md, contract §6.4; ``sparseattn attend
+        --preset NAME --layer L``): the layer's pattern, the model's scale and softcap.
+        ``pattern``, ``scale``, ``softcap``, ``alibi_slopes`` and the compatibility modes
+        are then refused (the preset fixes them); q must have the preset's ``num_heads``, k
+        and v its ``num_kv_heads``, q and k its ``head_dim``; ``sinks`` is required when
+        the model has sinks (their values are weights, not shipped) and refused otherwise.
 
     Returns
     -------
@@ -298,7 +339,8 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     The kernels (forward and backward) run with the GIL released: threads may call
     ``attend`` concurrently.
     """
-    p = _pattern(pattern)
+    if preset is None:
+        p = _pattern(pattern)
     if not isinstance(impl, str):
         raise _arrays.invalid("impl", impl, "must be a kernel name (sparseattn.impls())")
     if layout not in ("bhsd", "bshd"):
@@ -321,6 +363,11 @@ def attend(q: Any, k: Any, v: Any, pattern: Pattern, impl: str = "a1_dense_maske
     if bshd:  # [..., seq_len, num_heads, d] -> [..., num_heads, seq_len, d]
         qa, ka, va = (swap(x) for x in (qa, ka, va))
         da = None if da is None else swap(da)
+    p, scale, softcap = _preset_call(
+        preset, layer, pattern,
+        {"scale": scale, "softcap": softcap, "alibi_slopes": alibi_slopes, "compat": compat,
+         "global_mask": global_mask, "q_global": q_global, "k_global": k_global,
+         "v_global": v_global}, (qa.shape, ka.shape, va.shape), sinks)
     pad = _padding(key_padding_mask)
     if pad is not None and key_padding_polarity == "ignore":
         pad = np.ascontiguousarray((pad == 0).astype(pad.dtype))
@@ -481,7 +528,7 @@ def _given(x: Any) -> str:
     return "array" if shape is None else f"array of shape {tuple(shape)}"
 
 
-def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
+def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any = None,
           atol: Optional[float] = None, rtol: Optional[float] = None,
           scale: Optional[float] = None, key_padding_mask: Any = None, dout: Any = None,
           dq: Any = None, dk: Any = None, dv: Any = None, *,
@@ -495,7 +542,8 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
           probe_budget: float = 5.0, tolerance_rule: str = "table", factor: float = 2.0,
           floor: float = 1e-6, naive_dtype: Optional[str] = None,
           softcap: Optional[float] = None, alibi_slopes: Any = None,
-          sinks: Any = None) -> CheckReport:
+          sinks: Any = None, preset: Optional[str] = None,
+          layer: Optional[int] = None) -> CheckReport:
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -567,6 +615,9 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         probes try their usual mistakes (sinks ignored or in only one of lse and p, softcap
         missing, before the scale or after the mask, ALiBi's sign or alignment, and with
         grouped kv heads a kv head read as ``h mod num_kv_heads``).
+    preset, layer : str, int, optional
+        As :func:`attend` (``sparseattn check --preset NAME --layer L``): pass ``None`` as
+        ``pattern``; the oracle uses the layer's pattern, the model's scale and softcap.
 
     Returns
     -------
@@ -585,7 +636,8 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
         ``padding_align="valid"`` without ``key_padding_mask`` or with a row that is not
         right padding (``invalid key_padding_mask = batch element b: ...``).
     """
-    p = _pattern(pattern)
+    if preset is None:
+        _pattern(pattern)
     if layout not in ("bhsd", "bshd"):
         raise _arrays.invalid("layout", layout, "must be bhsd or bshd")
     qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
@@ -593,6 +645,11 @@ def check(q: Any, k: Any, v: Any, pattern: Pattern, o: Any, lse: Any = None,
     if layout == "bshd":  # [..., seq_len, num_heads, d] -> [..., num_heads, seq_len, d]
         qa, ka, va, oa = (np.ascontiguousarray(np.swapaxes(x, -3, -2)) if x.ndim >= 3 else x
                           for x in (qa, ka, va, oa))
+    p, scale, softcap = _preset_call(
+        preset, layer, pattern,
+        {"scale": scale, "softcap": softcap, "alibi_slopes": alibi_slopes, "compat": compat,
+         "global_mask": global_mask, "q_global": q_global, "k_global": k_global,
+         "v_global": v_global}, (qa.shape, ka.shape, va.shape), sinks)
     la, lse_dtype = (None, "float64") if lse is None else _candidate(lse, "lse")
     a = None if atol is None else _arrays.real("atol", atol, 0.0)
     r = None if rtol is None else _arrays.real("rtol", rtol, 0.0)

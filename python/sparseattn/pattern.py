@@ -209,6 +209,30 @@ class Pattern:
                          **cls._reaches(window, left, right, attention_window))
 
     @classmethod
+    def preset(cls, preset: str, layer: int) -> "Pattern":
+        """The pattern of one layer of a model preset (models/*.json; docs/models.md,
+        contract §6.4): ``sparseattn mask --preset PRESET --layer L``. Every head of the
+        layer has it (grouped heads share their layer's pattern).
+
+        Parameters
+        ----------
+        preset : str
+            A name of :func:`sparseattn.preset_names` (e.g. ``"gemma-2-9b"``).
+        layer : int
+            The layer, counted from 0, in ``[0, num_layers)``.
+
+        Raises
+        ------
+        ValueError
+            An unknown preset (the message lists the known ones), a layer out of range (the
+            message names the range), a layer whose pattern kind this version lacks.
+        """
+        if not isinstance(preset, str):
+            raise _arrays.invalid("preset", preset, "must be a preset name (preset_names())")
+        spec, _ = _C.preset_layer(preset, _arrays.integer("layer", layer), None, None, None)
+        return Pattern(spec)
+
+    @classmethod
     def chunked(cls, chunk_size: int, causal: bool = False) -> "Pattern":
         """Chunked local attention (Llama 4; FlashAttention 3's ``attention_chunk``): query
         ``i`` at key position ``p`` attends the keys ``j`` with ``p // chunk_size ==

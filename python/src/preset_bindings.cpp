@@ -9,9 +9,11 @@
 #include <string>
 
 #include "api/model_presets.h"
+#include "api/pattern_flags.h"
 #include "api/preset_results.h"
 #include "core/error.h"
 #include "core/field.h"
+#include "core/tensor.h"
 
 namespace sparseattn::python {
 
@@ -61,12 +63,36 @@ py::object preset_info(const std::string& name, int64_t seq_len, std::optional<i
   return json_to_python(j);
 }
 
+// One layer of a preset for attend/check/Pattern.preset: (Spec, {type, scale, softcap, sinks,
+// num_heads, num_kv_heads, head_dim}); with shapes (bhsd, as the arrays are), the heads and
+// head_dim checked (api::check_preset_inputs).
+py::tuple preset_layer(const std::string& name, int64_t layer, std::optional<Shape> q,
+                       std::optional<Shape> k, std::optional<Shape> v) {
+  api::PresetLayerCall c;
+  api::ModelPreset p;
+  keyword_errors([&] {
+    p = api::load_preset(name);
+    c = api::preset_layer_call(p, layer);
+    if (q && k && v) api::check_preset_inputs(p, *q, *k, *v, /*bshd=*/false);
+    return nlohmann::json();
+  });
+  const PatternSpec spec = api::to_spec(c.pattern);
+  nlohmann::json info = {{"type", c.type}, {"scale", c.scale},
+                         {"softcap", c.softcap ? nlohmann::json(*c.softcap) : nlohmann::json(nullptr)},
+                         {"sinks", c.sinks}, {"num_heads", p.num_heads},
+                         {"num_kv_heads", p.num_kv_heads}, {"head_dim", p.head_dim},
+                         {"num_layers", p.num_layers}, {"pattern", c.entry}};
+  return py::make_tuple(py::cast(spec), json_to_python(info));
+}
+
 }  // namespace
 
 void register_preset_bindings(py::module_& m) {
   m.def("preset_names", [] { return api::preset_names(); });
   m.def("preset_reach", &preset_reach, py::arg("preset"), py::arg("seq_len"));
   m.def("preset_info", &preset_info, py::arg("preset"), py::arg("seq_len"), py::arg("layer"));
+  m.def("preset_layer", &preset_layer, py::arg("preset"), py::arg("layer"), py::arg("q_shape"),
+        py::arg("k_shape"), py::arg("v_shape"));
 }
 
 }  // namespace sparseattn::python

@@ -43,6 +43,8 @@ def pattern_text(t: dict) -> str:
         return "dense" + causal
     if kind == "window":
         return f"window {p['window']}{causal}"
+    if kind == "chunked":
+        return f"chunked {p['chunk_size']}{causal}"
     if kind == "longformer":
         return f"longformer window {p['window']} global {p['global']}"
     if kind == "bigbird":
@@ -119,6 +121,11 @@ def test_parameters_follow_from_the_quoted_source_fields():
         if "head_dim" in f:
             assert m["head_dim"] == f["head_dim"], m["name"]
 
+    m = load("llama-4-scout")  # query i sees its own attention_chunk_size chunk, up to i
+    assert m["layer_types"]["chunked"]["pattern"] == {
+        "pattern": "chunked", "chunk_size": m["fields"]["attention_chunk_size"], "causal": True}
+    assert m["schedule"] == ["chunked"] * (m["fields"]["no_rope_layer_interval"] - 1) + ["global"]
+
     m = load("mistral-7b-v0.1")  # reference: keys i - W .. i
     assert window(m, "sliding") == m["fields"]["sliding_window"]
     assert math.isclose(m["scale"], m["head_dim"] ** -0.5)
@@ -154,8 +161,7 @@ def test_parameters_follow_from_the_quoted_source_fields():
         m["fields"]["blocksparse_vert_stride"])
     assert m["schedule"] == ["blocksparse"] * (m["fields"]["dense_attention_every_n_layers"] - 1) + ["dense"]
     m = load("llama-4-scout")  # (l + 1) % no_rope_layer_interval == 0 is global (NoPE)
-    assert m["layer_types"]["chunked"]["params"]["chunk_size"] == m["fields"]["attention_chunk_size"]
-    assert m["schedule"] == ["chunked"] * (m["fields"]["no_rope_layer_interval"] - 1) + ["global"]
+    assert m["layer_types"]["global"]["pattern"] == {"pattern": "dense", "causal": True}
     m = load("deepseek-v3.2")
     assert m["head_dim"] == m["fields"]["qk_nope_head_dim"] + m["fields"]["qk_rope_head_dim"]
     assert math.isclose(m["scale"], m["head_dim"] ** -0.5)

@@ -32,7 +32,8 @@ P = sa.Pattern
 # Every constructor of a Pattern: the pattern flags' keywords.
 CONSTRUCTORS: Tuple[Callable, ...] = (P.dense, P.window, P.longformer, P.random, P.chunked,
                                       P.neighborhood, P.bigbird,
-                                      P.bigbird_etc, P.hierarchical, P.explicit, P.per_head)
+                                      P.bigbird_etc, P.hierarchical, P.explicit, P.per_head,
+                                      P.preset)
 
 # The Python function of each subcommand.
 FUNCTIONS: Dict[str, Callable] = {

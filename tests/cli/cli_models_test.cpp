@@ -4,6 +4,8 @@
 // flags it fixes, a preset whose pattern kind is missing) exits 2 with one line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
@@ -123,6 +125,38 @@ TEST_F(CliModels, ModelsListsEveryPreset) {
   EXPECT_NE(r.out.find("(global, local x2) x7 + global"), std::string::npos) << r.out;
 }
 
+// Llama 4 Scout (docs/models.md): three causal chunked layers (chunk 8192), then a dense
+// causal one. Chunked layers never cross a chunk boundary, so the last query reaches token 0
+// at depth 1 when n <= 8192, else only at the first global layer, depth 4. After layers 1-3
+// the pairs are the causal pairs inside each chunk (c(c + 1)/2 per chunk of c tokens), the
+// last query covering its own chunk; from layer 4 on every causal pair.
+TEST_F(CliModels, Llama4ChunkedThenGlobal) {
+  for (const int64_t n : {100, 8192, 8193, 20000, 131072}) {
+    const nlohmann::json r = reach("llama-4-scout", n);
+    EXPECT_EQ(r["engine"].get<std::string>().rfind("interval", 0), 0u) << r["engine"];
+    EXPECT_EQ(r["first_reach_depth"].get<int64_t>(), n <= 8192 ? 1 : 4) << n;
+    const double n2 = static_cast<double>(n) * n;
+    double in_chunks = 0;
+    for (int64_t start = 0; start < n; start += 8192) {
+      const double c = static_cast<double>(std::min<int64_t>(8192, n - start));
+      in_chunks += c * (c + 1) / 2;
+    }
+    const int64_t last_chunk = (n - 1) % 8192 + 1;
+    for (int64_t d = 1; d <= 48; ++d) {
+      const bool chunked_only = d <= 3;
+      EXPECT_DOUBLE_EQ(r["layers"][d - 1]["connected_fraction"].get<double>(),
+                       (chunked_only ? in_chunks : causal_pairs(n, n - 1)) / n2) << n << " d " << d;
+      EXPECT_EQ(r["layers"][d - 1]["last_query_coverage"].get<int64_t>(),
+                chunked_only ? last_chunk : n) << n << " d " << d;
+    }
+    // info: a chunked layer's keys are the causal pairs of its chunks; its KV cache is one chunk.
+    const nlohmann::json c = info("llama-4-scout", n);
+    EXPECT_DOUBLE_EQ(c["layers"][0]["flops"].get<double>(), 4.0 * 128 * 40 * in_chunks) << n;
+    EXPECT_EQ(c["layers"][0]["kv_cache_tokens"].get<int64_t>(), std::min<int64_t>(n, 8192)) << n;
+    EXPECT_EQ(c["layers"][3]["kv_cache_tokens"].get<int64_t>(), n) << n;
+  }
+}
+
 // One line, exit 2, nothing on stdout.
 void expect_refused(const RunResult& r, const std::string& needle) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -141,7 +175,6 @@ TEST_F(CliModels, BadInput) {
   expect_refused(run("reach --preset gpt-oss-20b --seq-len 64 --layers 3"), "invalid --layers");
   expect_refused(run("info --preset gpt-oss-20b --seq-len 64 --num-heads 3"), "invalid --num-heads");
   expect_refused(run("info --seq-len 64 --layer 1"), "invalid --layer = 1");
-  expect_refused(run("reach --preset llama-4-scout --seq-len 64"), "needs the chunked pattern kind");
   expect_refused(run("info --preset phi-3-small --seq-len 64"),
                  "needs the block-sparse with vertical stride pattern kind");
   expect_refused(run("reach --preset deepseek-v3.2 --seq-len 64"), "needs the select pattern kind");

@@ -98,6 +98,70 @@ TEST(BandReach, LeftRightWindowsAreAsymmetricBands) {
   }
 }
 
+// contract §6.4: stacks of bands and chunked layers (§3.14), in any order, causal or not:
+// g2_reach_interval equals g1 on every count, and its first reach is g1's hop distance of
+// (0, n - 1).
+TEST(BandReach, IntervalEngineEqualsBitsetEngineWithChunkedLayers) {
+  std::mt19937_64 rng(20261202);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 120);
+    const int64_t layers = 1 + static_cast<int64_t>(rng() % 5);
+    LayerStack stack;
+    std::vector<IntervalLayer> ys;
+    for (int64_t l = 0; l < layers; ++l) {
+      PatternSpec spec;
+      if (rng() % 2 == 0) {
+        spec.kind = PatternKind::chunked;
+        spec.chunk_size = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(n + 3));
+        spec.causal = rng() % 3 != 0;
+      } else {
+        spec = random_band(rng, n);
+      }
+      const auto y = interval_layer_of(spec, n);
+      ASSERT_TRUE(y.has_value()) << describe(spec);
+      ys.push_back(*y);
+      stack.layers.push_back(std::make_shared<const Pattern>(materialize(spec, sizes(n))));
+    }
+    const int64_t token = static_cast<int64_t>(rng() % static_cast<uint64_t>(n + 1)) - 1;
+    std::vector<int32_t> distances;
+    const ReachSummary want = g1_reach_bitset(stack, token, LevelChoice::token, &distances);
+    std::optional<int64_t> first;
+    const ReachSummary got = g2_reach_interval(ys, n, token, &first);
+    ASSERT_EQ(got, want) << "trial " << trial << ", n " << n << ", layers " << layers;
+    const int32_t d = distances[static_cast<size_t>((n - 1) * n + 0)];
+    if (d < 0) EXPECT_FALSE(first.has_value()) << "trial " << trial;
+    else EXPECT_EQ(first, std::optional<int64_t>(d)) << "trial " << trial;
+  }
+}
+
+TEST(BandReach, ChunkedNnzEqualsPatternStats) {
+  for (const int64_t n : {1, 7, 64, 100, 257})
+    for (const int64_t c : {1, 3, 8, 64, 1000})
+      for (const bool causal : {false, true}) {
+        PatternSpec spec;
+        spec.kind = PatternKind::chunked;
+        spec.chunk_size = c;
+        spec.causal = causal;
+        const auto y = interval_layer_of(spec, n);
+        ASSERT_TRUE(y.has_value());
+        EXPECT_EQ(interval_nnz(*y, n), pattern_stats(materialize(spec, sizes(n))).nnz)
+            << "n " << n << " c " << c << " causal " << causal;
+      }
+}
+
+// Llama 4's rule by hand: chunked causal layers alone never carry token 0 to a query of a
+// later chunk; one dense causal layer does.
+TEST(BandReach, ChunkedCausalStackNeverCrossesChunks) {
+  const IntervalLayer chunk{Band{}, 8, true};
+  const IntervalLayer dense{Band{31, 0}, 0, false};
+  std::optional<int64_t> first;
+  const ReachSummary alone = g2_reach_interval({chunk, chunk, chunk}, 32, 31, &first);
+  EXPECT_FALSE(first.has_value());
+  EXPECT_EQ(alone.coverage, (std::vector<int64_t>{8, 8, 8}));  // its own chunk only
+  g2_reach_interval({chunk, chunk, chunk, dense}, 32, 31, &first);
+  EXPECT_EQ(first, std::optional<int64_t>(4));
+}
+
 TEST(BandReach, PerHeadUnionOfBandsIsTheWidestBand) {
   const int64_t n = 100;
   PatternSpec s;
