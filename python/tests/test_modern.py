@@ -98,9 +98,9 @@ def test_check_names_ignored_sinks(inputs):
 
 def test_kernels_without_the_feature_refuse_by_name(inputs):
     q, k, v = inputs
-    with pytest.raises(ValueError, match="invalid impl = cpu_k02_window_band: does not serve "
+    with pytest.raises(ValueError, match="invalid impl = a3_window_band: does not serve "
                                          "grouped-query heads, softcap"):
-        sa.attend(q, k, v, sa.Pattern.window(3), impl="cpu_k02_window_band", softcap=2.0)
+        sa.attend(q, k, v, sa.Pattern.window(3), impl="a3_window_band", softcap=2.0)
 
 
 @pytest.mark.parametrize("kwargs, says", [

@@ -201,8 +201,8 @@ TEST_F(Modern, BadValuesExitTwoNamingTheArgument) {
       {"--sinks " + path("slopes.npy") + " --alibi-slopes " + path("q.npy"),
        "invalid --alibi-slopes shape = [1, 4, 12, 8]: must be [4] (q num_heads) or [1, 4]"},
       {"--sinks " + path("v.npy"), "invalid --sinks shape = [1, 2, 16, 8]: must be [4]"},
-      {"--sinks " + path("sinks.npy") + " --impl cpu_k02_window_band",
-       "invalid --impl = cpu_k02_window_band: does not serve grouped-query heads, sinks"},
+      {"--sinks " + path("sinks.npy") + " --impl a3_window_band",
+       "invalid --impl = a3_window_band: does not serve grouped-query heads, sinks"},
       {"--softcap 2 --masked-score 0", "invalid --masked-score = 0: must be -inf:"},
   };
   for (const Case& c : cases) {
