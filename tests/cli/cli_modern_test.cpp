@@ -255,5 +255,20 @@ TEST_F(Modern, DsinksNeedsSinks) {
   EXPECT_FALSE(exists("o_ds.npy"));
 }
 
+TEST_F(Modern, TextReportNamesTheKvHeadsAndTheScoreMods) {
+  // check --format text: the shape line names num_kv_heads when it differs from num_heads
+  // (the field's name, as in the JSON report's shape), and a line lists the modifiers.
+  attend("cap", "--softcap 2");
+  const RunResult r = run("check " + qkv() + " --candidate " + path("o_cap.npy") +
+                          " --candidate-lse " + path("lse_cap.npy") + " " + kPattern +
+                          " --softcap 2 --format text");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("; batch 1, num_heads 4, num_kv_heads 2, seq_len_q 12, seq_len_k 16, "
+                       "head_dim 8, head_dim_v 8\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\nscores softcap=2\n"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace sparseattn::testing_cli
