@@ -223,5 +223,52 @@ TEST_F(Modern, BadValuesExitTwoNamingTheArgument) {
   EXPECT_FALSE(exists("o_bad.npy"));
 }
 
+TEST_F(Modern, TopLeftCausalIsRefusedWithAlibiOnly) {
+  // contract §2.8: ALiBi's distance is measured from the bottom-right position, so
+  // --causal-align top-left is refused with --alibi-slopes, naming both; with --sinks (or
+  // --softcap) alone it is served.
+  const std::string causal = " --pattern window --window 3 --causal --causal-align top-left ";
+  RunResult r = run("attend " + qkv() + " --out " + path("o_tl.npy") + causal + "--alibi-slopes " +
+                    path("slopes.npy"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("invalid --causal-align = top-left: must be bottom-right with "
+                       "--alibi-slopes"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(exists("o_tl.npy"));
+  r = run("attend " + qkv() + " --out " + path("o_tl.npy") + causal + "--sinks " +
+          path("sinks.npy"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(exists("o_tl.npy"));
+}
+
+TEST_F(Modern, DsinksNeedsSinks) {
+  // --dsinks is the gradient of --sinks: with --dout but without --sinks it is refused
+  // (exit 2) before any file is written.
+  write_npy(path("do.npy"), uniform_tensor({kB, kHq, kLq, kD}, 31));
+  const RunResult r = run("attend " + qkv() + " --out " + path("o_ds.npy") + " " + kPattern +
+                          " --dout " + path("do.npy") + " --dq " + path("dq.npy") + " --dsinks " +
+                          path("ds.npy"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("needs --dout DO.npy and --sinks S.npy"), std::string::npos) << r.err;
+  EXPECT_FALSE(exists("ds.npy"));
+  EXPECT_FALSE(exists("o_ds.npy"));
+}
+
+TEST_F(Modern, TextReportNamesTheKvHeadsAndTheScoreMods) {
+  // check --format text: the shape line names num_kv_heads when it differs from num_heads
+  // (the field's name, as in the JSON report's shape), and a line lists the modifiers.
+  attend("cap", "--softcap 2");
+  const RunResult r = run("check " + qkv() + " --candidate " + path("o_cap.npy") +
+                          " --candidate-lse " + path("lse_cap.npy") + " " + kPattern +
+                          " --softcap 2 --format text");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("; batch 1, num_heads 4, num_kv_heads 2, seq_len_q 12, seq_len_k 16, "
+                       "head_dim 8, head_dim_v 8\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\nscores softcap=2\n"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace sparseattn::testing_cli

@@ -117,6 +117,26 @@ TEST(ModernAttention, AlibiSlopesPerBatchElement) {
   EXPECT_NEAR(r.o.data[1], 1.3201566678298062, 1e-13);
 }
 
+TEST(ModernAttention, AlibiSlopesPerBatchElementAndHeadAreReadRowMajor) {
+  // [B, H_q] = [2, 2] slopes ((0, 0.5), (1, 0)): a[b, h] is entry b·H_q + h. Each (b, h) row
+  // is AlibiSubtractsSlopeTimesDistance's case with its own slope a: o = (e^-a + 2) /
+  // (e^-2a + e^-a + 1): a = 0 gives 1, a = 0.5 gives 1.3201566678, a = 1 gives
+  // (e^-1 + 2) / (e^-2 + e^-1 + 1) = 1.5752103826. Read transposed (h·B + b), head 1 of
+  // batch 0 would take a = 1 and head 0 of batch 1 a = 0.5.
+  Tensor<double> q({2, 2, 1, 1}, 1.0), k({2, 2, 3, 1}, 0.0), v({2, 2, 3, 1});
+  v.data = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2};
+  ScoreMods m;
+  m.alibi_slopes = Tensor<double>({2, 2});
+  m.alibi_slopes->data = {0.0, 0.5, 1.0, 0.0};
+  const double one = 1.0;
+  const AttentionResult r = a1_dense_masked(q, k, v, dense(2, 1, 3), &one, m);
+  EXPECT_NEAR(r.o.data[0], 1.0, 1e-14);                 // b 0, h 0: a = 0
+  EXPECT_NEAR(r.o.data[1], 1.3201566678298062, 1e-13);  // b 0, h 1: a = 0.5
+  EXPECT_NEAR(r.o.data[2], 1.5752103826044412, 1e-13);  // b 1, h 0: a = 1
+  EXPECT_NEAR(r.o.data[3], 1.0, 1e-14);                 // b 1, h 1: a = 0
+  EXPECT_NEAR(r.lse.data[2], 0.4076059644443804, 1e-13);  // log(e^-2 + e^-1 + 1)
+}
+
 TEST(ModernAttention, SinkEntersTheDenominatorWithZeroValue) {
   // Two keys with score 0 and a sink σ = log 2: lse = log(2 + e^0 + e^0) = log 4,
   // p_j = 1/4 each, o = (v0 + v1)/4 = (1 + 3)/4 = 1: the sink takes half the mass.
