@@ -32,7 +32,7 @@ class CliPresetLayers : public CliTest {
            path(tag + "_v.npy");
   }
   // attend twice — by preset and by the explicit flags — and require equal files.
-  void same_as_flags(const std::string& tag, const std::string& preset_flags,
+  void expect_same_as_flags(const std::string& tag, const std::string& preset_flags,
                      const std::string& explicit_flags) {
     const std::string a = "attend " + qkv(tag) + " --dtype float64 ";
     RunResult r = run(a + "--out " + path(tag + "_o1.npy") + " --lse " + path(tag + "_l1.npy") +
@@ -66,16 +66,16 @@ class CliPresetLayers : public CliTest {
 // causal window 4095 (all of 48 tokens), layer 1 dense causal.
 TEST_F(CliPresetLayers, Gemma2LayersEqualTheirFlags) {
   write_qkv("g2", 16, 8, 48, 256);
-  same_as_flags("g2", "--preset gemma-2-9b --layer 0",
+  expect_same_as_flags("g2", "--preset gemma-2-9b --layer 0",
                 "--pattern window --window 4095 --causal --scale 0.0625 --softcap 50");
-  same_as_flags("g2", "--preset gemma-2-9b --layer 41",
+  expect_same_as_flags("g2", "--preset gemma-2-9b --layer 41",
                 "--pattern dense --causal --scale 0.0625 --softcap 50");
 }
 
 // Mistral's causal window 4096 at 64 tokens, 32 over 8 heads, head_dim 128, scale 1/sqrt(128).
 TEST_F(CliPresetLayers, MistralLayerEqualsItsFlags) {
   write_qkv("mi", 32, 8, 32, 128);
-  same_as_flags("mi", "--preset mistral-7b-v0.1 --layer 31",
+  expect_same_as_flags("mi", "--preset mistral-7b-v0.1 --layer 31",
                 "--pattern window --window 4096 --causal --scale 0.08838834764831845");
 }
 
@@ -83,9 +83,9 @@ TEST_F(CliPresetLayers, MistralLayerEqualsItsFlags) {
 // kind) and the global ones.
 TEST_F(CliPresetLayers, Llama4ChunkedLayerEqualsItsFlags) {
   write_qkv("ll", 40, 8, 16, 128);
-  same_as_flags("ll", "--preset llama-4-scout --layer 0",
+  expect_same_as_flags("ll", "--preset llama-4-scout --layer 0",
                 "--pattern chunked --chunk-size 8192 --causal --scale 0.08838834764831845");
-  same_as_flags("ll", "--preset llama-4-scout --layer 3",
+  expect_same_as_flags("ll", "--preset llama-4-scout --layer 3",
                 "--pattern dense --causal --scale 0.08838834764831845");
 }
 
@@ -96,9 +96,9 @@ TEST_F(CliPresetLayers, GptOssNeedsSinks) {
   for (int64_t h = 0; h < 64; ++h) sinks.data[h] = 0.1 * static_cast<double>(h % 7) - 0.3;
   write_npy(path("go_sinks.npy"), sinks);
   const std::string s = " --sinks " + path("go_sinks.npy");
-  same_as_flags("go", "--preset gpt-oss-20b --layer 0" + s,
+  expect_same_as_flags("go", "--preset gpt-oss-20b --layer 0" + s,
                 "--pattern window --window 127 --causal --scale 0.125" + s);
-  same_as_flags("go", "--preset gpt-oss-20b --layer 1" + s,
+  expect_same_as_flags("go", "--preset gpt-oss-20b --layer 1" + s,
                 "--pattern dense --causal --scale 0.125" + s);
   const std::string a = "attend " + qkv("go") + " --out " + path("refused_o.npy") + " ";
   expect_refused(a + "--preset gpt-oss-20b --layer 0", "invalid --sinks = missing");
