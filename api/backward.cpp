@@ -41,11 +41,12 @@ const std::vector<GradKernel>& grad_kernels() {
 
 void GradKernel::run(const GradProblem& gp, GradOutput& out) const {
   const Problem& p = *gp.problem;
-  const unsigned missing = needed_features(p.shape, p.mods) & ~features;
+  const unsigned missing =
+      (needed_features(p.shape, p.mods) | needed_pattern_features(*p.pattern)) & ~features;
   if (missing != 0)
     throw FieldError(Field::impl, "", name,
                      "has no gradient for " + feature_names(missing) +
-                         " (contract §2.7-§2.9); b1_dense_masked_grad has every one");
+                         " (contract §2.7-§2.9, §3.16); b1_dense_masked_grad has every one");
   run_kernel(gp, out);
 }
 

@@ -78,10 +78,14 @@ unsigned needed_features(const AttentionShape& shape, const ScoreMods& mods) {
   return bits;
 }
 
+unsigned needed_pattern_features(const Pattern& pattern) {
+  return pattern.needs_selection_kernel() ? kSelection : kPlain;
+}
+
 std::string feature_names(unsigned bits) {
   static const std::pair<unsigned, const char*> names[] = {
       {kGqa, "grouped-query heads"}, {kSoftcap, "softcap"}, {kAlibi, "ALiBi slopes"},
-      {kSinks, "sinks"}};
+      {kSinks, "sinks"}, {kSelection, "per-batch or counted selections"}};
   std::string out;
   for (const auto& [bit, name] : names)
     if (bits & bit) out += (out.empty() ? "" : ", ") + std::string(name);
@@ -89,20 +93,22 @@ std::string feature_names(unsigned bits) {
 }
 
 bool Kernel::serves_features(const Problem& problem) const {
-  return (needed_features(problem.shape, problem.mods) & ~features) == 0;
+  return ((needed_features(problem.shape, problem.mods) |
+           needed_pattern_features(*problem.pattern)) & ~features) == 0;
 }
 
 void Kernel::run(const Problem& problem, Output& out) const {
   // A kernel never computes plain attention for a problem that asks for more: the refusal
   // comes before any work, with the kernels that would serve it.
-  const unsigned missing = needed_features(problem.shape, problem.mods) & ~features;
+  const unsigned missing = (needed_features(problem.shape, problem.mods) |
+                           needed_pattern_features(*problem.pattern)) & ~features;
   if (missing != 0) {
     std::string serving;
     for (const Kernel& k : kernels())
       if ((missing & ~k.features) == 0 && k.serves(*problem.pattern))
         serving += (serving.empty() ? "" : ", ") + std::string(k.name);
     throw FieldError(Field::impl, "", name,
-                     "does not serve " + feature_names(missing) + " (contract §2.7-§2.9); " +
+                     "does not serve " + feature_names(missing) + " (contract §2.7-§2.9, §3.16); " +
                          (serving.empty() ? "no kernel of this build serves this problem"
                                           : "kernels that do: " + serving));
   }

@@ -52,6 +52,11 @@ constexpr Row kRows[] = {
     {Field::softcap, "softcap", "--softcap", "softcap"},
     {Field::alibi_slopes, "alibi_slopes", "--alibi-slopes", "alibi_slopes"},
     {Field::sinks, "sinks", "--sinks", "sinks"},
+    {Field::kv_indices, "kv_indices", "--kv-indices", "kv_indices"},
+    {Field::duplicates, "duplicates", "--duplicates", "duplicates"},
+    {Field::block_indices, "block_indices", "--block-indices", "block_indices"},
+    {Field::block_size_q, "block_size_q", "--block-size-q", "block_size_q"},
+    {Field::block_size_k, "block_size_k", "--block-size-k", "block_size_k"},
 };
 
 constexpr bool rows_in_enum_order() {

@@ -27,9 +27,11 @@ enum class Field {
   padding_align,
   // the attention itself (contract §2.1, §2.7–§2.9)
   q, k, v, impl, scale, softcap, alibi_slopes,
-  sinks,  // the last: kFieldCount below counts up to it
+  sinks,
+  // selected attention (PatternSpec, contract §3.16–§3.17)
+  kv_indices, duplicates, block_indices, block_size_q, block_size_k,  // the last: kFieldCount counts up to it
 };
-inline constexpr size_t kFieldCount = static_cast<size_t>(Field::sinks) + 1;
+inline constexpr size_t kFieldCount = static_cast<size_t>(Field::block_size_k) + 1;
 
 // How a front end writes a field.
 enum class Spelling {

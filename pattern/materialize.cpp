@@ -12,6 +12,7 @@
 #include "core/field.h"
 #include "pattern/pattern.h"
 #include "pattern/prng.h"
+#include "pattern/selected_build.h"
 
 namespace sparseattn {
 
@@ -77,10 +78,13 @@ void validate_one(const PatternSpec& s) {
     require_field(*s.kernel_size >= 1 && *s.kernel_size % 2 == 1, Field::kernel_size, "",
                   *s.kernel_size, "must be an odd integer >= 1 (keys per query)");
 
+  detail::validate_selected_spec(s);  // contract §3.16–§3.17
+
   const PatternSpec d;
   const PatternKind k = s.kind;
   std::set<PatternKind> causal_kinds = kBandKinds;
-  causal_kinds.insert({PatternKind::dense, PatternKind::chunked, PatternKind::neighborhood});
+  causal_kinds.insert({PatternKind::dense, PatternKind::chunked, PatternKind::neighborhood,
+                       PatternKind::selected, PatternKind::selected_blocks});
   std::set<PatternKind> dilation_kinds = kBandKinds;
   dilation_kinds.insert(PatternKind::neighborhood);
   require_read(s.causal != d.causal, Field::causal, "true", k, causal_kinds);
@@ -615,6 +619,10 @@ void validate_kind(const PatternSpec& s, const PatternSizes& z) {
       require_field(rank2 || rank3, Field::mask, " shape", shape_text(m.shape), "must be " + want);
       break;
     }
+    case PatternKind::selected:
+    case PatternKind::selected_blocks:
+      detail::validate_selected_sizes(s, z);
+      break;
     case PatternKind::per_head:
       throw FieldError(Field::heads, "", "per-head", "a per-head pattern's heads cannot be per-head");
   }
@@ -652,6 +660,8 @@ HeadLayout build_head(const PatternSpec& s, const PatternSizes& z, int64_t head,
     case PatternKind::explicit_mask: return build_explicit_head(s, z, head);
     case PatternKind::chunked: return build_chunked_head(s, z);
     case PatternKind::neighborhood: return build_neighborhood_head(s, z);
+    case PatternKind::selected:
+    case PatternKind::selected_blocks:  // built whole by detail::build_selected
     case PatternKind::per_head: break;
   }
   throw InvalidArgument("pattern", pattern_kind_name(s.kind), "cannot be built per head here");
@@ -789,7 +799,9 @@ Pattern materialize(const PatternSpec& spec, const PatternSizes& sizes) {
     p.random_draws = Tensor<int64_t>(ds, -1);
   }
 
-  if (!head_dependent(cs)) {
+  if (cs.kind == PatternKind::selected || cs.kind == PatternKind::selected_blocks) {
+    detail::build_selected(cs, sizes, p);
+  } else if (!head_dependent(cs)) {
     auto shared = std::make_shared<const HeadLayout>(build_head(cs, sizes, 0, p));
     for (auto& h : p.heads) h = shared;
     // Draws made once (e.g. a [1, rows, r] random table) hold for every head.
@@ -818,7 +830,7 @@ bool Pattern::query_valid(int64_t b, int64_t i) const {
 }
 
 bool Pattern::allowed(int64_t b, int64_t h, int64_t i, int64_t j) const {
-  return query_valid(b, i) && key_valid(b, j) && head(h).allowed(i, j);
+  return query_valid(b, i) && key_valid(b, j) && head_of(b, h).allowed(i, j);
 }
 
 BandParams Pattern::band() const {

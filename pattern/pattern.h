@@ -42,7 +42,34 @@ struct Pattern {
   Tensor<int64_t> random_draws;
   int64_t random_shortfall = 0;  // number of -1 entries in random_draws
 
+  // selected, selected-blocks (contract §3.16–§3.17): the index table as given (int64,
+  // [B_sel, H_sel, rows, K]); empty for every other kind. Query head h reads row
+  // selection_row(h) of it.
+  Tensor<int64_t> selection;
+  // [B_sel * num_heads] layouts, batch-major, when the table has B_sel > 1 (each batch
+  // element its own lists, contract §3.16); empty otherwise, and then `heads` holds for
+  // every batch element. heads == batch element 0's layouts either way.
+  std::vector<std::shared_ptr<const HeadLayout>> batch_heads;
+  // selected with duplicates = count and at least one key listed twice in a row (where
+  // causal keeps it): the softmax weighs key j by multiplicity(), not 0/1.
+  bool counts_repeats = false;
+
   const HeadLayout& head(int64_t h) const { return *heads.at(static_cast<size_t>(h)); }
+  // The layout of head h for batch element b: head(h) unless the lists depend on b.
+  const HeadLayout& head_of(int64_t b, int64_t h) const {
+    return batch_heads.empty() ? head(h)
+                               : *batch_heads.at(static_cast<size_t>(b * sizes.num_heads + h));
+  }
+  // Whether the pattern differs by batch element (B_sel > 1) or weighs repeats: only the
+  // kernels listing the feature kSelection (registry.h) read those.
+  bool needs_selection_kernel() const { return !batch_heads.empty() || counts_repeats; }
+  // The selection row query head h reads: 0 (H_sel = 1), h (H_sel = H_q) or h / g (H_sel =
+  // H_kv, g = H_q / H_sel, contract §2.7). Only for selected kinds.
+  int64_t selection_row(int64_t h) const;
+  // contract §3.16: how often key j is in A(i) of (b, h): 0 when not allowed, else 1, or
+  // under duplicates = count the number of times row i lists it. O(K) for counted
+  // patterns, allowed() otherwise.
+  int64_t multiplicity(int64_t b, int64_t h, int64_t i, int64_t j) const;
   bool has_key_padding() const { return spec.key_padding_mask.has_value(); }
 
   // contract §2 key padding: key j of batch b is real; query i of batch b is real (it sits

@@ -26,6 +26,8 @@ constexpr KindName kKindNames[] = {
     {PatternKind::per_head, "per-head"},
     {PatternKind::chunked, "chunked"},
     {PatternKind::neighborhood, "neighborhood"},
+    {PatternKind::selected, "selected"},
+    {PatternKind::selected_blocks, "selected-blocks"},
 };
 
 std::string join(const std::vector<int64_t>& xs) {
@@ -49,6 +51,15 @@ PatternKind parse_pattern_kind(const std::string& name) {
     known += (known.empty() ? "" : "|") + std::string(k.name);
   }
   throw FieldError(Field::pattern, "", name, "must be one of " + known);
+}
+
+const char* duplicates_name(Duplicates d) { return d == Duplicates::count ? "count" : "once"; }
+
+Duplicates parse_duplicates(const std::string& name) {
+  if (name == "once") return Duplicates::once;
+  if (name == "count") return Duplicates::count;
+  throw FieldError(Field::duplicates, "", name,
+                   "must be once (a repeated key counts once) or count (as often as listed)");
 }
 
 std::string describe(const PatternSpec& s) {
@@ -101,6 +112,16 @@ std::string describe(const PatternSpec& s) {
     case PatternKind::neighborhood:
       d << "kernel_size=" << (s.kernel_size ? std::to_string(*s.kernel_size) : "none")
         << ", dilation=" << s.dilation << ", causal=" << s.causal;
+      break;
+    case PatternKind::selected:
+      d << "kv_indices=" << (s.kv_indices ? shape_text(s.kv_indices->shape) : "none")
+        << ", duplicates=" << duplicates_name(s.duplicates) << ", causal=" << s.causal;
+      break;
+    case PatternKind::selected_blocks:
+      d << "block_indices=" << (s.block_indices ? shape_text(s.block_indices->shape) : "none")
+        << ", block_size_q=" << (s.block_size_q ? std::to_string(*s.block_size_q) : "none")
+        << ", block_size_k=" << (s.block_size_k ? std::to_string(*s.block_size_k) : "none")
+        << ", causal=" << s.causal;
       break;
     case PatternKind::per_head:
       for (size_t h = 0; h < s.per_head.size(); ++h) d << (h ? "; " : "") << describe(s.per_head[h]);

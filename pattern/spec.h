@@ -24,12 +24,23 @@ enum class PatternKind {
   per_head,      // one PatternSpec per head
   chunked,       // local chunks of `chunk_size` keys (Llama 4; FlashAttention 3's attention_chunk)
   neighborhood,  // exactly `kernel_size` neighbours, clamped at the ends (NATTEN, 1-D)
+  selected,      // the keys a table `kv_indices` lists per query (contract §3.16; DSA, NSA)
+  selected_blocks,  // the key blocks `block_indices` lists per query block (contract §3.17)
+};
+
+// selected: how a key listed twice in one row counts (contract §3.16).
+enum class Duplicates {
+  once,   // set semantics (§2.2): once, however often listed (the default)
+  count,  // as often as listed: weight m_ij in the softmax (attention-gym's reference)
 };
 
 // "dense", "window", ..., "bigbird-etc", "explicit", "per-head" (the CLI's spelling).
 const char* pattern_kind_name(PatternKind kind);
 // Inverse of pattern_kind_name; throws InvalidArgument("pattern") for unknown names.
 PatternKind parse_pattern_kind(const std::string& name);
+// "once", "count"; and the inverse, throwing FieldError(Field::duplicates) for other text.
+const char* duplicates_name(Duplicates d);
+Duplicates parse_duplicates(const std::string& name);
 
 struct PatternSpec {
   PatternKind kind = PatternKind::dense;
@@ -75,6 +86,19 @@ struct PatternSpec {
   // neighborhood: keys per query K, odd, 1 <= K <= seq_len_k (with dilation d: K * d <=
   // seq_len_k) (contract §3.15). Required by neighborhood, refused by every other kind.
   std::optional<int64_t> kernel_size;
+
+  // selected (contract §3.16): key indices [B_sel, H_sel, seq_len_q, K], B_sel in {1, batch},
+  // H_sel in {1, H_kv, H_q} (H_kv: query head h reads row h / g); -1 = empty slot, else a
+  // key in [0, seq_len_k); K >= 1. Required by selected, refused by every other kind.
+  std::optional<Tensor<int64_t>> kv_indices;
+  // selected only: once (default) or count.
+  Duplicates duplicates = Duplicates::once;
+  // selected_blocks (contract §3.17): key-block indices [B_sel, H_sel, ceil(seq_len_q /
+  // block_size_q), K]; -1 = empty slot, else a block in [0, ceil(seq_len_k / block_size_k)).
+  std::optional<Tensor<int64_t>> block_indices;
+  // selected_blocks: tokens per query block b_q and per key block b_k, each >= 1; required.
+  std::optional<int64_t> block_size_q;
+  std::optional<int64_t> block_size_k;
 
   // per_head: one spec per head (none of them per_head itself).
   std::vector<PatternSpec> per_head;

@@ -42,6 +42,9 @@ AttentionResult a1_dense_masked(const Tensor<double>& q, const Tensor<double>& k
 
   AttentionResult out{Tensor<double>({B, H, Lq, Dv}, 0.0), Tensor<double>({B, H, Lq}, 0.0)};
   std::vector<double> s(static_cast<size_t>(Lk));  // one row of the score matrix S = q kᵀ
+  // contract §3.16: a key listed m times under duplicates = count enters the softmax m
+  // times (weight m_ij); 1 for every allowed key of every other pattern.
+  std::vector<double> weight(static_cast<size_t>(Lk), 1.0);
 
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t h = 0; h < H; ++h) {
@@ -64,6 +67,7 @@ AttentionResult a1_dense_masked(const Tensor<double>& q, const Tensor<double>& k
             s[j] = neg_inf;
             continue;
           }
+          if (pattern.counts_repeats) weight[j] = static_cast<double>(pattern.multiplicity(b, h, i, j));
           double dot = 0.0;
           for (int64_t d = 0; d < D; ++d) dot += qh[i * D + d] * kh[j * D + d];
           s[j] = pipeline_score(scale * dot, mods, b, h, position, j);
@@ -79,11 +83,11 @@ AttentionResult a1_dense_masked(const Tensor<double>& q, const Tensor<double>& k
         // lse_i = m + log(exp(sink - m) + sum_j exp(s_ij - m)); o_i = sum_j exp(s_ij - lse_i) v_j.
         // With a sink and no allowed key this is lse_i = sink and o_i = 0 (contract §2.9).
         double l = std::exp(row_sink - m);
-        for (int64_t j = 0; j < Lk; ++j) l += std::exp(s[j] - m);
+        for (int64_t j = 0; j < Lk; ++j) l += weight[j] * std::exp(s[j] - m);
         lse[i] = m + std::log(l);
         for (int64_t j = 0; j < Lk; ++j) {
           if (s[j] == neg_inf) continue;
-          const double p = std::exp(s[j] - lse[i]);
+          const double p = weight[j] * std::exp(s[j] - lse[i]);
           for (int64_t d = 0; d < Dv; ++d) oh[i * Dv + d] += p * vh[j * Dv + d];
         }
       }

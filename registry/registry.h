@@ -49,10 +49,16 @@ enum Feature : unsigned {
   kAlibi = 1u << 2,    // ScoreMods::alibi_slopes
   kSinks = 1u << 3,    // ScoreMods::sinks
   kModern = kGqa | kSoftcap | kAlibi | kSinks,
+  // selected attention whose lists differ by batch element or count repeats (contract
+  // §3.16, Pattern::needs_selection_kernel); not in kModern: a kernel reading head(h) alone
+  // would compute another pattern.
+  kSelection = 1u << 4,
 };
 
 // The features `problem` needs.
 unsigned needed_features(const AttentionShape& shape, const ScoreMods& mods);
+// The pattern's part: kSelection when Pattern::needs_selection_kernel(), else kPlain.
+unsigned needed_pattern_features(const Pattern& pattern);
 // "grouped-query heads, softcap" — the features in `bits`, for messages.
 std::string feature_names(unsigned bits);
 

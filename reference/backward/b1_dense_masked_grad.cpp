@@ -65,6 +65,8 @@ GradientResult b1_dense_masked_grad(const Tensor<double>& q, const Tensor<double
   std::vector<double> p(static_cast<size_t>(Lk));     // one row of P
   std::vector<double> dp(static_cast<size_t>(Lk));    // one row of dP
   std::vector<double> slope(static_cast<size_t>(Lk)); // d s_ij / d raw_ij (softcap's 1 - tanh²)
+  // contract §7.9: m_ij, the times key j enters row i's softmax (1 unless counted repeats).
+  std::vector<double> weight(static_cast<size_t>(Lk), 1.0);
 
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < H; ++h) {
@@ -83,6 +85,7 @@ GradientResult b1_dense_masked_grad(const Tensor<double>& q, const Tensor<double
         for (int64_t j = 0; j < Lk; ++j) {
           p[j] = neg_inf;
           if (!pattern.allowed(b, h, i, j)) continue;
+          if (pattern.counts_repeats) weight[j] = static_cast<double>(pattern.multiplicity(b, h, i, j));
           const double raw = call.scale * ladder::dot(qi, kh + j * D, D);
           slope[j] = 1.0;
           if (mods.softcap) {
@@ -99,8 +102,8 @@ GradientResult b1_dense_masked_grad(const Tensor<double>& q, const Tensor<double
         const double sink = pattern.query_valid(b, i) ? mods.sink(h) : neg_inf;
         if (sink > m) m = sink;
         double l = std::exp(sink - m);
-        for (int64_t j = 0; j < Lk; ++j) l += std::exp(p[j] - m);
-        for (int64_t j = 0; j < Lk; ++j) p[j] = std::exp(p[j] - m) / l;
+        for (int64_t j = 0; j < Lk; ++j) l += weight[j] * std::exp(p[j] - m);
+        for (int64_t j = 0; j < Lk; ++j) p[j] = weight[j] * std::exp(p[j] - m) / l;
         // 3. dP row and the Jacobian's row sum Σ_k p_ik dp_ik (= <dO_i, o_i>; the sink's
         //    dp is 0).
         double row_sum = 0.0;
