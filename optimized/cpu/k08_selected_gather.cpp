@@ -1,0 +1,129 @@
+// k08 — token-level selected attention, float32, OpenMP (contract §3.16).
+//
+// What changed since k06: k06 walks the layout's tiles, so a query whose K listed keys lie
+// scattered over L_k visits up to K tiles of 64 keys, most of their pairs masked. k08 reads
+// the index table itself and touches exactly the listed rows: per (batch, kv head, query)
+// it builds the row's key list once (selected_keys: -1, causal, padding, duplicates), then
+// for each listed key loads k_j once and scores it against every query head sharing the
+// list (the g heads of the group when H_sel <= H_kv: DSA's one list for all heads, NSA's
+// one per kv head), then the softmax per head, then loads v_j once and adds p_hj·v_j to
+// every head's output. Bytes gathered per (query, list): n·(d + d_v)·4 for g heads' work.
+// Counted duplicates enter as weights m_j: l = Σ m_j exp(s_j − m), o = Σ m_j exp(s_j − m) v_j / l.
+// Each output row is written by one work item in a fixed order: thread-count independent.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/error.h"
+#include "optimized/cpu/selected_kernels.h"
+
+namespace sparseattn::cpu {
+
+bool k08_serves(const Pattern& pattern) { return pattern.spec.kind == PatternKind::selected; }
+
+void selected_keys(const Pattern& pattern, int64_t b, int64_t row, int64_t i,
+                   std::vector<int32_t>& keys, std::vector<float>& weights,
+                   std::vector<int32_t>& seen) {
+  keys.clear();
+  weights.clear();
+  if (!pattern.query_valid(b, i)) return;
+  const Tensor<int64_t>& t = pattern.selection;
+  const int64_t kk = t.dim(3), lk = pattern.sizes.seq_len_k;
+  const int64_t position = i + lk - pattern.sizes.seq_len_q;  // p, contract §3.1
+  const bool count = pattern.spec.duplicates == Duplicates::count;
+  const int64_t* list = t.ptr() + ((((t.dim(0) == 1 ? 0 : b) * t.dim(1) + row) * t.dim(2)) + i) * kk;
+  for (int64_t c = 0; c < kk; ++c) {
+    const int64_t j = list[c];
+    if (j < 0 || (pattern.spec.causal && j > position) || !pattern.key_valid(b, j)) continue;
+    int32_t& at = seen[static_cast<size_t>(j)];
+    if (at >= 0) {
+      if (count) weights[static_cast<size_t>(at)] += 1.0f;
+      continue;
+    }
+    at = static_cast<int32_t>(keys.size());
+    keys.push_back(static_cast<int32_t>(j));
+    weights.push_back(1.0f);
+  }
+  for (int32_t j : keys) seen[static_cast<size_t>(j)] = -1;
+}
+
+void k08_selected_gather(const Inputs& in, const Outputs& out) {
+  const Pattern& pattern = *in.pattern;
+  if (!k08_serves(pattern))
+    throw InvalidArgument("pattern", describe(pattern.spec), "cpu_k08_selected_gather serves selected");
+  const AttentionShape& s = in.shape;
+  const int64_t B = s.batch, H = s.num_heads, Hkv = s.num_kv_heads, g = s.group();
+  const int64_t Lq = s.seq_len_q, Lk = s.seq_len_k, D = s.head_dim, Dv = s.head_dim_v;
+  const int64_t hsel = pattern.selection.dim(1);
+  // Heads that share one list: the whole group unless every query head has its own.
+  const int64_t share = hsel == H && g > 1 ? 1 : g;
+  const int64_t units = H / share;  // lists per batch element and query
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+
+#pragma omp parallel
+  {
+    std::vector<int32_t> keys, seen(static_cast<size_t>(Lk), -1);
+    std::vector<float> weights, scores, acc, inv(static_cast<size_t>(share));
+#pragma omp for schedule(dynamic, 8)
+    for (int64_t item = 0; item < B * units * Lq; ++item) {
+      const int64_t i = item % Lq, u = (item / Lq) % units, b = item / (Lq * units);
+      const int64_t h0 = u * share;  // first query head of the unit
+      const int64_t hk = h0 / g;
+      selected_keys(pattern, b, pattern.selection_row(h0), i, keys, weights, seen);
+      const int64_t n = static_cast<int64_t>(keys.size());
+      const float* kh = in.k + (b * Hkv + hk) * Lk * D;
+      const float* vh = in.v + (b * Hkv + hk) * Lk * Dv;
+      scores.assign(static_cast<size_t>(share * n), 0.0f);
+      // Scores: each key row once, against every head of the unit.
+      for (int64_t t = 0; t < n; ++t) {
+        const float* kj = kh + static_cast<int64_t>(keys[t]) * D;
+        for (int64_t e = 0; e < share; ++e) {
+          const float* qi = in.q + ((b * H + h0 + e) * Lq + i) * D;
+          float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+          for (int64_t d = 0; d < D; ++d) dot += qi[d] * kj[d];
+          scores[static_cast<size_t>(e * n + t)] = in.scale * dot;
+        }
+      }
+      // Softmax per head (stable: the row maximum first), weights m_t for counted repeats.
+      acc.assign(static_cast<size_t>(share * Dv), 0.0f);
+      for (int64_t e = 0; e < share; ++e) {
+        float* se = scores.data() + e * n;
+        float* lse = out.lse + (b * H + h0 + e) * Lq + i;
+        if (n == 0) {
+          *lse = neg_inf;
+          inv[e] = 0.0f;
+          continue;
+        }
+        float m = se[0];
+        for (int64_t t = 1; t < n; ++t) m = std::max(m, se[t]);
+        float l = 0.0f;
+        for (int64_t t = 0; t < n; ++t) {
+          se[t] = weights[t] * std::exp(se[t] - m);
+          l += se[t];
+        }
+        *lse = m + std::log(l);
+        inv[e] = 1.0f / l;
+      }
+      // P·V: each value row once, into every head's accumulator.
+      for (int64_t t = 0; t < n; ++t) {
+        const float* vj = vh + static_cast<int64_t>(keys[t]) * Dv;
+        for (int64_t e = 0; e < share; ++e) {
+          const float p = scores[static_cast<size_t>(e * n + t)];
+          float* a = acc.data() + e * Dv;
+#pragma omp simd
+          for (int64_t d = 0; d < Dv; ++d) a[d] += p * vj[d];
+        }
+      }
+      for (int64_t e = 0; e < share; ++e) {
+        float* o = out.o + ((b * H + h0 + e) * Lq + i) * Dv;
+        for (int64_t d = 0; d < Dv; ++d) o[d] = acc[static_cast<size_t>(e * Dv + d)] * inv[e];
+      }
+    }
+  }
+}
+
+}  // namespace sparseattn::cpu

@@ -1,0 +1,56 @@
+// Registry entries of the selected-attention CPU kernels (contract §3.16, §7.9): k08 in
+// registry/cpu_kernels.def, kb03 in registry/backward_kernels.def. They adapt a Problem as
+// entries.cpp and grad_entries.cpp do; dk and dv keep k's H_kv heads (contract §2.7).
+#include "core/error.h"
+#include "optimized/cpu/selected_kernels.h"
+#include "registry/backward.h"
+#include "registry/float32_guard.h"
+#include "registry/registry.h"
+
+namespace sparseattn::entry {
+
+void run_cpu_k08_selected_gather(const Problem& problem, Output& out) {
+  const AttentionShape& s = problem.shape;
+  Float32Plan plan;
+  plan_float32(problem, "cpu_k08_selected_gather", plan);  // refuses a scale float32 cannot hold
+  const Shape o{s.batch, s.num_heads, s.seq_len_q, s.head_dim_v};
+  const Shape lse{s.batch, s.num_heads, s.seq_len_q};
+  if (out.o32.shape != o) out.o32 = Tensor<float>(o);
+  if (out.lse32.shape != lse) out.lse32 = Tensor<float>(lse);
+  cpu::Inputs in;
+  in.q = plan.q32->ptr();
+  in.k = problem.k32.ptr();
+  in.v = problem.v32.ptr();
+  in.shape = s;
+  in.pattern = problem.pattern;
+  in.scale = plan.scale32;
+  cpu::k08_selected_gather(in, cpu::Outputs{out.o32.ptr(), out.lse32.ptr()});
+}
+bool serves_cpu_k08_selected_gather(const Pattern& pattern) { return cpu::k08_serves(pattern); }
+
+void grad_run_cpu_kb03_selected_gather_grad(const GradProblem& g, GradOutput& out) {
+  const Problem& p = *g.problem;
+  const AttentionShape& s = p.shape;
+  require(g.o32.numel() == s.batch * s.num_heads * s.seq_len_q * s.head_dim_v &&
+              g.lse32.numel() == s.batch * s.num_heads * s.seq_len_q,
+          "o/lse", "missing", "a float32 backward needs its forward kernel's saved o and lse");
+  out.dq32 = Tensor<float>({s.batch, s.num_heads, s.seq_len_q, s.head_dim});
+  out.dk32 = Tensor<float>({s.batch, s.num_kv_heads, s.seq_len_k, s.head_dim});
+  out.dv32 = Tensor<float>({s.batch, s.num_kv_heads, s.seq_len_k, s.head_dim_v});
+  cpu::GradInputs in;
+  in.q = p.q32.ptr();
+  in.k = p.k32.ptr();
+  in.v = p.v32.ptr();
+  in.o = g.o32.ptr();
+  in.lse = g.lse32.ptr();
+  in.dout = g.dout32.ptr();
+  in.shape = s;
+  in.pattern = p.pattern;
+  in.scale = static_cast<float>(p.scale);
+  cpu::kb03_selected_gather_grad(in, cpu::GradOutputs{out.dq32.ptr(), out.dk32.ptr(), out.dv32.ptr()});
+}
+bool grad_serves_cpu_kb03_selected_gather_grad(const Pattern& pattern) {
+  return cpu::kb03_serves(pattern);
+}
+
+}  // namespace sparseattn::entry

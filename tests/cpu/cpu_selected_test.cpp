@@ -1,0 +1,200 @@
+// Checks contract §3.16 and §7.9 on every kernel of the registry that serves `selected`:
+// the CPU forward cpu_k08_selected_gather against the oracle a1_dense_masked and its
+// backward cpu_kb03_selected_gather_grad against b1_dense_masked_grad, each at its entry's
+// tolerance, on a grid with K > L_k, all -1 rows, duplicates counted and not, shared lists
+// under grouped kv heads (H_sel = 1, H_kv, H_q), per-batch lists, causal with L_q below and
+// above L_k, key padding and heavy overlap (every query selecting the same keys); bit-
+// identical results for 1 and 3 threads; exact zeros where the gradient is structurally
+// zero; and the kernels that read only the layout refusing per-batch or counted selections
+// by name.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/check.h"
+#include "core/field.h"
+#include "core/seeded_inputs.h"
+#include "reference/attention.h"
+#include "reference/backward/backward.h"
+#include "registry/backward.h"
+#include "registry/registry.h"
+
+namespace sparseattn {
+namespace {
+
+using testing_inputs::random_tensor;
+
+struct SelCase {
+  const char* name;
+  int64_t B, Hq, Hkv, Lq, Lk, D, Dv, K, hsel, bsel;
+  bool causal, padding, count;
+  enum Fill { random, overlap, empty_rows } fill;
+};
+
+// A table of entries in [-1, L_k): random (about one in five -1, repeats likely when
+// K > L_k), `overlap` (every query lists keys 1, 3, 3 and 5, then -1), or random with every
+// third row all -1 (`empty_rows`).
+Tensor<int64_t> table_for(const SelCase& c) {
+  Tensor<int64_t> t({c.bsel, c.hsel, c.Lq, c.K});
+  uint64_t x = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(c.Lq * 131 + c.K);
+  for (int64_t r = 0; r < c.bsel * c.hsel * c.Lq; ++r)
+    for (int64_t s = 0; s < c.K; ++s) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      const int64_t u = static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(c.Lk + c.Lk / 4 + 1));
+      int64_t e = u >= c.Lk ? -1 : u;
+      if (c.fill == SelCase::overlap) {
+        const int64_t fixed[] = {1, 3, 3, 5};
+        e = s < 4 ? std::min(fixed[s], c.Lk - 1) : -1;
+      }
+      if (c.fill == SelCase::empty_rows && (r % 3) == 1) e = -1;
+      t.data[static_cast<size_t>(r * c.K + s)] = e;
+    }
+  return t;
+}
+
+Pattern pattern_for(const SelCase& c) {
+  PatternSpec s;
+  s.kind = PatternKind::selected;
+  s.kv_indices = table_for(c);
+  s.causal = c.causal;
+  s.duplicates = c.count ? Duplicates::count : Duplicates::once;
+  if (c.padding) {  // batch element 0: its keys 2 and L_k - 1 padded (the last query too)
+    s.key_padding_mask = Tensor<uint8_t>({c.B, c.Lk}, 1);
+    s.key_padding_mask->data[2] = 0;
+    s.key_padding_mask->data[static_cast<size_t>(c.Lk - 1)] = 0;
+  }
+  return materialize(s, {c.B, c.Hq, c.Lq, c.Lk});
+}
+
+const SelCase kCases[] = {
+    {"k_beyond_lk", 2, 2, 2, 9, 7, 8, 5, 16, 2, 1, false, false, false, SelCase::random},
+    {"k_beyond_lk_counted", 2, 2, 2, 9, 7, 8, 5, 16, 2, 1, false, false, true, SelCase::random},
+    {"all_minus_one_rows", 1, 2, 1, 12, 12, 8, 8, 4, 1, 1, false, false, false, SelCase::empty_rows},
+    {"shared_list_gqa", 2, 8, 2, 17, 23, 16, 8, 6, 1, 1, false, false, false, SelCase::random},
+    {"per_kv_head_gqa", 2, 6, 2, 17, 23, 16, 8, 6, 2, 1, true, false, false, SelCase::random},
+    {"per_query_head_gqa", 1, 6, 3, 17, 23, 16, 8, 6, 6, 1, true, false, true, SelCase::random},
+    {"causal_lq_below_lk", 1, 4, 4, 5, 19, 8, 8, 10, 4, 1, true, false, false, SelCase::random},
+    {"causal_lq_above_lk", 1, 2, 1, 19, 5, 8, 8, 7, 1, 1, true, false, false, SelCase::random},
+    {"padding_per_batch", 2, 4, 2, 13, 13, 8, 4, 6, 2, 2, false, true, false, SelCase::random},
+    {"padding_causal_counted", 2, 4, 1, 13, 13, 8, 4, 20, 1, 2, true, true, true, SelCase::random},
+    {"heavy_overlap", 2, 4, 2, 40, 9, 16, 16, 6, 1, 1, false, false, false, SelCase::overlap},
+    {"heavy_overlap_counted", 1, 4, 2, 40, 9, 16, 16, 6, 2, 1, true, true, true, SelCase::overlap},
+    {"wide", 1, 8, 1, 150, 300, 64, 64, 48, 1, 1, true, false, false, SelCase::random},
+};
+
+class SelectedCpu : public ::testing::TestWithParam<SelCase> {};
+
+TEST_P(SelectedCpu, EveryServingKernelMatchesTheOracle) {
+  const SelCase& c = GetParam();
+  const Pattern pattern = pattern_for(c);
+  const uint64_t seed = static_cast<uint64_t>(c.Lq * 7 + c.K);
+  const Tensor<double> q = random_tensor({c.B, c.Hq, c.Lq, c.D}, seed);
+  const Tensor<double> k = random_tensor({c.B, c.Hkv, c.Lk, c.D}, seed + 1);
+  const Tensor<double> v = random_tensor({c.B, c.Hkv, c.Lk, c.Dv}, seed + 2);
+  const Tensor<double> dout = random_tensor({c.B, c.Hq, c.Lq, c.Dv}, seed + 3);
+  const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, nullptr);
+  const Problem problem = make_problem(q, k, v, pattern, nullptr);
+  int served = 0;
+  for (const Kernel& kernel : kernels()) {
+    if (kernel.target != Target::cpu || !kernel.exact || !kernel.serves(pattern) ||
+        !kernel.serves_features(problem))
+      continue;
+    SCOPED_TRACE(kernel.name);
+    ++served;
+    Output out;
+    kernel.run(problem, out);
+    const Tolerance tol{kernel.atol, kernel.rtol};
+    const CheckReport ro = check_close(out.o32, oracle.o, tol);
+    const CheckReport rl = check_close(out.lse32, oracle.lse, tol);
+    EXPECT_TRUE(ro.pass) << report_json(ro, "o", tol);
+    EXPECT_TRUE(rl.pass) << report_json(rl, "lse", tol);
+    // Bit-identical with another thread count.
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(threads == 1 ? 3 : 1);
+    Output again;
+    kernel.run(problem, again);
+    omp_set_num_threads(threads);
+    EXPECT_EQ(again.o32.data, out.o32.data);
+    EXPECT_EQ(again.lse32.data, out.lse32.data);
+  }
+  EXPECT_GE(served, 1);  // cpu_k08_selected_gather at least
+
+  const GradientResult g = b1_dense_masked_grad(q, k, v, dout, pattern, nullptr);
+  int grad_served = 0;
+  for (const GradKernel& kernel : grad_kernels()) {
+    if (kernel.target != Target::cpu || !kernel.serves(pattern)) continue;
+    if (((needed_features(problem.shape, problem.mods) | needed_pattern_features(pattern)) &
+         ~kernel.features) != 0)
+      continue;
+    SCOPED_TRACE(kernel.name);
+    ++grad_served;
+    GradProblem gp = make_grad_problem(problem, dout);
+    save_forward(kernel, gp);
+    GradOutput out;
+    kernel.run(gp, out);
+    const Tolerance tol{kernel.atol, kernel.rtol};
+    const CheckReport rq = check_close(out.dq32, g.dq, tol);
+    const CheckReport rk = check_close(out.dk32, g.dk, tol);
+    const CheckReport rv = check_close(out.dv32, g.dv, tol);
+    EXPECT_TRUE(rq.pass) << report_json(rq, "dq", tol);
+    EXPECT_TRUE(rk.pass) << report_json(rk, "dk", tol);
+    EXPECT_TRUE(rv.pass) << report_json(rv, "dv", tol);
+    // Structural zeros are exact: the oracle's zero rows and keys are zero here too.
+    for (size_t e = 0; e < g.dv.data.size(); ++e)
+      if (g.dv.data[e] == 0.0) EXPECT_EQ(out.dv32.data[e], 0.0f) << "dv element " << e;
+    for (size_t e = 0; e < g.dq.data.size(); ++e)
+      if (g.dq.data[e] == 0.0) EXPECT_EQ(out.dq32.data[e], 0.0f) << "dq element " << e;
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(threads == 1 ? 3 : 1);
+    GradOutput again;
+    kernel.run(gp, again);
+    omp_set_num_threads(threads);
+    EXPECT_EQ(again.dq32.data, out.dq32.data);
+    EXPECT_EQ(again.dk32.data, out.dk32.data);
+    EXPECT_EQ(again.dv32.data, out.dv32.data);
+  }
+  EXPECT_GE(grad_served, 1);  // cpu_kb03_selected_gather_grad
+}
+
+INSTANTIATE_TEST_SUITE_P(Grid, SelectedCpu, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<SelCase>& info) {
+                           return std::string(info.param.name);
+                         });
+
+TEST(SelectedCpu, LayoutKernelsRefuseCountedOrPerBatchSelectionsByName) {
+  // k06 reads head(h)'s layout only: a counted repeat or batch element 1's own list would
+  // be another pattern there, so Kernel::run refuses before any work, naming the feature.
+  for (const SelCase& c : {kCases[1], kCases[8]}) {
+    const Pattern pattern = pattern_for(c);
+    ASSERT_TRUE(pattern.needs_selection_kernel()) << c.name;
+    const Problem problem =
+        make_problem(random_tensor({c.B, c.Hq, c.Lq, c.D}, 1), random_tensor({c.B, c.Hkv, c.Lk, c.D}, 2),
+                     random_tensor({c.B, c.Hkv, c.Lk, c.Dv}, 3), pattern, nullptr);
+    Output out;
+    try {
+      find_kernel("cpu_k06_generic_tiles").run(problem, out);
+      ADD_FAILURE() << "k06 ran " << c.name;
+    } catch (const FieldError& e) {
+      EXPECT_EQ(e.field(), Field::impl);
+      EXPECT_NE(std::string(e.what()).find("per-batch or counted selections"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("cpu_k08_selected_gather"), std::string::npos)
+          << e.what();
+    }
+  }
+  // A set-semantics list shared by the batch is an ordinary layout: k06 serves it too.
+  const Pattern plain = pattern_for(kCases[3]);
+  EXPECT_FALSE(plain.needs_selection_kernel());
+}
+
+TEST(SelectedCpu, KernelOnlyServesSelected) {
+  PatternSpec w;
+  w.kind = PatternKind::window;
+  w.window = 2;
+  EXPECT_FALSE(find_kernel("cpu_k08_selected_gather").serves(materialize(w, {1, 1, 8, 8})));
+}
+
+}  // namespace
+}  // namespace sparseattn
