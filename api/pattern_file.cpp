@@ -150,13 +150,25 @@ PatternSpec spec_from_json(const nlohmann::json& o, const std::string& where,
       s.mask = read_npy_mask(get_path(value, name, base_dir), name);
     } else if (key == "key_padding_mask") {
       s.key_padding_mask = read_npy_mask(get_path(value, name, base_dir), name);
+    } else if (key == "kv_indices") {  // contract §3.16
+      s.kv_indices = read_npy_int(get_path(value, name, base_dir), name);
+    } else if (key == "duplicates") {
+      require(value.is_string(), name, value.dump(), "must be \"once\" or \"count\"");
+      s.duplicates = parse_duplicates(value.get<std::string>());
+    } else if (key == "block_indices") {  // contract §3.17
+      s.block_indices = read_npy_int(get_path(value, name, base_dir), name);
+    } else if (key == "block_size_q") {
+      s.block_size_q = get_int(value, name);
+    } else if (key == "block_size_k") {
+      s.block_size_k = get_int(value, name);
     } else {
       throw InvalidArgument(name, value.dump(),
                             "unknown key; keys are the pattern flags' names without \"--\" "
                             "(pattern, window, window_left, window_right, dilation, causal, "
                             "global, num_random, block_size, num_random_blocks, "
                             "num_global_tokens, random_table, segment_ids, mask, "
-                            "key_padding_mask, seed, chunk_size, kernel_size)");
+                            "key_padding_mask, seed, chunk_size, kernel_size, kv_indices, "
+                            "duplicates, block_indices, block_size_q, block_size_k)");
     }
   }
   // contract §3.3: the pair replaces "window"; "window": 0 beside it is refused too.
@@ -289,6 +301,11 @@ nlohmann::json flags_to_json(const PatternFlags& f) {
   if (!f.mask.empty()) j["mask"] = f.mask;
   if (!f.key_padding_mask.empty()) j["key_padding_mask"] = f.key_padding_mask;
   if (f.seed != d.seed) j["seed"] = f.seed;
+  if (!f.kv_indices.empty()) j["kv_indices"] = f.kv_indices;
+  if (f.duplicates != d.duplicates) j["duplicates"] = f.duplicates;
+  if (!f.block_indices.empty()) j["block_indices"] = f.block_indices;
+  if (f.block_size_q) j["block_size_q"] = *f.block_size_q;
+  if (f.block_size_k) j["block_size_k"] = *f.block_size_k;
   return j;
 }
 

@@ -87,7 +87,7 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
   cmd->add_option("--pattern", f.pattern,
                   "which keys each query may attend (contract §3): dense | window | longformer | "
                   "random | bigbird | bigbird-etc | hierarchical | explicit | chunked | "
-                  "neighborhood")
+                  "neighborhood | selected | selected-blocks")
       ->capture_default_str();
   cmd->add_option("--window", f.window,
                   "W: one-sided window half-width in window steps (tokens when --dilation 1), "
@@ -122,7 +122,8 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
       ->capture_default_str();
   cmd->add_flag("--causal", f.causal,
                 "keys only at or before the query's position (t <= 0) "
-                "[dense, window, longformer, random, chunked, neighborhood]");
+                "[dense, window, longformer, random, chunked, neighborhood, selected, "
+                "selected-blocks]");
   cmd->add_option("--global", f.global,
                   "I,J,...: global token positions, integers in [0, seq_len) (decimal); each "
                   "attends every key and is attended by every query, except that with --causal "
@@ -162,6 +163,26 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
                   "S: seed of the counter-based PRNG, integer in [0, 2^64); draws are keyed by "
                   "(seed, head, row) [random, bigbird, bigbird-etc]")
       ->capture_default_str();
+  // contract §3.16–§3.17: attention over a given selection.
+  cmd->add_option("--kv-indices", f.kv_indices,
+                  "I.npy: int32/int64 [B_sel, H_sel, seq_len_q, K] keys per query, B_sel in {1, "
+                  "batch}, H_sel in {1, num_kv_heads, num_heads} (kv heads: query head h reads "
+                  "row h / g); -1 = empty slot, else a key in [0, seq_len_k); K >= 1 [selected]");
+  cmd->add_option("--duplicates", f.duplicates,
+                  "once | count: a key listed twice in a row counts once (set semantics) or "
+                  "twice in the softmax [selected]")
+      ->capture_default_str();
+  cmd->add_option("--block-indices", f.block_indices,
+                  "I.npy: int32/int64 [B_sel, H_sel, ceil(seq_len_q / BQ), K] key blocks per "
+                  "query block; -1 = empty slot, else a block in [0, ceil(seq_len_k / BK)) "
+                  "[selected-blocks]");
+  cmd->add_option_function<int64_t>(
+      "--block-size-q", [&f](const int64_t& v) { f.block_size_q = v; },
+      "BQ: queries per query block, integer >= 1 (1: one list per query, as MoBA and NSA) "
+      "[selected-blocks]");
+  cmd->add_option_function<int64_t>(
+      "--block-size-k", [&f](const int64_t& v) { f.block_size_k = v; },
+      "BK: keys per key block, integer >= 1; the last block may be partial [selected-blocks]");
   // Every integer flag here is decimal: decimal_integer_flags() (called once for the
   // whole app by register_commands()) attaches the decimal validator.
 }
@@ -176,7 +197,7 @@ PatternSpec to_spec(const PatternFlags& f) {
   } catch (const FieldError&) {
     throw FieldError(Field::pattern, "", f.pattern,
                      "must be one of dense|window|longformer|random|bigbird|bigbird-etc|"
-                     "hierarchical|explicit|chunked|neighborhood");
+                     "hierarchical|explicit|chunked|neighborhood|selected|selected-blocks");
   }
   require_field(s.kind != PatternKind::per_head, Field::pattern, "", f.pattern,
                 "per-head patterns are built with the library (PatternSpec::per_head) or a "
@@ -203,13 +224,20 @@ PatternSpec to_spec(const PatternFlags& f) {
   s.num_random_blocks = f.num_random_blocks;
   s.num_global_tokens = f.num_global_tokens;
   s.seed = f.seed;
+  s.duplicates = parse_duplicates(f.duplicates);
+  s.block_size_q = f.block_size_q;
+  s.block_size_k = f.block_size_k;
   // Files are read only after the fields are known to be right (a --mask given to bigbird
   // is refused before its file is opened): placeholders stand for the files meanwhile.
   PatternSpec shape_only = s;
   if (!f.random_table.empty()) shape_only.random_table = Tensor<int64_t>();
   if (!f.mask.empty()) shape_only.mask = Tensor<uint8_t>();
   if (!f.segment_ids.empty()) shape_only.segment_ids = {0};
+  if (!f.kv_indices.empty()) shape_only.kv_indices = Tensor<int64_t>({1, 1, 1, 1}, -1);
+  if (!f.block_indices.empty()) shape_only.block_indices = Tensor<int64_t>({1, 1, 1, 1}, -1);
   validate_spec(shape_only);
+  if (!f.kv_indices.empty()) s.kv_indices = read_npy_int(f.kv_indices, "--kv-indices");
+  if (!f.block_indices.empty()) s.block_indices = read_npy_int(f.block_indices, "--block-indices");
   if (!f.random_table.empty()) s.random_table = read_npy_int(f.random_table, "--random-table");
   if (!f.segment_ids.empty()) {
     const Tensor<int64_t> ids = read_npy_int(f.segment_ids, "--segment-ids");

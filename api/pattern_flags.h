@@ -35,12 +35,19 @@ struct PatternFlags {
   std::string key_padding_mask;  // .npy path
   uint64_t seed = 0;
   std::string pattern_file;      // .json path (api/pattern_file.h); replaces the flags above
+  // selected, selected-blocks (contract §3.16–§3.17)
+  std::string kv_indices;        // .npy path, int [B_sel, H_sel, seq_len_q, K]
+  std::string duplicates = "once";  // once | count (selected)
+  std::string block_indices;     // .npy path, int [B_sel, H_sel, ceil(seq_len_q / BQ), K]
+  std::optional<int64_t> block_size_q;  // --block-size-q (selected-blocks)
+  std::optional<int64_t> block_size_k;  // --block-size-k (selected-blocks)
 };
 
 // Adds --pattern, --window, --window-left, --window-right, --chunk-size, --kernel-size,
 // --dilation, --causal, --global, --num-random, --block-size,
 // --num-random-blocks, --num-global-tokens, --random-table, --segment-ids, --mask,
-// --key-padding-mask, --seed, --pattern-file to `cmd`, each documented with its unit and range.
+// --key-padding-mask, --seed, --pattern-file, --kv-indices, --duplicates, --block-indices,
+// --block-size-q, --block-size-k to `cmd`, each documented with its unit and range.
 void add_pattern_flags(CLI::App* cmd, PatternFlags& flags);
 
 // Makes every integer option of `app` and of all its subcommands (type INT or UINT, the

@@ -24,6 +24,7 @@ void register_impls(CLI::App& app);
 void register_golden(CLI::App& app);
 void register_models(CLI::App& app);  // cli/preset_commands.cpp
 void register_options(CLI::App& app);  // cli/cmd_options.cpp: reads every other subcommand
+void register_select(CLI::App& app);  // cli/cmd_select.cpp (contract §3.18)
 
 // Calls every register_* above (main.cpp calls this).
 inline void register_commands(CLI::App& app) {
@@ -40,6 +41,7 @@ inline void register_commands(CLI::App& app) {
   register_impls(app);
   register_golden(app);
   register_models(app);
+  register_select(app);
   register_options(app);
   decimal_integer_flags(app);  // every integer flag of every subcommand: decimal, strict
 }

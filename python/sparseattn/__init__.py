@@ -13,7 +13,7 @@ The same code the ``sparseattn`` command-line tool runs (docs/python.md)::
 Shapes follow docs/contract.md §1: q [batch, num_heads, seq_len_q, head_dim], k and v
 [batch, num_heads, seq_len_k, head_dim(_v)], leading dimensions optional.
 """
-from . import testing
+from . import select, testing
 from .analysis import analyze, extend_positions, reach
 from .attention import (AttendGlobalResult, AttendResult, AttendSinksResult, CheckReport, TensorReport, Timing,
                         attend, check, cpu_isa, impls, nystrom, performer_favor, time_impl)
@@ -24,6 +24,6 @@ from .sweep import SweepFit, SweepPoint, SweepResult, sweep
 __all__ = [
     "AttendGlobalResult", "AttendResult", "AttendSinksResult", "BlockMask", "CheckReport", "Pattern", "TensorReport", "Timing", "analyze",
     "attend", "check", "cpu_isa", "extend_positions", "impls", "nystrom", "performer_favor",
-    "preset_info", "preset_names", "preset_reach", "reach", "sweep", "SweepFit", "SweepPoint", "SweepResult", "testing", "time_impl",
+    "preset_info", "preset_names", "preset_reach", "reach", "select", "sweep", "SweepFit", "SweepPoint", "SweepResult", "testing", "time_impl",
 ]
 __version__ = "0.1.0"

@@ -254,6 +254,69 @@ class Pattern:
         return cls._make("chunked", chunk_size=chunk_size, causal=causal)
 
     @classmethod
+    def selected(cls, kv_indices: Any, duplicates: str = "once",
+                 causal: bool = False) -> "Pattern":
+        """Attention over a given selection of keys per query (contract §3.16), as DeepSeek
+        Sparse Attention's top-k keys and NSA's selected tokens are consumed.
+
+        Parameters
+        ----------
+        kv_indices : array of int, shape [B_sel, H_sel, seq_len_q, K]
+            Keys per query: -1 is an empty slot, else a key in [0, seq_len_k). ``B_sel`` is 1
+            or the batch; ``H_sel`` is 1 (every head), ``H_kv`` (query head h reads row
+            h // g, as it reads kv head h // g) or ``num_heads``. ``K >= 1``, may exceed
+            ``seq_len_k``.
+        duplicates : {"once", "count"}
+            A key listed twice in a row counts once (set semantics) or twice in the softmax.
+        causal : bool
+            Drop listed keys after the query's position ``i + seq_len_k - seq_len_q``.
+
+        Raises
+        ------
+        ValueError
+            A rank other than 4, ``K < 1``, an entry below -1 (``kv_indices[b,h,i,k] =
+            ...``); entries ``>= seq_len_k`` and shapes are checked when sizes are known.
+        """
+        if not isinstance(causal, (bool, np.bool_)):
+            raise _arrays.invalid("causal", causal, "must be True or False")
+        if not isinstance(duplicates, str):
+            raise _arrays.invalid("duplicates", duplicates, "must be \"once\" or \"count\"")
+        spec = _C.make_selected_spec("selected", _arrays.int_array(kv_indices, "kv_indices"),
+                                     bool(causal), duplicates, None, None)
+        return Pattern(spec)
+
+    @classmethod
+    def selected_blocks(cls, block_indices: Any, block_size_q: int, block_size_k: int,
+                        causal: bool = False) -> "Pattern":
+        """Attention over a given selection of key blocks per query block (contract §3.17):
+        every query of query block m attends every key of each key block its row lists (MoBA,
+        NSA's selection branch with ``block_size_q = 1``; FlexAttention's BlockMask).
+
+        Parameters
+        ----------
+        block_indices : array of int, shape [B_sel, H_sel, ceil(seq_len_q / block_size_q), K]
+            Key blocks per query block: -1 is an empty slot, else a block in
+            [0, ceil(seq_len_k / block_size_k)). ``B_sel``, ``H_sel`` as in :meth:`selected`.
+        block_size_q, block_size_k : int
+            Tokens per query block and per key block, each >= 1; last blocks may be partial.
+        causal : bool
+            Per token: keys after the query's position are dropped.
+
+        Raises
+        ------
+        ValueError
+            A block size below 1, a rank other than 4, ``K < 1``, an entry below -1.
+        """
+        if not isinstance(causal, (bool, np.bool_)):
+            raise _arrays.invalid("causal", causal, "must be True or False")
+        bq = _arrays.integer("block_size_q", block_size_q)
+        bk = _arrays.integer("block_size_k", block_size_k)
+        spec = _C.make_selected_spec("selected-blocks",
+                                     _arrays.int_array(block_indices, "block_indices"),
+                                     bool(causal), "once", bq, bk)
+        return Pattern(spec, None, bq if bq == bk else 128)
+
+    @classmethod
     def neighborhood(cls, kernel_size: int, dilation: int = 1,
                      causal: bool = False) -> "Pattern":
         """1-D neighborhood attention (NATTEN; Hassani et al. 2023): every query attends

@@ -38,6 +38,7 @@
 #include "python/src/mask_bindings.h"
 #include "python/src/preset_bindings.h"
 #include "python/src/sweep_bindings.h"
+#include "python/src/selected_bindings.h"
 #include "realdata/locality.h"
 #include "realdata/position_extension.h"
 #include "reference/approx/nystrom.h"
@@ -851,6 +852,7 @@ PYBIND11_MODULE(_sparseattn, m) {
   register_field_bindings(m);   // field_spellings, spell_flag (python/src/field_bindings.cpp)
   register_mask_bindings(m);    // convention_mask (python/src/mask_bindings.cpp)
   register_preset_bindings(m);  // preset_names, preset_reach, preset_info (python/src/preset_bindings.cpp)
+  register_selected_bindings(m);  // make_selected_spec, select_* (python/src/selected_bindings.cpp)
   m.def("check", &check);
   m.def("performer_favor", &approx_performer_favor);
   m.def("nystrom", &approx_nystrom);

@@ -33,7 +33,7 @@ P = sa.Pattern
 CONSTRUCTORS: Tuple[Callable, ...] = (P.dense, P.window, P.longformer, P.random, P.chunked,
                                       P.neighborhood, P.bigbird,
                                       P.bigbird_etc, P.hierarchical, P.explicit, P.per_head,
-                                      P.preset)
+                                      P.preset, P.selected, P.selected_blocks)
 
 # The Python function of each subcommand.
 FUNCTIONS: Dict[str, Callable] = {

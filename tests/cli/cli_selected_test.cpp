@@ -1,0 +1,158 @@
+// Checks contract §3.16–§3.18 through the command line: `select` writes the hand-computed
+// indices of each method; `attend --pattern selected --kv-indices` gives the hand-computed
+// o and lse (exp(s_j) = w_j by construction), with --duplicates count weighing a repeated
+// key twice, and cpu_k08_selected_gather agrees; `mask --pattern selected-blocks` writes
+// the hand-computed mask; every bad input exits 2 with one line naming the flag, and
+// writes no file.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/npy.h"
+#include "tests/cli/cli_harness.h"
+
+namespace sparseattn::testing_cli {
+namespace {
+
+class SelectedCli : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    // q = 1, k_j = log w_j with w = (1, 2, 3, 4), v = (1, 2, 3, 4), head_dim 1, scale 1.
+    Tensor<double> q({1, 1, 4, 1}, 1.0), k({1, 1, 4, 1}), v({1, 1, 4, 1});
+    k.data = {0.0, std::log(2.0), std::log(3.0), std::log(4.0)};
+    v.data = {1.0, 2.0, 3.0, 4.0};
+    write_npy(path("q.npy"), q);
+    write_npy(path("k.npy"), k);
+    write_npy(path("v.npy"), v);
+    // Row 0 {0, 2}; row 1 {3, 3, 1}; row 2 all -1; row 3 {0, 1, 2}.
+    Tensor<int64_t> idx({1, 1, 4, 3});
+    idx.data = {2, 0, -1, 3, 3, 1, -1, -1, -1, 0, 1, 2};
+    write_npy(path("I.npy"), idx);
+  }
+  std::string qkv() const {
+    return "--q " + path("q.npy") + " --k " + path("k.npy") + " --v " + path("v.npy") +
+           " --scale 1";
+  }
+  // One line on stderr naming `flag`, exit 2, no `out` file.
+  void expect_refused(const std::string& args, const std::string& flag, const std::string& out) {
+    const RunResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("invalid " + flag), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(exists(out)) << args;
+  }
+};
+
+TEST_F(SelectedCli, AttendOverAGivenSelectionByHand) {
+  for (const char* impl : {"a1_dense_masked", "cpu_k08_selected_gather"}) {
+    SCOPED_TRACE(impl);
+    const RunResult r = run("attend " + qkv() + " --pattern selected --kv-indices " + path("I.npy") +
+                            " --impl " + impl + " --dtype float64 --out " + path("o.npy") + " --lse " +
+                            path("lse.npy"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const Tensor<double> o = read_npy_float(path("o.npy"), "o");
+    const Tensor<double> lse = read_npy_float(path("lse.npy"), "lse");
+    const double tol = std::string(impl) == "a1_dense_masked" ? 1e-14 : 1e-5;
+    EXPECT_NEAR(o.data[0], 2.5, tol);             // (1·1 + 3·3) / 4
+    EXPECT_NEAR(lse.data[0], std::log(4.0), tol);
+    EXPECT_NEAR(o.data[1], 20.0 / 6.0, tol);      // {1, 3} once: (2·2 + 4·4) / 6
+    EXPECT_EQ(o.data[2], 0.0);                    // all -1: o = 0, lse = -inf
+    EXPECT_EQ(lse.data[2], -INFINITY);
+    EXPECT_NEAR(o.data[3], 14.0 / 6.0, tol);
+    const RunResult c = run("attend " + qkv() + " --pattern selected --kv-indices " + path("I.npy") +
+                            " --duplicates count --impl " + impl + " --dtype float64 --out " +
+                            path("oc.npy") + " --lse " + path("lsec.npy"));
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    const Tensor<double> oc = read_npy_float(path("oc.npy"), "o");
+    const Tensor<double> lsec = read_npy_float(path("lsec.npy"), "lse");
+    EXPECT_NEAR(oc.data[1], 3.6, tol);            // 3 twice: (2·2 + 2·4·4) / 10
+    EXPECT_NEAR(lsec.data[1], std::log(10.0), tol);
+  }
+}
+
+TEST_F(SelectedCli, MaskOfSelectedBlocksByHand) {
+  Tensor<int64_t> b({1, 1, 2, 2});
+  b.data = {1, 1, 0, -1};
+  write_npy(path("B.npy"), b);
+  const RunResult r = run("mask --seq-len 4 --pattern selected-blocks --block-indices " + path("B.npy") +
+                          " --block-size-q 2 --block-size-k 2 --out " + path("m.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor<uint8_t> m = read_npy_mask(path("m.npy"), "m");
+  EXPECT_EQ(m.data, (std::vector<uint8_t>{0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0}));
+}
+
+TEST_F(SelectedCli, SelectWritesHandComputedIndices) {
+  Tensor<double> s({1, 1, 2, 4});
+  s.data = {1, 3, 3, 2, -INFINITY, 5, 5, 5};
+  write_npy(path("S.npy"), s);
+  RunResult r = run("select --method topk --scores " + path("S.npy") + " --top-k 3 --causal --out " +
+                    path("T.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_npy_int(path("T.npy"), "T").data, (std::vector<int64_t>{1, 2, 0, 1, 2, 3}));
+  // nsa over 8 keys in blocks of 2 (4 blocks), 3 in all, 1 initial and 1 local.
+  Tensor<double> ns({1, 1, 8, 4});
+  for (int64_t i = 0; i < 8; ++i) {
+    const double row[] = {9, 1, 5, 7};
+    for (int64_t c = 0; c < 4; ++c) ns.data[static_cast<size_t>(i * 4 + c)] = row[c];
+  }
+  write_npy(path("N.npy"), ns);
+  r = run("select --method nsa --scores " + path("N.npy") +
+          " --block-size-k 2 --num-selected 3 --num-initial 1 --num-local 1 --out " + path("NI.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor<int64_t> ni = read_npy_int(path("NI.npy"), "NI");
+  EXPECT_EQ(std::vector<int64_t>(ni.data.end() - 3, ni.data.end()), (std::vector<int64_t>{0, 3, 2}));
+  // moba: C = 2, k = (1, 3, -1, -1, 0, 0): query 5 keeps its chunk 2 and chunk 0.
+  Tensor<double> mq({1, 1, 6, 1}, 1.0), mk({1, 1, 6, 1});
+  mk.data = {1, 3, -1, -1, 0, 0};
+  write_npy(path("mq.npy"), mq);
+  write_npy(path("mk.npy"), mk);
+  r = run("select --method moba --q " + path("mq.npy") + " --k " + path("mk.npy") +
+          " --chunk-size 2 --top-k 2 --out " + path("M.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor<int64_t> mi = read_npy_int(path("M.npy"), "M");
+  EXPECT_EQ(std::vector<int64_t>(mi.data.end() - 2, mi.data.end()), (std::vector<int64_t>{2, 0}));
+}
+
+TEST_F(SelectedCli, BadInputNamesTheFlagAndWritesNothing) {
+  Tensor<int64_t> bad({1, 1, 4, 1}, 0);
+  bad.data[2] = 4;  // L_k = 4
+  write_npy(path("bad.npy"), bad);
+  const std::string o = " --out " + path("o.npy");
+  expect_refused("attend " + qkv() + " --pattern selected --kv-indices " + path("bad.npy") + o,
+                 "--kv-indices[0,0,2,0] = 4", "o.npy");
+  Tensor<int64_t> rank3({1, 4, 1}, 0);
+  write_npy(path("r3.npy"), rank3);
+  expect_refused("attend " + qkv() + " --pattern selected --kv-indices " + path("r3.npy") + o,
+                 "--kv-indices shape", "o.npy");
+  Tensor<int64_t> three({1, 3, 4, 1}, 0);  // H_sel = 3 with one head
+  write_npy(path("h3.npy"), three);
+  expect_refused("attend " + qkv() + " --pattern selected --kv-indices " + path("h3.npy") + o,
+                 "--kv-indices shape", "o.npy");
+  expect_refused("attend " + qkv() + " --pattern selected --kv-indices " + path("I.npy") +
+                     " --duplicates twice" + o,
+                 "--duplicates", "o.npy");
+  expect_refused("attend " + qkv() + " --pattern selected-blocks --block-indices " + path("I.npy") +
+                     " --block-size-q 0 --block-size-k 2" + o,
+                 "--block-size-q", "o.npy");
+  expect_refused("attend " + qkv() + " --pattern window --window 1 --kv-indices " + path("I.npy") + o,
+                 "--kv-indices", "o.npy");
+  Tensor<double> s({1, 1, 4, 2}, 0.0);
+  write_npy(path("S.npy"), s);
+  const std::string out = " --out " + path("sel.npy");
+  expect_refused("select --method nsa --scores " + path("S.npy") +
+                     " --block-size-k 2 --num-selected 1 --num-initial 1 --num-local 1" + out,
+                 "--num-selected", "sel.npy");
+  expect_refused("select --method topk --scores " + path("S.npy") + " --top-k 0" + out, "--top-k",
+                 "sel.npy");
+  expect_refused("select --method topk --scores " + path("S.npy") + " --top-k 1 --chunk-size 2" + out,
+                 "--chunk-size", "sel.npy");
+  expect_refused("select --method topk --scores " + path("I.npy") + " --top-k 1" + out, "--scores",
+                 "sel.npy");  // an int file: the dtype is refused by name
+  expect_refused("select --method nsa --scores " + path("S.npy") +
+                     " --block-size-k 1 --num-selected 2" + out,
+                 "--scores shape", "sel.npy");  // 4 keys in blocks of 1: 4 blocks, 2 given
+}
+
+}  // namespace
+}  // namespace sparseattn::testing_cli
