@@ -88,7 +88,7 @@ void pattern_row_keys(const Pattern& p, int64_t b, int64_t h, int64_t i,
   keys.clear();
   if (!p.query_valid(b, i)) return;
   thread_local std::vector<int32_t> raw;
-  row_keys_of(p.head(h), i, raw);
+  row_keys_of(p.head_of(b, h), i, raw);  // a selection may differ by batch element (§3.16)
   for (int32_t j : raw)
     if (p.key_valid(b, j)) keys.push_back(j);
 }

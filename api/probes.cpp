@@ -16,6 +16,7 @@
 #include "api/check_report.h"
 #include "api/padding_align.h"
 #include "api/probe_rows.h"
+#include "api/selected_probes.h"
 #include "core/error.h"
 
 namespace sparseattn::api {
@@ -162,6 +163,7 @@ class Prober {
 
   void add_probes();
   void add_modern_probes();
+  void add_selected_probes();  // contract §3.16–§3.17 (api/selected_probes.h)
   void add(const std::string& name, std::function<std::optional<Hypothesis>()> make) {
     probes_.push_back({name, std::move(make)});
   }
@@ -432,7 +434,45 @@ void Prober::add_modern_probes() {
   }
 }
 
+// The mistakes of selected attention first: a selection's table explains its rows better
+// than any window or scale rule.
+void Prober::add_selected_probes() {
+  for (const SelectedMistake& m : selected_mistakes(in_.pattern, s_.num_kv_heads)) {
+    add(m.name, [this, m]() -> std::optional<Hypothesis> {
+      auto p = build(m.spec, false);
+      if (!p) return std::nullopt;
+      return keyed(m.name, m.cause, keys_of(p));
+    });
+  }
+  // Duplicates counted versus not: the same keys, other weights (plain attention only).
+  const bool plain = in_.mods == nullptr || !(in_.mods->has_softcap() || in_.mods->has_alibi() ||
+                                              in_.mods->has_sinks());
+  if (plain && !in_.conv.masked_score && !in_.conv.padding_align_valid && has_repeats(in_.pattern)) {
+    const bool count = in_.pattern.spec.duplicates == Duplicates::once;
+    const std::string name = count ? "duplicates counted" : "duplicates counted once";
+    const std::string cause =
+        count ? "duplicates counted: a key listed twice entered the softmax twice; the pattern "
+                "has --duplicates once (set semantics, contract §3.16)"
+              : "duplicates counted once: a key listed twice entered the softmax once; the "
+                "pattern has --duplicates count (contract §3.16)";
+    add(name, [this, name, cause, count]() -> std::optional<Hypothesis> {
+      Hypothesis hy;
+      hy.name = name;
+      hy.cause = cause;
+      hy.predict = [this, count](int64_t b, int64_t h, int64_t i, double* o, double* lse,
+                                 int64_t* work) {
+        const HeadView hv = head_view(b, h);
+        *work += selected_row(in_.pattern, b, h, i, count, hv.q, hv.k, hv.v, hv.head_dim,
+                              hv.head_dim_v, scale_, o, lse);
+        return true;
+      };
+      return hy;
+    });
+  }
+}
+
 void Prober::add_probes() {
+  add_selected_probes();
   if (in_.mods != nullptr || s_.num_kv_heads != s_.num_heads) add_modern_probes();
   const PatternSpec* logical = logical_spec();
   const bool top_left = in_.conv.causal_top_left;

@@ -76,8 +76,12 @@ Tensor<uint8_t> allowed_mask(const Pattern& pattern) {
   Tensor<uint8_t> out(shape, 0);
   const int64_t n = z.seq_len_q, m = z.seq_len_k, plane = n * m;
   for (int64_t h = 0; h < z.num_heads; ++h) {
-    const Tensor<uint8_t> head = dense_mask(pattern.head(h));
+    const Tensor<uint8_t> shared = dense_mask(pattern.head(h));
     for (int64_t b = 0; b < z.batch; ++b) {
+      // contract §3.16: a selection with one table per batch element has its own layouts.
+      const Tensor<uint8_t> own = b > 0 && !pattern.batch_heads.empty()
+                                      ? dense_mask(pattern.head_of(b, h)) : Tensor<uint8_t>();
+      const Tensor<uint8_t>& head = own.numel() ? own : shared;
       uint8_t* dst = out.ptr() + (b * z.num_heads + h) * plane;
       for (int64_t i = 0; i < n; ++i) {
         const bool query_real = pattern.query_valid(b, i);

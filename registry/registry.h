@@ -52,7 +52,7 @@ enum Feature : unsigned {
   // selected attention whose lists differ by batch element or count repeats (contract
   // §3.16, Pattern::needs_selection_kernel); not in kModern: a kernel reading head(h) alone
   // would compute another pattern.
-  kSelection = 1u << 4,
+  kSelection = 1u << 6,
 };
 
 // The features `problem` needs.

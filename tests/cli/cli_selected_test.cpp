@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/npy.h"
 #include "tests/cli/cli_harness.h"
 
@@ -152,6 +154,111 @@ TEST_F(SelectedCli, BadInputNamesTheFlagAndWritesNothing) {
   expect_refused("select --method nsa --scores " + path("S.npy") +
                      " --block-size-k 1 --num-selected 2" + out,
                  "--scores shape", "sel.npy");  // 4 keys in blocks of 1: 4 blocks, 2 given
+}
+
+
+// ---- check probes (contract §4.9): each planted mistake is named -------------------------
+
+class SelectedProbes : public CliTest {
+ protected:
+  static constexpr int64_t kHq = 4, kHkv = 2, kL = 8, kD = 4;
+  void SetUp() override {
+    CliTest::SetUp();
+    write_npy(path("q.npy"), uniform_tensor({1, kHq, kL, kD}, 1));
+    write_npy(path("k.npy"), uniform_tensor({1, kHkv, kL, kD}, 2));
+    write_npy(path("v.npy"), uniform_tensor({1, kHkv, kL, kD}, 3));
+  }
+  std::string qkv() const {
+    return "--q " + path("q.npy") + " --k " + path("k.npy") + " --v " + path("v.npy");
+  }
+  // The oracle's o and lse under `flags` into o_<tag>.npy, lse_<tag>.npy.
+  void attend(const std::string& tag, const std::string& flags) {
+    const RunResult r = run("attend " + qkv() + " --dtype float64 --out " + path("o_" + tag + ".npy") +
+                            " --lse " + path("lse_" + tag + ".npy") + " " + flags);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  // check of candidate <tag> under `flags`: its exit code and probable cause.
+  std::pair<int, std::string> check(const std::string& tag, const std::string& flags) {
+    const RunResult r = run("check " + qkv() + " --candidate " + path("o_" + tag + ".npy") +
+                            " --candidate-lse " + path("lse_" + tag + ".npy") + " " + flags);
+    if (r.exit_code > 1) return {r.exit_code, r.err};
+    return {r.exit_code, nlohmann::json::parse(r.out).value("probable_cause", std::string("(none)"))};
+  }
+  // A [1, H_sel, L, K] table from rows of K entries (each row repeated for every head
+  // unless `heads` lists them all).
+  std::string table(const std::string& name, int64_t hsel, int64_t rows, std::vector<int64_t> v) {
+    Tensor<int64_t> t({1, hsel, rows, static_cast<int64_t>(v.size()) / (hsel * rows)});
+    t.data = std::move(v);
+    write_npy(path(name), t);
+    return path(name);
+  }
+};
+
+TEST_F(SelectedProbes, MinusOneReadAsAKeyIsNamed) {
+  // Two lists per kv head, 8 queries, K = 3, a -1 in every row.
+  std::vector<int64_t> good, zero, last;
+  for (int64_t r = 0; r < 2 * kL; ++r)
+    for (const int64_t e : {(r * 3 + 1) % kL, int64_t{-1}, (r * 5 + 2) % kL}) {
+      good.push_back(e);
+      zero.push_back(e < 0 ? 0 : e);
+      last.push_back(e < 0 ? kL - 1 : e);
+    }
+  const std::string pat = "--pattern selected --kv-indices ";
+  attend("good", pat + table("I.npy", 2, kL, good));
+  attend("zero", pat + table("I0.npy", 2, kL, zero));
+  attend("last", pat + table("IL.npy", 2, kL, last));
+  EXPECT_EQ(check("good", pat + path("I.npy")).first, 0);
+  auto c = check("zero", pat + path("I.npy"));
+  EXPECT_EQ(c.first, 1);
+  EXPECT_NE(c.second.find("-1 (an empty slot) read as key 0"), std::string::npos) << c.second;
+  c = check("last", pat + path("I.npy"));
+  EXPECT_EQ(c.first, 1);
+  EXPECT_NE(c.second.find("read as the last key 7"), std::string::npos) << c.second;
+}
+
+TEST_F(SelectedProbes, RowsReadPerQueryHeadIsNamed) {
+  // A per-kv-head table (H_sel = 2): a kernel reading row h mod 2 gives heads 1 and 2 the
+  // other group's lists; the candidate is the oracle on that table written per query head.
+  std::vector<int64_t> kv, tiled;
+  for (int64_t r = 0; r < 2 * kL; ++r)
+    for (int64_t c = 0; c < 2; ++c) kv.push_back((r * 3 + c * 5 + (r >= kL ? 4 : 0)) % kL);
+  for (int64_t h = 0; h < kHq; ++h)
+    for (int64_t r = 0; r < kL; ++r)
+      for (int64_t c = 0; c < 2; ++c) tiled.push_back(kv[static_cast<size_t>(((h % 2) * kL + r) * 2 + c)]);
+  const std::string pat = "--pattern selected --kv-indices ";
+  attend("tiled", pat + table("T.npy", kHq, kL, tiled));
+  const auto c = check("tiled", pat + table("K.npy", 2, kL, kv));
+  EXPECT_EQ(c.first, 1);
+  EXPECT_NE(c.second.find("kv_indices read per query head"), std::string::npos) << c.second;
+}
+
+TEST_F(SelectedProbes, DuplicatesCountedIsNamed) {
+  std::vector<int64_t> v;
+  for (int64_t r = 0; r < kL; ++r)
+    for (const int64_t e : {r % kL, r % kL, (r + 3) % kL}) v.push_back(e);
+  const std::string pat = "--pattern selected --kv-indices " + table("D.npy", 1, kL, v);
+  attend("counted", pat + " --duplicates count");
+  attend("once", pat);
+  auto c = check("counted", pat);
+  EXPECT_EQ(c.first, 1);
+  EXPECT_NE(c.second.find("duplicates counted: a key listed twice"), std::string::npos) << c.second;
+  c = check("once", pat + " --duplicates count");
+  EXPECT_EQ(c.first, 1);
+  EXPECT_NE(c.second.find("duplicates counted once"), std::string::npos) << c.second;
+}
+
+TEST_F(SelectedProbes, BlockSizeOffByOneIsNamed) {
+  // One list per query (b_q = 1) of key blocks of 2 (4 blocks); the candidate read blocks
+  // of 3 tokens (3 blocks: entries stay below 3).
+  std::vector<int64_t> v;
+  for (int64_t r = 0; r < kL; ++r)
+    for (const int64_t e : {r % 3, (r + 1) % 3}) v.push_back(e);
+  const std::string t = table("B.npy", 1, kL, v);
+  const std::string pat = "--pattern selected-blocks --block-indices " + t + " --block-size-q 1";
+  attend("three", pat + " --block-size-k 3");
+  const auto c = check("three", pat + " --block-size-k 2");
+  EXPECT_EQ(c.first, 1);
+  EXPECT_NE(c.second.find("block_size_k read as 3 instead of 2"), std::string::npos) << c.second;
 }
 
 }  // namespace
