@@ -26,8 +26,9 @@ enum class Field {
   layout, lse_base, padded_queries, key_padding_polarity, causal_align, masked_score,
   padding_align,
   // the attention itself (contract §2.1, §2.7–§2.9)
-  q, k, v, impl, scale, softcap, alibi_slopes,
-  sinks,
+  q, k, v, impl, scale, softcap, alibi_slopes, sinks,
+  // the sequence layouts (contract §2.10–§2.12)
+  cu_seqlens_q, cu_seqlens_k, cache_seqlens, block_table,
   // selected attention (PatternSpec, contract §3.16–§3.17)
   kv_indices, duplicates, block_indices, block_size_q, block_size_k,  // the last: kFieldCount counts up to it
 };
