@@ -122,6 +122,20 @@ inline bool allowed_spec(const PatternSpec& s, const PatternSizes& z, const Tens
       return chunked_spec(s, z, i, j);
     case PatternKind::neighborhood:
       return neighborhood_spec(s, z, i, j);
+    case PatternKind::selected:
+    case PatternKind::selected_blocks: {
+      // contract §3.16–§3.17 for batch element 0: j listed in the row (or in a listed block)
+      // that head h reads (H_sel = 1: row 0; else row h / (H / H_sel)), j <= p under causal.
+      const Tensor<int64_t>& t = s.kind == PatternKind::selected ? *s.kv_indices : *s.block_indices;
+      const int64_t hs = t.dim(1), row = hs == 1 ? 0 : h / (z.num_heads / hs);
+      const bool blocks = s.kind == PatternKind::selected_blocks;
+      const int64_t r = blocks ? i / *s.block_size_q : i;
+      const int64_t* e = t.ptr() + (row * t.dim(2) + r) * t.dim(3);
+      bool listed = false;
+      for (int64_t c = 0; c < t.dim(3); ++c)
+        listed |= e[c] >= 0 && (blocks ? j / *s.block_size_k == e[c] : j == e[c]);
+      return listed && (!s.causal || j <= p);
+    }
     case PatternKind::per_head:
       return false;  // tested head by head against each head's own spec
   }

@@ -69,6 +69,12 @@ inline std::string spec_tag(const PatternSpec& s) {
     case PatternKind::neighborhood:
       t = "neighborhood_K" + n(*s.kernel_size) + "_d" + n(s.dilation);
       break;
+    case PatternKind::selected:
+      t = "selected_K" + n(s.kv_indices->dim(3)) + (s.duplicates == Duplicates::count ? "_count" : "");
+      break;
+    case PatternKind::selected_blocks:
+      t = "selected_blocks_q" + n(*s.block_size_q) + "_k" + n(*s.block_size_k);
+      break;
     case PatternKind::per_head:
       t = "perhead";
       for (const PatternSpec& h : s.per_head) t += "__" + spec_tag(h);

@@ -16,6 +16,7 @@
 #include "reference/attention.h"
 #include "reference/backward/backward.h"
 #include "reference/validate.h"
+#include "tests/reference/allowed_spec.h"
 
 namespace sparseattn {
 namespace {
@@ -156,6 +157,37 @@ TEST(Selected, MoreSlotsThanKeysPaddingAndBatches) {
   EXPECT_EQ(rows_of(p, 1), (Rows{{2}}));
   EXPECT_TRUE(p.needs_selection_kernel());  // lists differ by batch element
   EXPECT_FALSE(materialize(selected(four()), {3, 1, 4, 4}).needs_selection_kernel());
+}
+
+
+TEST(Selected, EveryPairAgreesWithTheRestatedDefinition) {
+  // tests/reference/allowed_spec.h restates §3.16–§3.17 pair by pair; over tables of random
+  // entries (-1 included), H_sel in {1, 2, 4}, L_q below, equal to and above L_k, block sizes
+  // with partial last blocks, causal or not, and small storage tiles.
+  uint64_t x = 12345;
+  auto next = [&x](int64_t n) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(n));
+  };
+  int64_t pairs = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t lq = 1 + next(13), lk = 1 + next(13), hsel = int64_t{1} << next(3);
+    const bool blocks = trial % 2 == 1, causal = next(2) == 1;
+    const int64_t bq = 1 + next(4), bk = 1 + next(4), kk = 1 + next(6);
+    const int64_t rows = blocks ? (lq + bq - 1) / bq : lq, nk = blocks ? (lk + bk - 1) / bk : lk;
+    Tensor<int64_t> t({1, hsel, rows, kk});
+    for (int64_t& e : t.data) e = next(nk + 1) - 1;
+    PatternSpec spec = blocks ? sparseattn::blocks(t, bq, bk, causal) : selected(t, causal);
+    spec.tile = 1 + next(5);
+    const PatternSizes z{1, 4, lq, lk};
+    const Pattern p = materialize(spec, z);
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t i = 0; i < lq; ++i)
+        for (int64_t j = 0; j < lk; ++j, ++pairs)
+          ASSERT_EQ(p.allowed(0, h, i, j), testing_spec::allowed_spec(spec, z, p.random_draws, h, i, j))
+              << "trial " << trial << " head " << h << " pair " << i << "," << j;
+  }
+  EXPECT_GT(pairs, 10000);
 }
 
 // ---- §3.17 selected-blocks --------------------------------------------------------------
