@@ -4,6 +4,8 @@
 // InvalidArgument already by keyword ("top_k", "scores shape").
 #include "python/src/selected_bindings.h"
 
+#include <pybind11/stl.h>
+
 #include <optional>
 #include <string>
 
