@@ -18,7 +18,7 @@ CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build python pip-check notebooks test exercises lint sanitize fuzz demo demo-synthetic help bench bench-quick bench-modern peers-bench plots plots-graph figures figures-teaching gpu-deps gpu-check clean
+.PHONY: all setup configure build python pip-check notebooks test exercises lint sanitize fuzz demo demo-synthetic help bench bench-quick bench-modern bench-varlen peers-bench plots plots-graph figures figures-teaching gpu-deps gpu-check clean
 
 all: build
 
@@ -158,6 +158,13 @@ bench-modern:
 	cmake --build $(BUILD) --target bench_modern
 	@mkdir -p $(BUILD)/bench
 	$(BUILD)/bench_modern --json $(BUILD)/bench/bench_modern.json
+
+# `make bench-varlen` (docs/benchmarks.md, "Packed variable-length batches"): a packed batch
+# through the walk against the same sequences one by one and a block-diagonal mask.
+bench-varlen:
+	cmake --build $(BUILD) --target bench_varlen
+	@mkdir -p $(BUILD)/bench
+	$(BUILD)/bench_varlen --json $(BUILD)/bench/bench_varlen.json
 
 # sparseattn against PyTorch and HuggingFace (tools/peers_bench.py; docs/benchmarks.md,
 # "Peers"): installs torch, transformers and numpy into the throwaway virtual environment
