@@ -24,6 +24,7 @@
 #include "api/layout_walk.h"
 #include "core/bfloat16.h"
 #include "core/check.h"
+#include "core/error.h"
 #include "core/numerics.h"
 #include "core/seeded_inputs.h"
 #include "optimized/cpu/decode.h"
@@ -403,7 +404,21 @@ TEST(DecodeKernel, ServesDenseWindowAndChunkedOnly) {
   PatternSpec lf;
   lf.kind = PatternKind::longformer;
   lf.window = 2;
-  EXPECT_FALSE(cpu::k08_serves(materialize(lf, {1, 2, 64, 64})));
+  const Pattern longformer = materialize(lf, {1, 2, 64, 64});
+  EXPECT_FALSE(cpu::k08_serves(longformer));
+  testing_inputs::TestRng rng(1);
+  const Problem problem = make_problem(uniform({1, 2, 64, 8}, rng), uniform({1, 2, 64, 8}, rng),
+                                       uniform({1, 2, 64, 8}, rng), longformer, nullptr);
+  for (const char* name : kKernels) {
+    Output out;
+    try {
+      find_kernel(name).run(problem, out);
+      ADD_FAILURE() << name << ": no exception";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.argument(), "pattern");
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
   PatternSpec padded = dense(false);
   padded.key_padding_mask = Tensor<uint8_t>({1, 64}, 1);
   EXPECT_FALSE(cpu::k08_serves(materialize(padded, {1, 2, 4, 64})));
