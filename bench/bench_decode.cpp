@@ -15,6 +15,8 @@
 //   GB/s    bytes / time (median of --repeats calls);
 //   frac    GB/s over the copy probe's (2·bytes copied / time, the STREAM convention, best
 //           of 5 copies of 256 MiB, probed before and after the rounds; the lower is used);
+//   CPU     process CPU time per call (all threads; a machine shared with other jobs
+//           stretches wall time, not this);
 //   ratio   paged / contiguous time within one round; median, lowest and highest over the
 //           rounds (after one warm-up round), the rounds interleaving the two layouts.
 // Both layouts are first checked against the oracle a1_dense_masked on the same bf16 values
@@ -31,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "api/peak_probe.h"
 #include "core/bfloat16.h"
 #include "core/check.h"
 #include "core/numerics.h"
@@ -147,23 +150,31 @@ int run(const Options& opt) {
   }
 
   const double copy_before = copy_bandwidth();
-  auto time_one = [&](const cpu::DecodeInputsBf16& in, const cpu::Outputs& out) {
+  // Wall time per call (median of the repeats) and process CPU time per call (their mean).
+  double cpu_c = 0.0, cpu_p = 0.0;
+  auto time_one = [&](const cpu::DecodeInputsBf16& in, const cpu::Outputs& out, double& cpu_sum) {
     std::vector<double> t;
+    const double c0 = api::process_cpu_seconds();
     for (int r = 0; r < opt.repeats; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
       cpu::k08_decode_bf16(in, out);
       t.push_back(seconds_since(t0));
     }
+    cpu_sum += (api::process_cpu_seconds() - c0) / opt.repeats;
     return median(t);
   };
   std::vector<double> tc, tp, ratio;
   for (int round = 0; round <= opt.rounds; ++round) {
-    const double c = time_one(in_c, out_c), p = time_one(in_p, out_p);
+    double ignored = 0.0;
+    const double c = time_one(in_c, out_c, round == 0 ? ignored : cpu_c);
+    const double p = time_one(in_p, out_p, round == 0 ? ignored : cpu_p);
     if (round == 0) continue;  // warm-up
     tc.push_back(c);
     tp.push_back(p);
     ratio.push_back(p / c);
   }
+  cpu_c /= opt.rounds;
+  cpu_p /= opt.rounds;
   const double copy_after = copy_bandwidth();
   const double copy = std::min(copy_before, copy_after);
   const double bytes = 2.0 * (2.0 * static_cast<double>(hkv * L * d)) +  // K and V, bf16
@@ -177,10 +188,11 @@ int run(const Options& opt) {
   std::printf("copy probe        %8.2f GB/s (before %.2f, after %.2f; read + written)\n",
               copy / 1e9, copy_before / 1e9, copy_after / 1e9);
   std::printf("bytes per call    %8.2f MB\n", bytes / 1e6);
-  std::printf("contiguous        %8.3f ms  %8.2f GB/s  %5.1f%% of copy\n", c * 1e3,
-              bytes / c / 1e9, 100.0 * bytes / c / copy);
-  std::printf("paged (ps %lld)    %8.3f ms  %8.2f GB/s  %5.1f%% of copy\n",
-              static_cast<long long>(ps), p * 1e3, bytes / p / 1e9, 100.0 * bytes / p / copy);
+  std::printf("contiguous        %8.3f ms  %8.2f GB/s  %5.1f%% of copy  (CPU %.3f ms per call)\n",
+              c * 1e3, bytes / c / 1e9, 100.0 * bytes / c / copy, cpu_c * 1e3);
+  std::printf("paged (ps %lld)    %8.3f ms  %8.2f GB/s  %5.1f%% of copy  (CPU %.3f ms per call)\n",
+              static_cast<long long>(ps), p * 1e3, bytes / p / 1e9, 100.0 * bytes / p / copy,
+              cpu_p * 1e3);
   std::printf("paged/contiguous  %8.3f  (rounds: lowest %.3f, highest %.3f, %d rounds)\n",
               median(ratio), *std::min_element(ratio.begin(), ratio.end()),
               *std::max_element(ratio.begin(), ratio.end()), opt.rounds);

@@ -24,6 +24,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/bfloat16.h"
 #include "optimized/cpu/decode.h"
 #include "optimized/cpu/simd.h"
 #include "pattern/pattern.h"
@@ -72,8 +73,8 @@ inline DecodeRow decode_row(const PatternSpec& spec, const BandParams& band, int
 inline constexpr int64_t kBlk = 64;  // keys per block (a block never crosses a page)
 inline constexpr float kNegInfD = -std::numeric_limits<float>::infinity();
 
-// A block of n rows of `width` elements as float32: in place for float, widened into `buf`
-// for bf16 (bits << 16, exact).
+// count elements as float32: in place for float, widened into `buf` for bf16 (bits << 16,
+// exact). For the item's q rows; K and V are widened in registers (load_elems).
 inline const float* as_float(const float* src, int64_t count, float* /*buf*/) {
   (void)count;
   return src;
@@ -86,35 +87,91 @@ inline const float* as_float(const uint16_t* src, int64_t count, float* buf) {
   return buf;
 }
 
-// <a, b> over d floats, in a fixed order (vector lanes, then hsum, then the scalar tail).
-inline float dot(const float* a, const float* b, int64_t d) {
+// Asks for the cache lines of count elements from p (a block the next step reads): decode
+// computes little per byte, so the memory should not wait for the arithmetic of a block.
+template <class T>
+inline void prefetch(const T* p, int64_t count) {
+  const char* c = reinterpret_cast<const char*>(p);
+  for (int64_t x = 0; x < count * static_cast<int64_t>(sizeof(T)); x += 64) __builtin_prefetch(c + x);
+}
+
+// kLanes elements from p as float32: a plain load, or bf16 bits widened (<< 16, exact) in
+// registers — K and V are read where they lie, never copied into a float buffer.
+inline Vec load_elems(const float* p) { return loadv(p); }
+inline Vec load_elems(const uint16_t* p) {
+  // vpmovzxwd from memory, then a shift: GCC splits __builtin_convertvector into halves.
+  // The masked forms: GCC 12's unmasked ones trip -Wmaybe-uninitialized (as in simd.h).
+#if defined(SPARSEATTN_ISA_AVX512)
+  const __m512i w = _mm512_maskz_cvtepu16_epi32(
+      0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return reinterpret_cast<Vec>(_mm512_maskz_slli_epi32(0xFFFF, w, 16));
+#else
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return reinterpret_cast<Vec>(_mm256_slli_epi32(w, 16));
+#endif
+}
+inline float elem(float x) { return x; }
+inline float elem(uint16_t h) { return bfloat16_to_float(h); }
+
+// Σ_x a[x]·b[x] over the whole vectors of d (x < d − d mod kLanes), as a vector of lane
+// partial sums: the row_sums below reduce kLanes of them at once.
+template <class T>
+inline Vec dot_lanes(const float* a, const T* b, int64_t d) {
   Vec acc0 = splat(0.0f), acc1 = splat(0.0f);
   int64_t x = 0;
   for (; x + 2 * kLanes <= d; x += 2 * kLanes) {
-    acc0 = loadv(a + x) * loadv(b + x) + acc0;
-    acc1 = loadv(a + x + kLanes) * loadv(b + x + kLanes) + acc1;
+    acc0 = loadv(a + x) * load_elems(b + x) + acc0;
+    acc1 = loadv(a + x + kLanes) * load_elems(b + x + kLanes) + acc1;
   }
-  for (; x + kLanes <= d; x += kLanes) acc0 = loadv(a + x) * loadv(b + x) + acc0;
-  float s = hsum(acc0 + acc1);
-  for (; x < d; ++x) s += a[x] * b[x];
-  return s;
+  if (x + kLanes <= d) acc0 = loadv(a + x) * load_elems(b + x) + acc0;
+  return acc0 + acc1;
+}
+
+// Lane i of the result: u's or w's lanes summed in pairs S apart (one level of row_sums).
+template <int S>
+inline Vec pair_sum(Vec u, Vec w) {
+  using VI = Simd<kLanes>::i;
+  VI lo, hi;
+  for (int i = 0; i < kLanes; ++i) {
+    const int blk = i / (2 * S) * (2 * S), off = i % (2 * S);
+    lo[i] = off < S ? blk + off : kLanes + blk + off - S;
+    hi[i] = off < S ? blk + off + S : kLanes + blk + off;
+  }
+  return __builtin_shuffle(u, w, lo) + __builtin_shuffle(u, w, hi);
+}
+
+// r[i] = the sum of the lanes of v[i], for kLanes vectors at once (a transpose-and-add
+// tree: log2(kLanes) levels, kLanes − 1 pair sums in all, instead of one horizontal sum
+// per vector). A fixed order: every row's sum is the same whichever thread computes it.
+// `rows`: kLanes vectors of kLanes floats, one after the other.
+inline Vec row_sums(const float* rows) {
+  Vec v[kLanes];
+  for (int j = 0; j < kLanes; ++j) v[j] = loadv(rows + j * kLanes);
+  for (int j = 0; j < kLanes / 2; ++j) v[j] = pair_sum<1>(v[2 * j], v[2 * j + 1]);
+  for (int j = 0; j < kLanes / 4; ++j) v[j] = pair_sum<2>(v[2 * j], v[2 * j + 1]);
+  for (int j = 0; j < kLanes / 8; ++j) v[j] = pair_sum<4>(v[2 * j], v[2 * j + 1]);
+#if defined(SPARSEATTN_ISA_AVX512)
+  v[0] = pair_sum<8>(v[0], v[1]);
+#endif
+  return v[0];
 }
 
 // acc[0, dv) = alpha·acc + Σ_{c in cs} p[c]·v[c·dv …]: the accumulator in registers, four
 // vectors of it at a time, the block's value rows from L1.
-inline void scale_accumulate(float* acc, int64_t dv, float alpha, const float* p, const float* v,
+template <class T>
+inline void scale_accumulate(float* acc, int64_t dv, float alpha, const float* p, const T* v,
                              const int64_t* cs, int64_t ncs) {
   int64_t x = 0;
   for (; x + 4 * kLanes <= dv; x += 4 * kLanes) {
     Vec a0 = loadv(acc + x) * alpha, a1 = loadv(acc + x + kLanes) * alpha;
     Vec a2 = loadv(acc + x + 2 * kLanes) * alpha, a3 = loadv(acc + x + 3 * kLanes) * alpha;
     for (int64_t t = 0; t < ncs; ++t) {
-      const float* vr = v + cs[t] * dv + x;
+      const T* vr = v + cs[t] * dv + x;
       const Vec pc = splat(p[cs[t]]);
-      a0 = pc * loadv(vr) + a0;
-      a1 = pc * loadv(vr + kLanes) + a1;
-      a2 = pc * loadv(vr + 2 * kLanes) + a2;
-      a3 = pc * loadv(vr + 3 * kLanes) + a3;
+      a0 = pc * load_elems(vr) + a0;
+      a1 = pc * load_elems(vr + kLanes) + a1;
+      a2 = pc * load_elems(vr + 2 * kLanes) + a2;
+      a3 = pc * load_elems(vr + 3 * kLanes) + a3;
     }
     storev(acc + x, a0);
     storev(acc + x + kLanes, a1);
@@ -123,12 +180,12 @@ inline void scale_accumulate(float* acc, int64_t dv, float alpha, const float* p
   }
   for (; x + kLanes <= dv; x += kLanes) {
     Vec a0 = loadv(acc + x) * alpha;
-    for (int64_t t = 0; t < ncs; ++t) a0 = splat(p[cs[t]]) * loadv(v + cs[t] * dv + x) + a0;
+    for (int64_t t = 0; t < ncs; ++t) a0 = splat(p[cs[t]]) * load_elems(v + cs[t] * dv + x) + a0;
     storev(acc + x, a0);
   }
   for (; x < dv; ++x) {
     float a = acc[x] * alpha;
-    for (int64_t t = 0; t < ncs; ++t) a += p[cs[t]] * v[cs[t] * dv + x];
+    for (int64_t t = 0; t < ncs; ++t) a += p[cs[t]] * elem(v[cs[t] * dv + x]);
     acc[x] = a;
   }
 }
@@ -197,9 +254,10 @@ void run_decode(const DecodeInputsT<T>& in, const Outputs& out) {
     const int64_t sw = (kBlk + kLanes - 1) / kLanes * kLanes;  // a score row, whole vectors
     std::vector<float> qs(static_cast<size_t>(R * d));
     std::vector<float> sc(static_cast<size_t>(g * sw)), pr(static_cast<size_t>(sw));
-    std::vector<float> kbuf(static_cast<size_t>(kBlk * d)), vbuf(static_cast<size_t>(kBlk * dv));
     std::vector<float> qbuf(static_cast<size_t>(d));
     std::vector<int64_t> cs(static_cast<size_t>(kBlk));
+    // dot_lanes of g heads × kLanes keys (floats: std::vector does not align Vec)
+    std::vector<float> lanes(static_cast<size_t>(g * kLanes * kLanes));
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < num_items; ++item) {
       const int64_t b = std::upper_bound(item_start.begin(), item_start.end(), item) -
@@ -226,8 +284,15 @@ void run_decode(const DecodeInputsT<T>& in, const Outputs& out) {
         int64_t run = 0;
         const int64_t row = key_at(b, kvh, j, run);
         const int64_t nc = std::min({kBlk, j1 - j, run});
-        const float* kb = as_float(in.k + row * d, nc * d, kbuf.data());
-        const float* vb = as_float(in.v + row * dv, nc * dv, vbuf.data());
+        const T* kb = in.k + row * d;
+        const T* vb = in.v + row * dv;
+        if (j + nc < j1) {  // the next block's K and V on their way while this one computes
+          int64_t run2 = 0;
+          const int64_t row2 = key_at(b, kvh, j + nc, run2);
+          const int64_t nc2 = std::min({kBlk, j1 - j - nc, run2});
+          prefetch(in.k + row2 * d, nc2 * d);
+          prefetch(in.v + row2 * dv, nc2 * dv);
+        }
         for (int64_t i = 0; i < Lq; ++i) {
           // Row i's keys in [j, j + nc): its progression's first and last there.
           const DecodeRow& r = e.rows[i];
@@ -241,9 +306,26 @@ void run_decode(const DecodeInputsT<T>& in, const Outputs& out) {
           // then softcap, then ALiBi (contract §2.8); disallowed columns stay −inf.
           std::fill(sc.begin(), sc.end(), kNegInfD);
           const int64_t p = i + e.n - Lq;
-          for (int64_t t = 0; t < ncs; ++t) {
-            const float* kr = kb + cs[t] * d;
-            for (int64_t hh = 0; hh < g; ++hh) sc[hh * sw + cs[t]] = dot(qs.data() + (hh * Lq + i) * d, kr, d);
+          const int64_t dvec = d / kLanes * kLanes;
+          for (int64_t t0 = 0; t0 < ncs; t0 += kLanes) {
+            const int64_t nt = std::min<int64_t>(kLanes, ncs - t0);
+            for (int64_t u = 0; u < kLanes; ++u) {
+              const T* kr = kb + cs[t0 + std::min(u, nt - 1)] * d;
+              for (int64_t hh = 0; hh < g; ++hh)
+                storev(lanes.data() + (hh * kLanes + u) * kLanes,
+                       u < nt ? dot_lanes(qs.data() + (hh * Lq + i) * d, kr, d) : splat(0.0f));
+            }
+            for (int64_t hh = 0; hh < g; ++hh) {
+              float sums[kLanes];
+              storev(sums, row_sums(lanes.data() + hh * kLanes * kLanes));
+              const float* q = qs.data() + (hh * Lq + i) * d;
+              for (int64_t u = 0; u < nt; ++u) {
+                const T* kr = kb + cs[t0 + u] * d;
+                float x = sums[u];
+                for (int64_t c = dvec; c < d; ++c) x += q[c] * elem(kr[c]);  // the tail of d
+                sc[hh * sw + cs[t0 + u]] = x;
+              }
+            }
           }
           for (int64_t hh = 0; hh < g; ++hh) {
             const int64_t h = kvh * g + hh, rr = hh * Lq + i;
