@@ -1,5 +1,5 @@
-// Checks the decode kernel cpu_k08_decode and its bf16 twin (optimized/cpu/decode.h) against
-// contract §2.11–§2.12, §2.7–§2.9 and §4.3: within the entry's tolerance (exactly
+// Checks contract §2.11–§2.12 (KV cache, paged KV), §2.7–§2.9 and §4.3 on the decode kernel
+// cpu_k08_decode and its bf16 twin (optimized/cpu/decode.h): within the entry's tolerance (exactly
 // kTolFloat32 / kTolBfloat16) of the oracle attend_cache(a1_dense_masked, …) (the layout
 // walk, api/layout_walk.h, one element at a time on copies) — contiguous caches and page
 // pools with shuffled pages, a page two elements share and −1 table entries past the length;
