@@ -38,6 +38,10 @@ namespace sparseattn::cpu {
 // head_dim 128 in float32) per item, enough to hide the merge, small enough that a
 // 32k-key cache gives 128 items per kv head to share.
 inline constexpr int64_t kDecodeSplitKeys = 256;
+// The most floats the per-split partials (max, sum, accumulator of every row) may take,
+// 64 MiB: past it the split doubles (k08_decode.cpp). A decode step is far below it
+// (L_q 1, g 4, head_dim 128, 32768 keys: 128 splits × 8 kv heads × 4 rows × 130 floats).
+inline constexpr int64_t kDecodePartialBudget = int64_t{1} << 24;
 
 // T: float or uint16_t (bfloat16 bits, core/bfloat16.h).
 template <class T>
@@ -50,7 +54,9 @@ struct DecodeInputsT {
   const Pattern* pattern = nullptr;  // dense, window or chunked (k08_serves)
   float scale = 0.0f;
   Mods mods;
-  int64_t split_keys = 0;  // keys per split; 0: kDecodeSplitKeys (tests use small ones)
+  // Keys per split; 0: kDecodeSplitKeys, doubled while the partials exceed
+  // kDecodePartialBudget (tests use small ones; a given value is used as it is).
+  int64_t split_keys = 0;
 };
 using DecodeInputs = DecodeInputsT<float>;
 using DecodeInputsBf16 = DecodeInputsT<uint16_t>;

@@ -207,7 +207,7 @@ void run_decode(const DecodeInputsT<T>& in, const Outputs& out) {
   const int64_t B = s.batch, Hq = s.num_heads, Hkv = s.num_kv_heads, g = s.group();
   const int64_t Lq = s.seq_len_q, d = s.head_dim, dv = s.head_dim_v;
   const int64_t R = g * Lq;  // rows of an item: query head hh of the group, query i: hh·L_q + i
-  const int64_t S = in.split_keys > 0 ? in.split_keys : kDecodeSplitKeys;
+  int64_t S = in.split_keys > 0 ? in.split_keys : kDecodeSplitKeys;
   const KvCache* cache = in.cache;
   const bool paged = cache != nullptr && cache->paged();
 
@@ -219,19 +219,35 @@ void run_decode(const DecodeInputsT<T>& in, const Outputs& out) {
     Element& e = el[b];
     e.n = cache != nullptr ? cache->seq_len_k(b) : s.seq_len_k;
     e.rows.assign(static_cast<size_t>(Lq), DecodeRow{});
-    if (e.n > 0) {
-      const BandParams band = spec.kind == PatternKind::window ? band_of(spec, Lq, e.n)
-                                                                : BandParams{};
-      e.span_lo = e.n;
-      for (int64_t i = 0; i < Lq; ++i) {
-        DecodeRow& r = e.rows[i];
-        r = decode_row(spec, band, Lq, e.n, i);
-        if (r.lo > r.hi) continue;
-        e.span_lo = std::min(e.span_lo, r.lo);
-        e.span_hi = std::max(e.span_hi, r.hi);
-      }
-      if (e.span_hi >= e.span_lo) e.splits = (e.span_hi - e.span_lo + S) / S;
+    if (e.n == 0) continue;
+    const BandParams band = spec.kind == PatternKind::window ? band_of(spec, Lq, e.n)
+                                                              : BandParams{};
+    e.span_lo = e.n;
+    for (int64_t i = 0; i < Lq; ++i) {
+      DecodeRow& r = e.rows[i];
+      r = decode_row(spec, band, Lq, e.n, i);
+      if (r.lo > r.hi) continue;
+      e.span_lo = std::min(e.span_lo, r.lo);
+      e.span_hi = std::max(e.span_hi, r.hi);
     }
+  }
+  // The partials hold R·(dv + 2) floats per item. Long query blocks (a plain problem with
+  // L_q in the thousands: correct, if not the target) would need gigabytes at 256 keys per
+  // split, so the split grows until they fit kDecodePartialBudget floats — a function of
+  // the problem only, never of the thread count.
+  auto total_splits = [&](int64_t keys) {
+    int64_t t = 0;
+    for (const Element& e : el)
+      if (e.span_hi >= e.span_lo) t += Hkv * ((e.span_hi - e.span_lo + keys) / keys);
+    return t;
+  };
+  if (in.split_keys <= 0) {
+    const int64_t per_item = R * (dv + 2);
+    while (total_splits(S) * per_item > kDecodePartialBudget && total_splits(S) > B * Hkv) S *= 2;
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    Element& e = el[b];
+    if (e.span_hi >= e.span_lo) e.splits = (e.span_hi - e.span_lo + S) / S;
     item_start[b + 1] = item_start[b] + Hkv * e.splits;
   }
   const int64_t num_items = item_start[B];
