@@ -71,7 +71,6 @@ inline DecodeRow decode_row(const PatternSpec& spec, const BandParams& band, int
   }
 }
 
-
 inline constexpr int64_t kBlk = 64;  // keys per block (a block never crosses a page)
 inline constexpr float kNegInfD = -std::numeric_limits<float>::infinity();
 
