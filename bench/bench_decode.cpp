@@ -7,7 +7,7 @@
 //                      [--page-size 256] [--threads 2] [--rounds 7] [--repeats 5]
 //
 // The case: batch 1, L_q 1 (one decoding step), a full cache of L_cache keys, H_q query
-// heads on H_kv kv heads, bf16 q, K, V (k08_decode_bf16 on inputs already in bfloat16: the
+// heads on H_kv kv heads, bf16 q, K, V (k09_decode_bf16 on inputs already in bfloat16: the
 // registry entry's rounding of a float32 cache is conversion, not decoding, and is left
 // out), dense. Two layouts of the same keys: the contiguous cache [1, H_kv, L_cache, d] and
 // page pools of page_size slots, pages shuffled through the block table.
@@ -136,8 +136,8 @@ int run(const Options& opt) {
     const AttentionResult ref =
         a1_dense_masked(widen(q, {1, hq, 1, d}), widen(k, {1, hkv, L, d}),
                         widen(v, {1, hkv, L, d}), pattern_contiguous, nullptr);
-    cpu::k08_decode_bf16(in_c, out_c);
-    cpu::k08_decode_bf16(in_p, out_p);
+    cpu::k09_decode_bf16(in_c, out_c);
+    cpu::k09_decode_bf16(in_p, out_p);
     const CheckReport ro = check_close(o_c, ref.o, kTolBfloat16);
     const CheckReport rl = check_close(lse_c, ref.lse, kTolBfloat16);
     if (!ro.pass || !rl.pass || o_c.data != o_p.data || lse_c.data != lse_p.data) {
@@ -157,7 +157,7 @@ int run(const Options& opt) {
     const double c0 = api::process_cpu_seconds();
     for (int r = 0; r < opt.repeats; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
-      cpu::k08_decode_bf16(in, out);
+      cpu::k09_decode_bf16(in, out);
       t.push_back(seconds_since(t0));
     }
     cpu_sum += (api::process_cpu_seconds() - c0) / opt.repeats;

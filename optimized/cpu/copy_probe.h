@@ -1,6 +1,6 @@
 // The copy-bandwidth probe (copy_probe.cpp): what the memory system moves when every OpenMP
 // thread streams its own slice of a buffer much larger than the caches into another. A
-// decode kernel (k08, decode.h) reads each K/V byte once, so its bytes per second against
+// decode kernel (k09, decode.h) reads each K/V byte once, so its bytes per second against
 // this figure is its fraction of the machine's bandwidth, as fma_probe's GFLOP/s is the
 // ceiling of the compute-bound kernels. bench/bench_decode.cpp times it.
 #pragma once

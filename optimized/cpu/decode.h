@@ -1,6 +1,6 @@
-// k08 — decoding against a KV cache (contract §2.11–§2.12): a few queries per element
+// k09 — decoding against a KV cache (contract §2.11–§2.12): a few queries per element
 // (L_q <= 16 is its target; any L_q is correct) against a long cache, read in place.
-// Registry entries cpu_k08_decode (float32) and cpu_k08_decode_bf16 (registry/
+// Registry entries cpu_k09_decode (float32) and cpu_k09_decode_bf16 (registry/
 // cpu_kernels.def, optimized/cpu/entries.cpp).
 //
 // Contract (as every CPU kernel, kernels.h): reference a1_dense_masked through the layout
@@ -39,7 +39,7 @@ namespace sparseattn::cpu {
 // 32k-key cache gives 128 items per kv head to share.
 inline constexpr int64_t kDecodeSplitKeys = 256;
 // The most floats the per-split partials (max, sum, accumulator of every row) may take,
-// 64 MiB: past it the split doubles (k08_decode.cpp). A decode step is far below it
+// 64 MiB: past it the split doubles (k09_decode.cpp). A decode step is far below it
 // (L_q 1, g 4, head_dim 128, 32768 keys: 128 splits × 8 kv heads × 4 rows × 130 floats).
 inline constexpr int64_t kDecodePartialBudget = int64_t{1} << 24;
 
@@ -51,7 +51,7 @@ struct DecodeInputsT {
   const T* v = nullptr;
   AttentionShape shape;             // seq_len_k: the capacity (cache) or L_k (plain)
   const KvCache* cache = nullptr;   // nullptr: plain inputs, every element filled to L_k
-  const Pattern* pattern = nullptr;  // dense, window or chunked (k08_serves)
+  const Pattern* pattern = nullptr;  // dense, window or chunked (k09_serves)
   float scale = 0.0f;
   Mods mods;
   // Keys per split; 0: kDecodeSplitKeys, doubled while the partials exceed
@@ -61,20 +61,20 @@ struct DecodeInputsT {
 using DecodeInputs = DecodeInputsT<float>;
 using DecodeInputsBf16 = DecodeInputsT<uint16_t>;
 
-void k08_decode(const DecodeInputs& in, const Outputs& out);
+void k09_decode(const DecodeInputs& in, const Outputs& out);
 // bf16 q, k, v widened to float32 as a block is read; float32 arithmetic otherwise.
-void k08_decode_bf16(const DecodeInputsBf16& in, const Outputs& out);
+void k09_decode_bf16(const DecodeInputsBf16& in, const Outputs& out);
 // dense, window (any dilation, left/right) and chunked, causal or not; no per-head
 // mixture, no key padding (a cache problem has none; contract §2.11).
-bool k08_serves(const Pattern& pattern);
+bool k09_serves(const Pattern& pattern);
 
 namespace avx2 {
-void k08_decode(const DecodeInputs& in, const Outputs& out);
-void k08_decode_bf16(const DecodeInputsBf16& in, const Outputs& out);
+void k09_decode(const DecodeInputs& in, const Outputs& out);
+void k09_decode_bf16(const DecodeInputsBf16& in, const Outputs& out);
 }  // namespace avx2
 namespace avx512 {
-void k08_decode(const DecodeInputs& in, const Outputs& out);
-void k08_decode_bf16(const DecodeInputsBf16& in, const Outputs& out);
+void k09_decode(const DecodeInputs& in, const Outputs& out);
+void k09_decode_bf16(const DecodeInputsBf16& in, const Outputs& out);
 }  // namespace avx512
 
 }  // namespace sparseattn::cpu

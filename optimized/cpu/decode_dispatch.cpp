@@ -1,4 +1,4 @@
-// The public entry points of k08 (decode.h): each forwards to the build active_isa() names
+// The public entry points of k09 (decode.h): each forwards to the build active_isa() names
 // (isa.h). The pattern check does not depend on the build.
 #include "core/error.h"
 #include "optimized/cpu/decode.h"
@@ -9,7 +9,7 @@ namespace {
 
 // The refusal every kernel gives for a pattern it does not serve (contract §4.7).
 void require_decode_served(const Pattern& pattern, const char* kernel) {
-  if (!k08_serves(pattern))
+  if (!k09_serves(pattern))
     throw InvalidArgument("pattern", describe(pattern.spec),
                           std::string(kernel) +
                               " serves dense, window, chunked (one spec, no key padding)");
@@ -17,19 +17,19 @@ void require_decode_served(const Pattern& pattern, const char* kernel) {
 
 }  // namespace
 
-void k08_decode(const DecodeInputs& in, const Outputs& out) {
-  require_decode_served(*in.pattern, "cpu_k08_decode");
-  if (active_isa() == Isa::avx512) return avx512::k08_decode(in, out);
-  return avx2::k08_decode(in, out);
+void k09_decode(const DecodeInputs& in, const Outputs& out) {
+  require_decode_served(*in.pattern, "cpu_k09_decode");
+  if (active_isa() == Isa::avx512) return avx512::k09_decode(in, out);
+  return avx2::k09_decode(in, out);
 }
 
-void k08_decode_bf16(const DecodeInputsBf16& in, const Outputs& out) {
-  require_decode_served(*in.pattern, "cpu_k08_decode_bf16");
-  if (active_isa() == Isa::avx512) return avx512::k08_decode_bf16(in, out);
-  return avx2::k08_decode_bf16(in, out);
+void k09_decode_bf16(const DecodeInputsBf16& in, const Outputs& out) {
+  require_decode_served(*in.pattern, "cpu_k09_decode_bf16");
+  if (active_isa() == Isa::avx512) return avx512::k09_decode_bf16(in, out);
+  return avx2::k09_decode_bf16(in, out);
 }
 
-bool k08_serves(const Pattern& pattern) {
+bool k09_serves(const Pattern& pattern) {
   const PatternSpec& s = pattern.spec;
   const bool kind = s.kind == PatternKind::dense || s.kind == PatternKind::window ||
                     s.kind == PatternKind::chunked;

@@ -192,7 +192,7 @@ void run_cpu_k07_hf_listing(const Problem& problem, Output& out) {
 }
 bool serves_cpu_k07_hf_listing(const Pattern& pattern) { return cpu::k07_serves(pattern); }
 
-// k08 (optimized/cpu/decode.h) reads a cache problem in place (contract §2.11–§2.12): the
+// k09 (optimized/cpu/decode.h) reads a cache problem in place (contract §2.11–§2.12): the
 // slots past cache_seqlens[b] are no part of any row and need not be finite, so its float32
 // guard (registry/float32_guard.h, the same rule and messages) bounds only the rows it reads.
 namespace {
@@ -234,7 +234,7 @@ RowBound filled_bound(const Problem& p, const Tensor<double>& x, int64_t width) 
   return b;
 }
 
-// plan_float32 on the rows k08 reads: q whole, k and v their filled rows.
+// plan_float32 on the rows k09 reads: q whole, k and v their filled rows.
 void plan_float32_decode(const Problem& p, const char* name, Float32Plan& plan) {
   if (!p.cache) return plan_float32(p, name, plan);
   RowBound bq;
@@ -309,21 +309,21 @@ cpu::DecodeInputsT<T> decode_inputs(const Problem& problem, const Float32Plan& p
 
 }  // namespace
 
-void run_cpu_k08_decode(const Problem& problem, Output& out) {
+void run_cpu_k09_decode(const Problem& problem, Output& out) {
   Float32Plan plan;
-  plan_float32_decode(problem, "cpu_k08_decode", plan);
+  plan_float32_decode(problem, "cpu_k09_decode", plan);
   Mods32 mods;
   convert_mods(problem, mods);
   shape_outputs(problem.shape, out);
-  cpu::k08_decode(decode_inputs(problem, plan, mods, plan.q32->ptr(), problem.k32.ptr(),
+  cpu::k09_decode(decode_inputs(problem, plan, mods, plan.q32->ptr(), problem.k32.ptr(),
                                 problem.v32.ptr()),
                   cpu::Outputs{out.o32.ptr(), out.lse32.ptr()});
 }
-bool serves_cpu_k08_decode(const Pattern& pattern) { return cpu::k08_serves(pattern); }
+bool serves_cpu_k09_decode(const Pattern& pattern) { return cpu::k09_serves(pattern); }
 
 // The bf16 twin: q32, k32, v32 rounded to bfloat16 inside the run, as every bf16 entry.
-void run_cpu_k08_decode_bf16(const Problem& problem, Output& out) {
-  const char* name = "cpu_k08_decode_bf16";
+void run_cpu_k09_decode_bf16(const Problem& problem, Output& out) {
+  const char* name = "cpu_k09_decode_bf16";
   Float32Plan plan;
   plan_float32_decode(problem, name, plan);
   Mods32 mods;
@@ -334,9 +334,9 @@ void run_cpu_k08_decode_bf16(const Problem& problem, Output& out) {
   const std::vector<uint16_t> v =
       to_bfloat16_filled(problem, problem.v32, problem.shape.head_dim_v, "v", name);
   shape_outputs(problem.shape, out);
-  cpu::k08_decode_bf16(decode_inputs(problem, plan, mods, q.data(), k.data(), v.data()),
+  cpu::k09_decode_bf16(decode_inputs(problem, plan, mods, q.data(), k.data(), v.data()),
                        cpu::Outputs{out.o32.ptr(), out.lse32.ptr()});
 }
-bool serves_cpu_k08_decode_bf16(const Pattern& pattern) { return cpu::k08_serves(pattern); }
+bool serves_cpu_k09_decode_bf16(const Pattern& pattern) { return cpu::k09_serves(pattern); }
 
 }  // namespace sparseattn::entry

@@ -52,10 +52,10 @@ std::set<std::string> expected_float32_servers(const PatternSpec& s) {
     case PatternKind::bigbird_etc: names.insert("cpu_k05_bigbird_blocks"); break;
     default: break;
   }
-  // k08, decode (contract §2.11): dense, window and chunked without key padding.
+  // k09, decode (contract §2.11): dense, window and chunked without key padding.
   const bool decode_kind = s.kind == PatternKind::dense || s.kind == PatternKind::window ||
                            s.kind == PatternKind::chunked;
-  if (decode_kind && !s.key_padding_mask && s.per_head.empty()) names.insert("cpu_k08_decode");
+  if (decode_kind && !s.key_padding_mask && s.per_head.empty()) names.insert("cpu_k09_decode");
   return names;
 }
 std::set<std::string> expected_servers(const Pattern& p) {
@@ -75,7 +75,7 @@ std::set<std::string> expected_servers(const Pattern& p) {
 
 bool is_bf16(const Kernel& k) { return k.dtype == DType::bfloat16; }
 
-// Eight float32 kernels at kTolFloat32; for each of k01..k06 and k08 a bf16 twin
+// Eight float32 kernels at kTolFloat32; for each of k01..k06 and k09 a bf16 twin
 // `<name>_bf16` at kTolBfloat16 that serves the same pattern kinds (k07, HF's listing, has
 // none).
 TEST(CpuRegistry, LadderIsRegisteredWithItsDtypesTolerance) {

@@ -1,5 +1,5 @@
 // Checks contract §2.11–§2.12 (KV cache, paged KV), §2.7–§2.9 and §4.3 on the decode kernel
-// cpu_k08_decode and its bf16 twin (optimized/cpu/decode.h): within the entry's tolerance (exactly
+// cpu_k09_decode and its bf16 twin (optimized/cpu/decode.h): within the entry's tolerance (exactly
 // kTolFloat32 / kTolBfloat16) of the oracle attend_cache(a1_dense_masked, …) (the layout
 // walk, api/layout_walk.h, one element at a time on copies) — contiguous caches and page
 // pools with shuffled pages, a page two elements share and −1 table entries past the length;
@@ -180,7 +180,7 @@ void expect_matches_oracle(const Kernel& kernel, const api::CacheInputs& in) {
   }
 }
 
-const char* kKernels[] = {"cpu_k08_decode", "cpu_k08_decode_bf16"};
+const char* kKernels[] = {"cpu_k09_decode", "cpu_k09_decode_bf16"};
 
 TEST(DecodeKernel, EntriesReadCachesAndPagesInPlace) {
   for (const char* name : kKernels) {
@@ -208,7 +208,7 @@ TEST(DecodeKernel, ContiguousCacheMatchesTheOracle) {
         api::CacheInputs in = contiguous(z, seqlens, 600, rng);
         in.spec = spec;
         in.mods = mods[m];
-        expect_matches_oracle(find_kernel("cpu_k08_decode"), in);
+        expect_matches_oracle(find_kernel("cpu_k09_decode"), in);
       }
   }
 }
@@ -229,7 +229,7 @@ TEST(DecodeKernel, PagedCacheMatchesTheOracle) {
           api::CacheInputs in = paged(z, seqlens, page_size, max_pages, rng);
           in.spec = spec;
           in.mods = mods[m];
-          expect_matches_oracle(find_kernel("cpu_k08_decode"), in);
+          expect_matches_oracle(find_kernel("cpu_k09_decode"), in);
         }
     }
   }
@@ -246,7 +246,7 @@ TEST(DecodeKernel, MoreQueriesThanKeys) {
       api::CacheInputs in = contiguous(z, {5, 1, 15}, 20, rng);
       in.spec = spec;
       in.mods = mods[m];
-      expect_matches_oracle(find_kernel("cpu_k08_decode"), in);
+      expect_matches_oracle(find_kernel("cpu_k09_decode"), in);
     }
 }
 
@@ -292,7 +292,7 @@ TEST(DecodeKernel, ManySplitsMergeToTheOracle) {
           SCOPED_TRACE("split_keys " + std::to_string(split));
           d.split_keys = split;
           Tensor<float> o({3, z.hq, z.lq, z.dv}), lse({3, z.hq, z.lq});
-          cpu::k08_decode(d, cpu::Outputs{o.ptr(), lse.ptr()});
+          cpu::k09_decode(d, cpu::Outputs{o.ptr(), lse.ptr()});
           const CheckReport ro = check_close(o, ref.o, kTolFloat32);
           const CheckReport rl = check_close(lse, ref.lse, kTolFloat32);
           EXPECT_TRUE(ro.pass) << report_json(ro, "o", kTolFloat32);
@@ -309,7 +309,7 @@ TEST(DecodeKernel, RowsWithoutKeysAreExact) {
   in.spec = dense(true);
   for (const bool sinks : {false, true}) {
     if (sinks) in.mods.sinks = Tensor<double>({z.hq}, 0.25);
-    const Output out = api::attend_cache(find_kernel("cpu_k08_decode"), in);
+    const Output out = api::attend_cache(find_kernel("cpu_k09_decode"), in);
     const float want = sinks ? 0.25f : -std::numeric_limits<float>::infinity();
     for (int64_t h = 0; h < z.hq; ++h)
       for (int64_t i = 0; i < z.lq; ++i) {
@@ -370,11 +370,11 @@ TEST(DecodeKernel, Bf16TwinMatchesTheOracleOnRoundedInputs) {
       api::CacheInputs in = contiguous(z, {0, 1, 300, 600}, 600, rng);
       in.spec = spec;
       in.mods = mods[m];
-      expect_matches_oracle(find_kernel("cpu_k08_decode_bf16"), in);
+      expect_matches_oracle(find_kernel("cpu_k09_decode_bf16"), in);
       api::CacheInputs pg = paged(z, {300, 35, 0, 1}, 16, 20, rng);
       pg.spec = spec;
       pg.mods = mods[m];
-      expect_matches_oracle(find_kernel("cpu_k08_decode_bf16"), pg);
+      expect_matches_oracle(find_kernel("cpu_k09_decode_bf16"), pg);
     }
 }
 
@@ -400,12 +400,12 @@ TEST(DecodeKernel, BitIdenticalForOneAndTwoThreads) {
 // What it does not serve it says (contract §4.7): longformer, key padding, per-head mixtures.
 TEST(DecodeKernel, ServesDenseWindowAndChunkedOnly) {
   for (const PatternSpec& spec : specs())
-    EXPECT_TRUE(cpu::k08_serves(materialize(spec, {1, 2, 4, 64}))) << describe(spec);
+    EXPECT_TRUE(cpu::k09_serves(materialize(spec, {1, 2, 4, 64}))) << describe(spec);
   PatternSpec lf;
   lf.kind = PatternKind::longformer;
   lf.window = 2;
   const Pattern longformer = materialize(lf, {1, 2, 64, 64});
-  EXPECT_FALSE(cpu::k08_serves(longformer));
+  EXPECT_FALSE(cpu::k09_serves(longformer));
   testing_inputs::TestRng rng(1);
   const Problem problem = make_problem(uniform({1, 2, 64, 8}, rng), uniform({1, 2, 64, 8}, rng),
                                        uniform({1, 2, 64, 8}, rng), longformer, nullptr);
@@ -421,7 +421,7 @@ TEST(DecodeKernel, ServesDenseWindowAndChunkedOnly) {
   }
   PatternSpec padded = dense(false);
   padded.key_padding_mask = Tensor<uint8_t>({1, 64}, 1);
-  EXPECT_FALSE(cpu::k08_serves(materialize(padded, {1, 2, 4, 64})));
+  EXPECT_FALSE(cpu::k09_serves(materialize(padded, {1, 2, 4, 64})));
 }
 
 }  // namespace

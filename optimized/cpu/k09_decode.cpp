@@ -1,4 +1,4 @@
-// k08 — decoding against a KV cache, float32 and bf16 inputs (contract §2.11–§2.12).
+// k09 — decoding against a KV cache, float32 and bf16 inputs (contract §2.11–§2.12).
 //
 // Contract: matches a1_dense_masked through the layout walk (api/layout_walk.h) within
 // kTolFloat32 (atol 2e-5, rtol 2e-4, core/numerics.h); the bf16 twin within kTolBfloat16
@@ -416,7 +416,7 @@ void run_decode(const DecodeInputsT<T>& in, const Outputs& out) {
 
 }  // namespace
 
-void k08_decode(const DecodeInputs& in, const Outputs& out) { run_decode(in, out); }
-void k08_decode_bf16(const DecodeInputsBf16& in, const Outputs& out) { run_decode(in, out); }
+void k09_decode(const DecodeInputs& in, const Outputs& out) { run_decode(in, out); }
+void k09_decode_bf16(const DecodeInputsBf16& in, const Outputs& out) { run_decode(in, out); }
 
 SPARSEATTN_ISA_END
