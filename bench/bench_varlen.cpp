@@ -142,7 +142,8 @@ int run(const Options& o) {
     }
     const size_t one = ratios.size();
     ratios.push_back({std::string(c.name) + ": walk / one by one", {}, 1.10, true});
-    rounds_of.push_back([=, &ratios](size_t) {
+    // The problems point into `patterns`: the closure keeps them alive.
+    rounds_of.push_back([=, &ratios, keep = patterns](size_t) {
       const double t_walk = seconds([&] { api::attend_varlen(*c.kernel, *in); });
       const double t_each = seconds([&] {
         for (const Problem& p : *problems) {
@@ -182,7 +183,7 @@ int run(const Options& o) {
     }
     const size_t two = ratios.size();
     ratios.push_back({std::string(c.name) + ": block-diagonal mask (k06) / walk", {}, 3.0, false});
-    rounds_of.push_back([=, &ratios, &k06](size_t) {
+    rounds_of.push_back([=, &ratios, &k06, keep = block_pattern](size_t) {
       const double t_mask = seconds([&] {
         Output out;
         k06.run(*whole, out);
