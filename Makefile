@@ -18,7 +18,7 @@ CMAKE_FLAGS += -DCMAKE_CUDA_COMPILER_LAUNCHER=$(CCACHE)
 endif
 endif
 
-.PHONY: all setup configure build python pip-check notebooks test exercises lint sanitize fuzz demo demo-synthetic help bench bench-quick bench-modern peers-bench plots plots-graph figures figures-teaching gpu-deps gpu-check clean
+.PHONY: all setup configure build python pip-check notebooks test exercises lint sanitize fuzz demo demo-synthetic help bench bench-quick bench-modern bench-varlen peers-bench plots plots-graph figures figures-teaching gpu-deps gpu-check clean
 
 all: build
 
@@ -91,7 +91,8 @@ SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:print_stacktrace=1:s
 
 $(SANITIZE_BUILD)/CMakeCache.txt:
 	@$(MAKE) --no-print-directory setup
-	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPARSEATTN_CUDA=OFF \
+	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DSPARSEATTN_CUDA=OFF \
 	  -DSPARSEATTN_SANITIZE=ON -DSPARSEATTN_BUILD_BENCH=OFF -DSPARSEATTN_PYTHON=OFF $(CCACHE_FLAGS)
 
 sanitize: setup $(SANITIZE_BUILD)/CMakeCache.txt
@@ -157,6 +158,13 @@ bench-modern:
 	cmake --build $(BUILD) --target bench_modern
 	@mkdir -p $(BUILD)/bench
 	$(BUILD)/bench_modern --json $(BUILD)/bench/bench_modern.json
+
+# `make bench-varlen` (docs/benchmarks.md, "Packed variable-length batches"): a packed batch
+# through the walk against the same sequences one by one and a block-diagonal mask.
+bench-varlen:
+	cmake --build $(BUILD) --target bench_varlen
+	@mkdir -p $(BUILD)/bench
+	$(BUILD)/bench_varlen --json $(BUILD)/bench/bench_varlen.json
 
 # sparseattn against PyTorch and HuggingFace (tools/peers_bench.py; docs/benchmarks.md,
 # "Peers"): installs torch, transformers and numpy into the throwaway virtual environment

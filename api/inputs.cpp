@@ -90,15 +90,15 @@ double parse_finite(const std::string& flag, const std::string& text, double min
   return x;
 }
 
-void add_size_flags(CLI::App* cmd, SizeFlags& f, bool allow_range) {
-  if (allow_range)
-    cmd->add_option("--seq-len", f.seq_len_text,
-                    "N: query sequence length in tokens, integer >= 1; or a sweep: A:B (A, B and "
-                    "the powers of two between) or A,B,C")
-        ->required();
-  else
-    cmd->add_option("--seq-len", f.seq_len, "N: query sequence length in tokens, integer >= 1")
-        ->required();
+void add_size_flags(CLI::App* cmd, SizeFlags& f, bool allow_range, bool seq_len_required) {
+  CLI::Option* seq_len =
+      allow_range
+          ? cmd->add_option("--seq-len", f.seq_len_text,
+                            "N: query sequence length in tokens, integer >= 1; or a sweep: A:B (A, "
+                            "B and the powers of two between) or A,B,C")
+          : cmd->add_option("--seq-len", f.seq_len,
+                            "N: query sequence length in tokens, integer >= 1");
+  seq_len->required(seq_len_required);
   f.seq_len_k_flag = cmd->add_option(
       "--seq-len-k", f.seq_len_k,
       "M: key sequence length in tokens, integer >= 1; default N. When M != N queries align "

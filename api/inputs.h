@@ -59,7 +59,10 @@ struct SizeFlags {
   // (api/seq_range.h); the command sets seq_len from it, one length at a time.
   std::string seq_len_text;
 };
-void add_size_flags(CLI::App* cmd, SizeFlags& flags, bool allow_range = false);
+// `seq_len_required` = false (mask, whose packed batches give the sizes): --seq-len may be
+// left out, and to_sizes() refuses its absence.
+void add_size_flags(CLI::App* cmd, SizeFlags& flags, bool allow_range = false,
+                    bool seq_len_required = true);
 // Validates the flags (InvalidArgument naming each) and returns the sizes; batch comes from
 // the --key-padding-mask file (key_padding_batch).
 PatternSizes to_sizes(const SizeFlags& sizes, const PatternFlags& pattern);

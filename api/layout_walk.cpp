@@ -290,4 +290,27 @@ Output attend_cache(const Kernel& kernel, const CacheInputs& given) {
   return out;
 }
 
+Tensor<uint8_t> varlen_allowed_mask(const PatternSpec& spec, int64_t num_heads,
+                                    const Varlen& varlen) {
+  // The lists' own last entries are the totals (validate_cu_seqlens refuses empty lists first).
+  validate_varlen(varlen, varlen.cu_seqlens_q.empty() ? 0 : varlen.cu_seqlens_q.back(),
+                  varlen.cu_seqlens_k.empty() ? 0 : varlen.cu_seqlens_k.back());
+  validate_spec(spec);
+  require_layout_spec(spec, SeqLayout{varlen, std::nullopt});
+  const int64_t tq = varlen.total_q(), tk = varlen.total_k();
+  const Shape shape = {num_heads, tq, tk};
+  checked_numel(shape, 1, "mask shape");
+  Tensor<uint8_t> out(shape, 0);
+  for (int64_t b = 0; b < varlen.num_sequences(); ++b) {
+    const int64_t q0 = varlen.cu_seqlens_q[static_cast<size_t>(b)], lq = varlen.seq_len_q(b);
+    const int64_t k0 = varlen.cu_seqlens_k[static_cast<size_t>(b)], lk = varlen.seq_len_k(b);
+    if (lq == 0 || lk == 0) continue;  // no rows, or rows without keys: nothing allowed
+    const Tensor<uint8_t> block = allowed_mask(sequence_pattern(spec, num_heads, lq, lk));
+    for (int64_t h = 0; h < num_heads; ++h)
+      for (int64_t i = 0; i < lq; ++i)
+        std::copy_n(block.ptr() + (h * lq + i) * lk, lk, out.ptr() + (h * tq + q0 + i) * tk + k0);
+  }
+  return out;
+}
+
 }  // namespace sparseattn::api

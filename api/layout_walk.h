@@ -93,4 +93,12 @@ void validate_cache_inputs(CacheInputs& in);
 // [B, H_q, L_q] in the kernel's dtype. Only the filled slots are read.
 Output attend_cache(const Kernel& kernel, const CacheInputs& in);
 
+// `mask --cu-seqlens-q ... --cu-seqlens-k ...`: the allowed set of a packed batch,
+// [num_heads, total_q, total_k], 1 = may attend — block diagonal, sequence b's block being its
+// pattern's dense mask (contract §2.10); zero between sequences. Validates the lists against
+// their own totals and the spec (require_layout_spec). Throws FieldError naming them, or
+// InvalidArgument("mask shape") when it would not fit in memory.
+Tensor<uint8_t> varlen_allowed_mask(const PatternSpec& spec, int64_t num_heads,
+                                    const Varlen& varlen);
+
 }  // namespace sparseattn::api

@@ -191,6 +191,9 @@ void register_all(bool quick) {
         // oracle's tolerance, so validation-before-timing does not apply; its owner
         // benchmarks it against its own error bound.
         if (kernel.target == Target::cuda || !kernel.exact || !kernel.serves(probe)) continue;
+        // A decode kernel (a KV cache read in place) is measured in bytes per second by
+        // bench_decode, not on these self-attention problems in FLOPs.
+        if (kernel.features & kKvCache) continue;
         const bool reference = kernel.target == Target::reference;
         if (reference && head_dim != 64) continue;
         const int64_t lo = only_2048 ? 2048 : 512;

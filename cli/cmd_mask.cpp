@@ -1,6 +1,8 @@
 // sparseattn mask — writes the pattern's allowed mask, 1 = query i may attend key j.
 //
 //   sparseattn mask --seq-len N [--seq-len-k M] [--num-heads H] --out M.npy
+//   sparseattn mask --cu-seqlens-q CQ.npy --cu-seqlens-k CK.npy [--num-heads H] --out M.npy
+//                   (a packed batch: [total_q, total_k], block diagonal; contract §2.10)
 //                   [--mask-dtype uint8|bool] [--random-table-out T.npy]
 //                   [--key-padding-polarity keep|ignore] [--causal-align bottom-right|top-left]
 //                   [--padding-align full|valid] [pattern flags]
@@ -21,6 +23,7 @@
 #include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/inputs.h"
+#include "api/layout_flags.h"
 #include "api/padding_align.h"
 #include "api/results.h"
 #include "core/error.h"
@@ -41,6 +44,7 @@ struct MaskArgs {
   ConventionFlags conventions;
   CompatFlags compat;  // --attention-window and --global-mask (contract §3.12)
   PresetLayerFlags preset;  // --preset NAME --layer L (contract §6.4, cli/presets.h)
+  LayoutFlags layout;  // --cu-seqlens-q/-k: a packed batch's block-diagonal mask (§2.10)
   CLI::App* cmd = nullptr;
 };
 
@@ -58,6 +62,21 @@ void run_mask(const MaskArgs& args) {
                                      {"--segment-ids", a.pattern.segment_ids},
                                      {"--key-padding-mask", a.pattern.key_padding_mask},
                                      {"--global-mask", a.compat.global_mask}});
+  if (a.layout.requested()) {  // contract §2.10: [H, total_q, total_k], block diagonal
+    const SeqLayout layout = read_layout(a.layout);
+    require_field(layout.varlen.has_value(), Field::cache_seqlens, "", "given",
+                  "must not be given to mask: it writes a packed batch's allowed set "
+                  "(--cu-seqlens-q and --cu-seqlens-k)");
+    require(a.sizes.seq_len == 0, "--seq-len", a.sizes.seq_len,
+            "must be left out with --cu-seqlens-q (the lists give the sizes)");
+    require_layout_conventions(conv, layout, !a.compat.global_mask.empty());
+    require(a.random_table_out.empty(), "--random-table-out", a.random_table_out,
+            "is not written for a packed batch (each sequence draws its own, contract §2.10)");
+    Tensor<uint8_t> out = varlen_allowed_mask(to_spec(a.pattern), a.sizes.num_heads, *layout.varlen);
+    if (a.sizes.num_heads == 1) out.shape.erase(out.shape.begin());
+    write_npy(a.out, out, a.mask_dtype == "bool");
+    return;
+  }
   const PatternSizes sizes = to_sizes(a.sizes, a.pattern);
   // --global-mask (contract §3.12): one longformer pattern per batch element.
   Tensor<uint8_t> gm;
@@ -88,7 +107,7 @@ void register_mask(CLI::App& app) {
   auto args = std::make_shared<MaskArgs>();
   CLI::App* cmd = app.add_subcommand(
       "mask", "write the pattern's allowed mask (1 = may attend) as .npy, [N, M] or [H, N, M]");
-  add_size_flags(cmd, args->sizes);
+  add_size_flags(cmd, args->sizes, /*allow_range=*/false, /*seq_len_required=*/false);
   cmd->add_option("--out", args->out, "M.npy: the mask")->required();
   cmd->add_option("--mask-dtype", args->mask_dtype, "uint8 | bool")->capture_default_str();
   cmd->add_option("--random-table-out", args->random_table_out,
@@ -98,6 +117,11 @@ void register_mask(CLI::App& app) {
   add_pattern_flags(cmd, args->pattern);
   add_convention_flags(cmd, args->conventions, /*tensors=*/false);
   add_attention_window_flag(cmd, args->compat);
+  cmd->add_option("--cu-seqlens-q", args->layout.cu_seqlens_q,
+                  "CQ.npy: int32/int64 [B + 1]: write the packed batch's allowed set [num_heads, "
+                  "total_q, total_k], block diagonal (contract §2.10); replaces --seq-len");
+  cmd->add_option("--cu-seqlens-k", args->layout.cu_seqlens_k,
+                  "CK.npy: int32/int64 [B + 1], the key rows of each sequence; needs --cu-seqlens-q");
   cmd->add_option("--global-mask", args->compat.global_mask,
                   "G.npy: [batch, seq_len_k] bool/uint8, 1 = global token, per batch element "
                   "(pattern longformer; replaces --global; output [batch, H, N, M])");

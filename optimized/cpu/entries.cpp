@@ -14,6 +14,7 @@
 #include "core/field.h"
 #include "registry/float32_guard.h"
 #include "optimized/cpu/compat_kernels.h"
+#include "optimized/cpu/decode.h"
 #include "optimized/cpu/kernels.h"
 #include "optimized/cpu/kernels_bf16.h"
 #include "registry/registry.h"
@@ -190,5 +191,152 @@ void run_cpu_k07_hf_listing(const Problem& problem, Output& out) {
                       kp ? kp->ptr() : nullptr, plan.scale32, out.o32.ptr(), out.lse32.ptr());
 }
 bool serves_cpu_k07_hf_listing(const Pattern& pattern) { return cpu::k07_serves(pattern); }
+
+// k09 (optimized/cpu/decode.h) reads a cache problem in place (contract §2.11–§2.12): the
+// slots past cache_seqlens[b] are no part of any row and need not be finite, so its float32
+// guard (registry/float32_guard.h, the same rule and messages) bounds only the rows it reads.
+namespace {
+
+// f(row) for every K (or V) row of `x` that some element holds: all of [B, H_kv, L_k, w]
+// without a cache, element b's first n_b slots of the cache, or its pages' slots < n_b.
+template <class F>
+void for_each_filled_row(const Problem& p, int64_t width, const double* x, F f) {
+  const int64_t hkv = p.shape.num_kv_heads;
+  if (!p.cache) {
+    for (int64_t r = 0; r < p.shape.batch * hkv * p.shape.seq_len_k; ++r) f(x + r * width);
+    return;
+  }
+  const KvCache& c = *p.cache;
+  const int64_t rows = c.paged() ? c.page_size : c.seq_len_cache;
+  for (int64_t b = 0; b < c.batch(); ++b)
+    for (int64_t kvh = 0; kvh < hkv; ++kvh)
+      for (int64_t t = 0; t < c.seq_len_k(b); ++t) {
+        const int64_t unit = c.paged() ? c.page(b, t) : b;
+        const int64_t slot = c.paged() ? t % c.page_size : t;
+        f(x + ((unit * hkv + kvh) * rows + slot) * width);
+      }
+}
+
+struct RowBound {
+  double max_abs = 0.0, max_norm = 0.0;
+};
+RowBound filled_bound(const Problem& p, const Tensor<double>& x, int64_t width) {
+  RowBound b;
+  for_each_filled_row(p, width, x.ptr(), [&](const double* row) {
+    double ss = 0.0, big = 0.0;
+    for (int64_t c = 0; c < width; ++c) {
+      big = std::max(big, std::fabs(row[c]));
+      ss += row[c] * row[c];
+    }
+    b.max_abs = std::max(b.max_abs, big);
+    b.max_norm = std::max(b.max_norm, std::sqrt(ss));
+  });
+  return b;
+}
+
+// plan_float32 on the rows k09 reads: q whole, k and v their filled rows.
+void plan_float32_decode(const Problem& p, const char* name, Float32Plan& plan) {
+  if (!p.cache) return plan_float32(p, name, plan);
+  RowBound bq;
+  for (size_t i = 0; i < p.q.data.size(); i += static_cast<size_t>(p.shape.head_dim)) {
+    double ss = 0.0;
+    for (int64_t c = 0; c < p.shape.head_dim; ++c) {
+      bq.max_abs = std::max(bq.max_abs, std::fabs(p.q.data[i + c]));
+      ss += p.q.data[i + c] * p.q.data[i + c];
+    }
+    bq.max_norm = std::max(bq.max_norm, std::sqrt(ss));
+  }
+  const RowBound bk = filled_bound(p, p.k, p.shape.head_dim);
+  const RowBound bv = filled_bound(p, p.v, p.shape.head_dim_v);
+  const std::string why = std::string(" is beyond float32's range (3.4e38): the float32 kernel ") +
+                          name + " cannot hold it; use a float64 kernel (a1_dense_masked)";
+  const std::pair<Field, double> inputs[] = {
+      {Field::q, bq.max_abs}, {Field::k, bk.max_abs}, {Field::v, bv.max_abs}};
+  for (const auto& [field, m] : inputs)
+    require_field(m <= FLT_MAX, field, "", "a tensor with max |x| = " + to_text(m),
+                  "|x| = " + to_text(m) + why);
+  const double s = std::fabs(p.scale), bound = s * bq.max_norm * bk.max_norm;
+  if (!(bound <= kFloat32ScoreLimit) || !(s * bq.max_abs <= kFloat32ScoreLimit))
+    throw FieldError(Field::scale, "", to_text(p.scale),
+                     "scaled scores may reach |scale|·max‖q_i‖·max‖k_j‖ = " + to_text(bound) +
+                         " (and lse with them), beyond float32's range for the float32 kernel " +
+                         name + "; use a float64 kernel (a1_dense_masked) or a smaller --scale");
+  plan.q32 = &p.q32;
+  plan.scale32 = static_cast<float>(p.scale);
+  if (s != 0.0 && s < FLT_MIN) {  // as plan_float32: the scale folded into q in float64
+    plan.prescaled = Tensor<float>(p.q.shape);
+    for (size_t i = 0; i < p.q.data.size(); ++i)
+      plan.prescaled.data[i] = static_cast<float>(p.q.data[i] * p.scale);
+    plan.q32 = &plan.prescaled;
+    plan.scale32 = 1.0f;
+  }
+}
+
+// x rounded to bfloat16 whole (the layout stays in place), refusing like to_bfloat16 only a
+// filled row's element that rounds to ±inf.
+std::vector<uint16_t> to_bfloat16_filled(const Problem& p, const Tensor<float>& x, int64_t width,
+                                         const char* what, const char* name) {
+  if (!p.cache) return to_bfloat16(x, what, name);
+  std::vector<uint16_t> h(x.data.size());
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < x.numel(); ++i) h[i] = float_to_bfloat16(x.data[i]);
+  const float* base = x.ptr();
+  for_each_filled_row(p, width, p.k.ptr(), [&](const double* row) {
+    const int64_t at = row - p.k.ptr();  // the same offset in x (k's and v's layout agree)
+    for (int64_t c = 0; c < width; ++c)
+      if ((h[at + c] & 0x7FFF) == 0x7F80 && std::isfinite(base[at + c]))
+        throw InvalidArgument(what, "a tensor with |x| = " + to_text(std::fabs(base[at + c])),
+                              "is beyond bfloat16's range (3.3895e38): the bf16 kernel " +
+                                  std::string(name) + " cannot hold it; use its float32 variant");
+  });
+  return h;
+}
+
+template <class T>
+cpu::DecodeInputsT<T> decode_inputs(const Problem& problem, const Float32Plan& plan,
+                                    const Mods32& mods, const T* q, const T* k, const T* v) {
+  cpu::DecodeInputsT<T> in;
+  in.q = q;
+  in.k = k;
+  in.v = v;
+  in.shape = problem.shape;
+  in.cache = problem.cache ? &*problem.cache : nullptr;
+  in.pattern = problem.pattern;
+  in.scale = plan.scale32;
+  in.mods = mods.mods;
+  return in;
+}
+
+}  // namespace
+
+void run_cpu_k09_decode(const Problem& problem, Output& out) {
+  Float32Plan plan;
+  plan_float32_decode(problem, "cpu_k09_decode", plan);
+  Mods32 mods;
+  convert_mods(problem, mods);
+  shape_outputs(problem.shape, out);
+  cpu::k09_decode(decode_inputs(problem, plan, mods, plan.q32->ptr(), problem.k32.ptr(),
+                                problem.v32.ptr()),
+                  cpu::Outputs{out.o32.ptr(), out.lse32.ptr()});
+}
+bool serves_cpu_k09_decode(const Pattern& pattern) { return cpu::k09_serves(pattern); }
+
+// The bf16 twin: q32, k32, v32 rounded to bfloat16 inside the run, as every bf16 entry.
+void run_cpu_k09_decode_bf16(const Problem& problem, Output& out) {
+  const char* name = "cpu_k09_decode_bf16";
+  Float32Plan plan;
+  plan_float32_decode(problem, name, plan);
+  Mods32 mods;
+  convert_mods(problem, mods);
+  const std::vector<uint16_t> q = to_bfloat16(*plan.q32, "q", name);
+  const std::vector<uint16_t> k =
+      to_bfloat16_filled(problem, problem.k32, problem.shape.head_dim, "k", name);
+  const std::vector<uint16_t> v =
+      to_bfloat16_filled(problem, problem.v32, problem.shape.head_dim_v, "v", name);
+  shape_outputs(problem.shape, out);
+  cpu::k09_decode_bf16(decode_inputs(problem, plan, mods, q.data(), k.data(), v.data()),
+                       cpu::Outputs{out.o32.ptr(), out.lse32.ptr()});
+}
+bool serves_cpu_k09_decode_bf16(const Pattern& pattern) { return cpu::k09_serves(pattern); }
 
 }  // namespace sparseattn::entry

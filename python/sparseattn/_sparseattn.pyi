@@ -70,6 +70,8 @@ def attend_layout(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl:
                   softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
                   sinks: Optional[np.ndarray],
                   dout: Optional[np.ndarray]) -> Tuple[np.ndarray, ...]: ...
+def varlen_mask(spec: Spec, num_heads: int, cu_seqlens_q: Optional[np.ndarray],
+                cu_seqlens_k: Optional[np.ndarray]) -> np.ndarray: ...
 def check_layout(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray,
                  o_dtype: str, lse: Optional[np.ndarray], lse_dtype: str,
                  atol: Optional[float], rtol: Optional[float], scale: Optional[float],

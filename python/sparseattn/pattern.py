@@ -496,10 +496,11 @@ class Pattern:
         return n, m
 
     # ---- materialized views ----------------------------------------------------------
-    def mask(self, seq_len_q: int, seq_len_k: Optional[int] = None,
+    def mask(self, seq_len_q: Optional[int] = None, seq_len_k: Optional[int] = None,
              num_heads: Optional[int] = None, key_padding_mask: Any = None, *,
              key_padding_polarity: str = "keep", causal_align: str = "bottom-right",
-             padding_align: str = "full", global_mask: Any = None) -> np.ndarray:
+             padding_align: str = "full", global_mask: Any = None,
+             cu_seqlens_q: Any = None, cu_seqlens_k: Any = None) -> np.ndarray:
         """The allowed mask, True where query i may attend key j (contract §2, §3).
 
         The same array as ``sparseattn mask`` writes: ``dense_mask()`` of each head's
@@ -528,6 +529,10 @@ class Pattern:
             Longformer's per-batch global tokens (``mask --global-mask``, contract §3.12):
             the pattern must be :meth:`longformer` without ``global_tokens``; one mask per
             batch element.
+        cu_seqlens_q, cu_seqlens_k : array of int, [B + 1], optional
+            A packed batch (``mask --cu-seqlens-q``, contract §2.10): the mask is then
+            ``[total_q, total_k]`` (``[num_heads, total_q, total_k]``), block diagonal,
+            each sequence's block its own pattern's; leave ``seq_len_q`` out.
 
         Returns
         -------
@@ -543,6 +548,21 @@ class Pattern:
         MemoryError
             The mask would not fit in physical memory.
         """
+        if cu_seqlens_q is not None or cu_seqlens_k is not None:  # contract §2.10
+            if seq_len_q is not None or seq_len_k is not None:
+                raise _arrays.invalid("seq_len_q", seq_len_q, "must be left out with "
+                                      "cu_seqlens_q (the lists give the sizes)")
+            if key_padding_mask is not None or global_mask is not None:
+                raise _arrays.invalid("key_padding_mask", "given", "must not be given with "
+                                      "cu_seqlens_q: a packed batch has no padding")
+            h = self._heads(num_heads)
+            packed = _C.varlen_mask(self._spec, h,
+                                    None if cu_seqlens_q is None else np.asarray(cu_seqlens_q),
+                                    None if cu_seqlens_k is None else np.asarray(cu_seqlens_k))
+            packed = packed.view(np.bool_)
+            return packed[0] if h == 1 else packed
+        if seq_len_q is None:
+            raise _arrays.invalid("seq_len_q", "missing", "must be an integer >= 1")
         n, m = self._sizes(seq_len_q, seq_len_k)
         h = self._heads(num_heads)
         kpm = None if key_padding_mask is None else _arrays.mask_array(key_padding_mask,

@@ -166,9 +166,24 @@ api::CheckResult check_layout(const py::array& q, const py::array& k, const py::
                            tolerance_of(lse_dtype, atol, rtol), options);
 }
 
+// Pattern.mask(cu_seqlens_q=..., cu_seqlens_k=...): [H, total_q, total_k] uint8.
+py::array varlen_mask(const PatternSpec& spec, int64_t num_heads, std::optional<py::array> cu_q,
+                      std::optional<py::array> cu_k) {
+  require_field(cu_q.has_value(), Field::cu_seqlens_q, "", "missing",
+                "must be given with cu_seqlens_k (both lists, or neither; contract §2.10)");
+  require_field(cu_k.has_value(), Field::cu_seqlens_k, "", "missing",
+                "must be given with cu_seqlens_q (both lists, or neither; contract §2.10)");
+  Varlen vl;
+  vl.cu_seqlens_q = index_list(*cu_q, Field::cu_seqlens_q, "[B + 1]");
+  vl.cu_seqlens_k = index_list(*cu_k, Field::cu_seqlens_k, "[B + 1]");
+  Tensor<uint8_t> m = api::varlen_allowed_mask(spec, num_heads, vl);
+  return to_numpy(std::move(m));
+}
+
 }  // namespace
 
 void register_layout_bindings(py::module_& m) {
+  m.def("varlen_mask", &varlen_mask);
   m.def("attend_layout", &attend_layout);
   m.def("check_layout", &check_layout);
 }

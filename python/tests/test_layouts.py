@@ -151,3 +151,16 @@ def test_bad_layouts_name_the_keyword(packed, kwargs, says):
 def test_split_packed_refuses_offsets_that_do_not_pack():
     with pytest.raises(ValueError, match="cu_seqlens\\[2\\]"):
         split_packed(np.zeros((5, 2)), np.array([0, 3, 2, 5]))
+
+
+def test_varlen_mask_is_block_diagonal_of_each_sequences_own_mask():
+    cu_q, cu_k = np.array([0, 3, 3, 8]), np.array([0, 4, 6, 10])
+    pat = sa.Pattern.window(window=1, causal=True)
+    m = pat.mask(cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    want = np.zeros((8, 10), bool)
+    for b in range(3):
+        lq, lk = cu_q[b + 1] - cu_q[b], cu_k[b + 1] - cu_k[b]
+        if lq and lk:
+            want[cu_q[b]:cu_q[b + 1], cu_k[b]:cu_k[b + 1]] = pat.mask(lq, lk)
+    np.testing.assert_array_equal(m, want)
+    assert m[0].tolist() == [True, True, False, False] + [False] * 6  # p = 0 + 4 - 3 = 1

@@ -182,6 +182,36 @@ TEST_F(Varlen, GradientsArePackedLikeTheirInputs) {
   EXPECT_EQ(read_npy_header(path("dv.npy"), "dv").shape, Shape({kTk, 2, 8}));
 }
 
+// `mask` of a packed batch: each sequence's own mask on the diagonal, nothing between.
+TEST_F(Varlen, MaskWritesTheBlockDiagonalAllowedSet) {
+  RunResult r = run("mask --cu-seqlens-q " + path("cu_q.npy") + " --cu-seqlens-k " + path("cu_k.npy") +
+                    " --pattern window --window 2 --causal --out " + path("m.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor<uint8_t> m = read_npy_mask(path("m.npy"), "m");
+  ASSERT_EQ(m.shape, Shape({kTq, kTk}));
+  const std::vector<int64_t> cq = {0, 5, 5, kTq}, ck = {0, 7, 9, kTk};
+  int64_t ones = 0;
+  for (size_t b = 0; b + 1 < cq.size(); ++b) {
+    const int64_t lq = cq[b + 1] - cq[b], lk = ck[b + 1] - ck[b];
+    if (lq == 0) continue;
+    r = run("mask --seq-len " + std::to_string(lq) + " --seq-len-k " + std::to_string(lk) +
+            " --pattern window --window 2 --causal --out " + path("mb.npy"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const Tensor<uint8_t> mb = read_npy_mask(path("mb.npy"), "mb");
+    for (int64_t i = 0; i < lq; ++i)
+      for (int64_t j = 0; j < lk; ++j)
+        EXPECT_EQ(m.data[static_cast<size_t>((cq[b] + i) * kTk + ck[b] + j)],
+                  mb.data[static_cast<size_t>(i * lk + j)]);
+  }
+  for (uint8_t x : m.data) ones += x;
+  int64_t diagonal_ones = 0;  // every allowed pair lies in a diagonal block
+  for (size_t b = 0; b + 1 < cq.size(); ++b)
+    for (int64_t i = cq[b]; i < cq[b + 1]; ++i)
+      for (int64_t j = ck[b]; j < ck[b + 1]; ++j) diagonal_ones += m.data[static_cast<size_t>(i * kTk + j)];
+  EXPECT_EQ(ones, diagonal_ones);
+  EXPECT_GT(ones, 0);
+}
+
 // --- bad input (contract §5.1) -------------------------------------------------------------
 
 TEST_F(Varlen, BadLayoutsExitTwoNamingTheFlagAndWriteNothing) {

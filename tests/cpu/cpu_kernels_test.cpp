@@ -52,6 +52,10 @@ std::set<std::string> expected_float32_servers(const PatternSpec& s) {
     case PatternKind::bigbird_etc: names.insert("cpu_k05_bigbird_blocks"); break;
     default: break;
   }
+  // k09, decode (contract §2.11): dense, window and chunked without key padding.
+  const bool decode_kind = s.kind == PatternKind::dense || s.kind == PatternKind::window ||
+                           s.kind == PatternKind::chunked;
+  if (decode_kind && !s.key_padding_mask && s.per_head.empty()) names.insert("cpu_k09_decode");
   return names;
 }
 std::set<std::string> expected_servers(const Pattern& p) {
@@ -71,11 +75,12 @@ std::set<std::string> expected_servers(const Pattern& p) {
 
 bool is_bf16(const Kernel& k) { return k.dtype == DType::bfloat16; }
 
-// Seven float32 kernels at kTolFloat32; for each of k01..k06 a bf16 twin `<name>_bf16` at
-// kTolBfloat16 that serves the same pattern kinds (k07, HF's listing, has none).
+// Eight float32 kernels at kTolFloat32; for each of k01..k06 and k09 a bf16 twin
+// `<name>_bf16` at kTolBfloat16 that serves the same pattern kinds (k07, HF's listing, has
+// none).
 TEST(CpuRegistry, LadderIsRegisteredWithItsDtypesTolerance) {
   const std::vector<const Kernel*> list = cpu_kernels();
-  ASSERT_EQ(list.size(), 13u);
+  ASSERT_EQ(list.size(), 15u);
   int float32 = 0;
   for (const Kernel* k : list) {
     SCOPED_TRACE(k->name);
@@ -95,7 +100,7 @@ TEST(CpuRegistry, LadderIsRegisteredWithItsDtypesTolerance) {
     EXPECT_EQ(k->atol, kTolBfloat16.atol);
     EXPECT_EQ(k->rtol, kTolBfloat16.rtol);
   }
-  EXPECT_EQ(float32, 7);
+  EXPECT_EQ(float32, 8);
 }
 
 // The bf16 engines this CPU can run, as (isa, force widening) pairs: the widening engine
