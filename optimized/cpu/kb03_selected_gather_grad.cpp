@@ -12,8 +12,9 @@
 // then query, ascending), recomputing s, P and dS from q, k, lse and D: bit-identical for
 // any thread count. Memory: the transposed list holds one (query row, weight) pair per
 // distinct allowed pair of the kv head's group, 8 bytes each.
-// Measured: not yet measured (no backward benchmark of selected attention yet; the
-// forward's figure is docs/benchmarks.md, "Selected attention: token-level gather (k08)").
+// Measured: docs/backward.md lists kb03 but has no timing row for it yet (not yet measured:
+// no backward benchmark of selected attention; the forward's figure is docs/benchmarks.md,
+// "Selected attention: token-level gather (k08)").
 #include <omp.h>
 
 #include <cmath>
