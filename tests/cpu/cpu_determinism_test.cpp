@@ -34,6 +34,16 @@ PatternSpec spec_for(std::string kernel) {
   if (kernel == "cpu_k05_bigbird_blocks") return bigbird(32, 2, 3);
   if (kernel == "cpu_k07_hf_listing") return bigbird(37, 2, 3);  // 333 = 9 whole blocks (HF)
   if (kernel == "cpu_k09_decode") return token(K::window, 50, 2, false, 64);  // no key padding
+  if (kernel == "cpu_k08_selected_gather") {  // per-batch lists with counted repeats (§3.16)
+    PatternSpec s;
+    s.kind = K::selected;
+    s.duplicates = Duplicates::count;
+    Tensor<int64_t> t({2, 2, 333, 24});
+    for (size_t e = 0; e < t.data.size(); ++e)
+      t.data[e] = e % 7 == 3 ? -1 : static_cast<int64_t>((e * 2654435761u) % 333);
+    s.kv_indices = std::move(t);
+    return s;
+  }
   return token(K::random, 8, 1, false, 16, {7}, 5, 2);  // k06 on a token-level pattern
 }
 
