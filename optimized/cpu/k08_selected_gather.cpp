@@ -27,6 +27,89 @@ namespace sparseattn::cpu {
 
 bool k08_serves(const Pattern& pattern) { return pattern.spec.kind == PatternKind::selected; }
 
+namespace {
+
+// exp(x) for x <= 0 (a score minus its row maximum), about 1 ulp: simd.h's vexp (Cephes
+// expf) written per element and branch-free, so that the softmax loop below vectorizes
+// (std::exp is a call per score; it took about half of k08's time). Below -87.3 exactly 0.
+inline float exp_nonpositive(float x) {
+  const float xc = x < -87.33654f ? -87.33654f : x;
+  const float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  const float two_n = __builtin_bit_cast(float, bits);
+  return x < -87.33654f ? 0.0f : p * two_n;
+}
+
+// Scores of the G heads of a unit against n gathered keys, G a compile-time constant so
+// that the accumulators stay in registers: q transposed to qt [D][G] (the heads in lanes),
+// four keys at a time, one broadcast of k_j[d] per key and d — no horizontal sum per dot.
+// scores[e * n + t] = scale * <q_e, k_keys[t]>, each dot summed over d in order.
+template <int G>
+void unit_scores(const float* qt, const float* kh, const int32_t* keys, int64_t n, int64_t D,
+                 float scale, float* scores) {
+  int64_t t = 0;
+  for (; t + 4 <= n; t += 4) {
+    const float* k0 = kh + static_cast<int64_t>(keys[t]) * D;
+    const float* k1 = kh + static_cast<int64_t>(keys[t + 1]) * D;
+    const float* k2 = kh + static_cast<int64_t>(keys[t + 2]) * D;
+    const float* k3 = kh + static_cast<int64_t>(keys[t + 3]) * D;
+    float a0[G] = {}, a1[G] = {}, a2[G] = {}, a3[G] = {};
+    for (int64_t d = 0; d < D; ++d) {
+      const float* qd = qt + d * G;
+      const float x0 = k0[d], x1 = k1[d], x2 = k2[d], x3 = k3[d];
+#pragma omp simd
+      for (int e = 0; e < G; ++e) {
+        a0[e] += qd[e] * x0;
+        a1[e] += qd[e] * x1;
+        a2[e] += qd[e] * x2;
+        a3[e] += qd[e] * x3;
+      }
+    }
+    for (int e = 0; e < G; ++e) {
+      scores[e * n + t] = scale * a0[e];
+      scores[e * n + t + 1] = scale * a1[e];
+      scores[e * n + t + 2] = scale * a2[e];
+      scores[e * n + t + 3] = scale * a3[e];
+    }
+  }
+  for (; t < n; ++t) {
+    const float* kj = kh + static_cast<int64_t>(keys[t]) * D;
+    float a[G] = {};
+    for (int64_t d = 0; d < D; ++d) {
+      const float* qd = qt + d * G;
+      const float x = kj[d];
+#pragma omp simd
+      for (int e = 0; e < G; ++e) a[e] += qd[e] * x;
+    }
+    for (int e = 0; e < G; ++e) scores[e * n + t] = scale * a[e];
+  }
+}
+
+using ScoresFn = void (*)(const float*, const float*, const int32_t*, int64_t, int64_t, float, float*);
+
+// The fixed-width scorer for `share` heads, or nullptr (then the per-head dots below).
+ScoresFn scores_for(int64_t share) {
+  switch (share) {
+    case 1: return &unit_scores<1>;
+    case 2: return &unit_scores<2>;
+    case 4: return &unit_scores<4>;
+    case 8: return &unit_scores<8>;
+    case 16: return &unit_scores<16>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
 void selected_keys(const Pattern& pattern, int64_t b, int64_t row, int64_t i,
                    std::vector<int32_t>& keys, std::vector<float>& weights,
                    std::vector<int32_t>& seen) {
@@ -65,11 +148,13 @@ void k08_selected_gather(const Inputs& in, const Outputs& out) {
   const int64_t share = hsel == H && g > 1 ? 1 : g;
   const int64_t units = H / share;  // lists per batch element and query
   const float neg_inf = -std::numeric_limits<float>::infinity();
+  const ScoresFn fixed = scores_for(share);
 
 #pragma omp parallel
   {
     std::vector<int32_t> keys, seen(static_cast<size_t>(Lk), -1);
     std::vector<float> weights, scores, acc, inv(static_cast<size_t>(share));
+    std::vector<float> qt(static_cast<size_t>(share * D));  // the unit's q, heads in lanes
 #pragma omp for schedule(dynamic, 8)
     for (int64_t item = 0; item < B * units * Lq; ++item) {
       const int64_t i = item % Lq, u = (item / Lq) % units, b = item / (Lq * units);
@@ -81,7 +166,14 @@ void k08_selected_gather(const Inputs& in, const Outputs& out) {
       const float* vh = in.v + (b * Hkv + hk) * Lk * Dv;
       scores.assign(static_cast<size_t>(share * n), 0.0f);
       // Scores: each key row once, against every head of the unit.
-      for (int64_t t = 0; t < n; ++t) {
+      if (fixed != nullptr) {
+        for (int64_t e = 0; e < share; ++e) {
+          const float* qi = in.q + ((b * H + h0 + e) * Lq + i) * D;
+          for (int64_t d = 0; d < D; ++d) qt[static_cast<size_t>(d * share + e)] = qi[d];
+        }
+        fixed(qt.data(), kh, keys.data(), n, D, in.scale, scores.data());
+      }
+      for (int64_t t = 0; fixed == nullptr && t < n; ++t) {
         const float* kj = kh + static_cast<int64_t>(keys[t]) * D;
         for (int64_t e = 0; e < share; ++e) {
           const float* qi = in.q + ((b * H + h0 + e) * Lq + i) * D;
@@ -103,11 +195,11 @@ void k08_selected_gather(const Inputs& in, const Outputs& out) {
         }
         float m = se[0];
         for (int64_t t = 1; t < n; ++t) m = std::max(m, se[t]);
-        float l = 0.0f;
-        for (int64_t t = 0; t < n; ++t) {
-          se[t] = weights[t] * std::exp(se[t] - m);
-          l += se[t];
-        }
+        const float* w = weights.data();
+#pragma omp simd
+        for (int64_t t = 0; t < n; ++t) se[t] = w[t] * exp_nonpositive(se[t] - m);
+        float l = 0.0f;  // summed in key order: the same on every thread
+        for (int64_t t = 0; t < n; ++t) l += se[t];
         *lse = m + std::log(l);
         inv[e] = 1.0f / l;
       }
