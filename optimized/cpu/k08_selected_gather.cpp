@@ -11,8 +11,8 @@
 // Counted duplicates enter as weights m_j: l = Σ m_j exp(s_j − m), o = Σ m_j exp(s_j − m) v_j / l.
 // Each output row is written by one work item in a fixed order: thread-count independent.
 // Measured: docs/benchmarks.md, "Selected attention: token-level gather (k08)" (2026-12-01,
-// 1 thread, shared machine): 11.5 GFLOP per CPU-second = 10% of the FMA peak at n 16384,
-// K 2048, H_q 8 sharing one list (k06 on the same pattern: 0.73x its CPU time).
+// 1 thread): 21.6 GFLOP per CPU-second = 18% of the FMA peak at n 16384, K 2048, H_q 8
+// sharing one list (k06 on the same pattern: 1.23x its CPU time).
 #include <omp.h>
 
 #include <algorithm>
