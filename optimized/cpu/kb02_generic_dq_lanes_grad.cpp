@@ -55,6 +55,7 @@ void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out,
   const int64_t Dh = s.head_dim, Dv = s.head_dim_v;
 
   const std::vector<float> Drow = row_deltas(in);  // D_i = <do_i, o_i>
+  const KeyGrads kg = key_grads(in, out);  // dk, dv per query head when g > 1
   std::vector<ColumnLayout> columns(static_cast<size_t>(H));
   for (int64_t h = 0; h < H; ++h) columns[h] = column_layout(pattern.head(h));
 
@@ -90,7 +91,7 @@ void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out,
           const Item& w = key_items[it];
           const HeadLayout& L = pattern.head(w.h);
           const ColumnLayout& C = columns[w.h];
-          const Head hd = head_of(in, out, Drow, w.b, w.h);
+          const Head hd = head_of(in, out, kg, Drow, w.b, w.h);
           const int64_t T = L.tile;
           const int64_t j0 = w.tile * T + w.sub * kBk;
           const int64_t nc = std::min({kBk, (w.tile + 1) * T - j0, Lk - j0});
@@ -146,6 +147,8 @@ void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out,
       }
     }
   }
+  sum_groups(in, kg, out);  // g > 1: dk, dv of each kv head over its query heads
+  sink_grads(in, Drow, out.dsinks);
 }
 
 SPARSEATTN_ISA_END
