@@ -543,7 +543,7 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
           floor: float = 1e-6, naive_dtype: Optional[str] = None,
           softcap: Optional[float] = None, alibi_slopes: Any = None,
           sinks: Any = None, preset: Optional[str] = None,
-          layer: Optional[int] = None) -> CheckReport:
+          layer: Optional[int] = None, dsinks: Any = None) -> CheckReport:
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -590,6 +590,10 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
     dq_global, dk_global, dv_global : array, the projections' shapes, optional
         Candidate gradients of the global projections; each needs ``dout`` and
         ``q_global``, ``k_global``, ``v_global``.
+    dsinks : array, [num_heads], optional
+        Candidate gradient of the sinks (contract §7.7), judged against
+        ``b1_dense_masked_grad``'s dσ; needs ``dout`` and ``sinks``. ``sparseattn check
+        --candidate-dsinks``; the report's ``dsinks``.
     probes : {"auto", "always", "never"}
         The cause probes of a failing check (docs/contract.md §4.9): ``"auto"`` runs them
         within ``probe_budget``, ``"always"`` on every failing row with no budget,
@@ -661,7 +665,7 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
                                   layout == "bshd")
     # Gradient candidates: each needs dout; dout needs at least one (as the CLI's flags).
     given = {"dq": dq, "dk": dk, "dv": dv, "dq_global": dq_global, "dk_global": dk_global,
-             "dv_global": dv_global}
+             "dv_global": dv_global, "dsinks": dsinks}
     for name, x in given.items():
         if x is not None and dout is None:
             raise _arrays.invalid(name, _given(x), "needs dout (the gradient of o)")
