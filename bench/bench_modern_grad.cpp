@@ -13,12 +13,16 @@
 // then timed at n; only the backward call is timed (the forward's saved o and lse are made
 // once per variant). A round runs every variant once (--repeats calls, their median) after
 // one unrecorded warm-up round; a ratio is variant / baseline within a round, and the
-// program prints per ratio the median over the rounds with the lowest and highest.
+// program prints per ratio the median over the rounds with the lowest and highest — in
+// process CPU time (threads summed; CLOCK_PROCESS_CPUTIME_ID), which time slices lost to
+// other jobs on a shared machine do not inflate (run with OMP_NUM_THREADS=1 to leave out
+// OpenMP barrier waits too), and in wall-clock time beside it.
 // Exits 1 if a variant fails its check.
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -46,7 +50,7 @@ struct Variant {
   std::unique_ptr<Pattern> pattern;
   std::unique_ptr<Problem> problem;
   GradProblem gp;
-  std::vector<double> medians;  // seconds per call, one per round
+  std::vector<double> medians, cpu_medians;  // seconds per call (wall, CPU), one per round
 };
 
 // q, k, v, dO for n tokens (k, v with kv_heads heads: kv head 0 is MHA's head 0).
@@ -83,6 +87,12 @@ bool check_small(const Options& o, const GradKernel& kernel, const Variant& v) {
       return false;
     }
   return true;
+}
+
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 double median_of(std::vector<double> x) {
@@ -150,14 +160,19 @@ int run(int argc, char** argv) {
   }
   for (int64_t round = 0; round <= opt.rounds; ++round) {
     for (auto& v : vs) {
-      std::vector<double> secs;
+      std::vector<double> secs, cpu;
       for (int64_t r = 0; r < opt.repeats; ++r) {
         GradOutput out;
         const auto t0 = std::chrono::steady_clock::now();
+        const double c0 = cpu_seconds();
         kernel.run(v->gp, out);
+        cpu.push_back(cpu_seconds() - c0);
         secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
-      if (round > 0) v->medians.push_back(median_of(secs));
+      if (round > 0) {
+        v->medians.push_back(median_of(secs));
+        v->cpu_medians.push_back(median_of(cpu));
+      }
     }
     std::fprintf(stderr, "round %lld of %lld done%s\n", static_cast<long long>(round),
                  static_cast<long long>(opt.rounds), round == 0 ? " (warm-up, not recorded)" : "");
@@ -165,14 +180,20 @@ int run(int argc, char** argv) {
   std::printf("bench_modern_grad: %s, dense, n %lld, head_dim %lld, H_q %lld, %d threads, %lld rounds\n",
               kernel.name, static_cast<long long>(opt.n), static_cast<long long>(opt.head_dim),
               static_cast<long long>(H), omp_get_max_threads(), static_cast<long long>(opt.rounds));
-  std::printf("%-14s %12s %8s %8s %8s\n", "variant", "median ms", "ratio", "min", "max");
+  std::printf("%-14s %10s %8s %8s %8s | %10s %8s %8s %8s\n", "variant", "cpu ms", "ratio",
+              "min", "max", "wall ms", "ratio", "min", "max");
   const Variant& base = *vs[0];
   for (const auto& v : vs) {
-    std::vector<double> ratios;
-    for (size_t r = 0; r < v->medians.size(); ++r) ratios.push_back(v->medians[r] / base.medians[r]);
-    std::printf("%-14s %12.1f %8.3f %8.3f %8.3f\n", v->name.c_str(), 1e3 * median_of(v->medians),
-                median_of(ratios), *std::min_element(ratios.begin(), ratios.end()),
-                *std::max_element(ratios.begin(), ratios.end()));
+    std::vector<double> cpu, wall;
+    for (size_t r = 0; r < v->medians.size(); ++r) {
+      cpu.push_back(v->cpu_medians[r] / base.cpu_medians[r]);
+      wall.push_back(v->medians[r] / base.medians[r]);
+    }
+    std::printf("%-14s %10.1f %8.3f %8.3f %8.3f | %10.1f %8.3f %8.3f %8.3f\n", v->name.c_str(),
+                1e3 * median_of(v->cpu_medians), median_of(cpu),
+                *std::min_element(cpu.begin(), cpu.end()), *std::max_element(cpu.begin(), cpu.end()),
+                1e3 * median_of(v->medians), median_of(wall),
+                *std::min_element(wall.begin(), wall.end()), *std::max_element(wall.begin(), wall.end()));
   }
   return 0;
 }
