@@ -78,10 +78,17 @@ unsigned needed_features(const AttentionShape& shape, const ScoreMods& mods) {
   return bits;
 }
 
+unsigned needed_features(const Problem& problem) {
+  unsigned bits = needed_features(problem.shape, problem.mods);
+  if (problem.cache) bits |= problem.cache->paged() ? (kKvCache | kPaged) : kKvCache;
+  return bits;
+}
+
 std::string feature_names(unsigned bits) {
   static const std::pair<unsigned, const char*> names[] = {
       {kGqa, "grouped-query heads"}, {kSoftcap, "softcap"}, {kAlibi, "ALiBi slopes"},
-      {kSinks, "sinks"}};
+      {kSinks, "sinks"}, {kKvCache, "a KV cache read in place"},
+      {kPaged, "paged KV read in place"}};
   std::string out;
   for (const auto& [bit, name] : names)
     if (bits & bit) out += (out.empty() ? "" : ", ") + std::string(name);
@@ -89,20 +96,20 @@ std::string feature_names(unsigned bits) {
 }
 
 bool Kernel::serves_features(const Problem& problem) const {
-  return (needed_features(problem.shape, problem.mods) & ~features) == 0;
+  return (needed_features(problem) & ~features) == 0;
 }
 
 void Kernel::run(const Problem& problem, Output& out) const {
   // A kernel never computes plain attention for a problem that asks for more: the refusal
   // comes before any work, with the kernels that would serve it.
-  const unsigned missing = needed_features(problem.shape, problem.mods) & ~features;
+  const unsigned missing = needed_features(problem) & ~features;
   if (missing != 0) {
     std::string serving;
     for (const Kernel& k : kernels())
       if ((missing & ~k.features) == 0 && k.serves(*problem.pattern))
         serving += (serving.empty() ? "" : ", ") + std::string(k.name);
     throw FieldError(Field::impl, "", name,
-                     "does not serve " + feature_names(missing) + " (contract §2.7-§2.9); " +
+                     "does not serve " + feature_names(missing) + " (contract §2.7-§2.12); " +
                          (serving.empty() ? "no kernel of this build serves this problem"
                                           : "kernels that do: " + serving));
   }
@@ -126,6 +133,60 @@ Problem make_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
   p.k = std::move(k);
   p.v = std::move(v);
   p.pattern = &pattern;
+  return p;
+}
+
+Problem make_cache_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v, KvCache cache,
+                           const Pattern& pattern, const double* scale, ScoreMods mods) {
+  q.shape = as_rank4(q.shape, "q");
+  k.shape = as_rank4(k.shape, "k");
+  v.shape = as_rank4(v.shape, "v");
+  const Shape& qs = q.shape;
+  const Shape& ks = k.shape;
+  const Shape& vs = v.shape;
+  const std::string kind = cache.paged() ? "page pools [num_pages, num_kv_heads, page_size, "
+                                         : "a cache [batch, num_kv_heads, seq_len_cache, ";
+  require(ks[0] == vs[0] && ks[1] == vs[1] && ks[2] == vs[2], "v shape", shape_text(vs),
+          "must be " + kind + "head_dim_v] matching k " + shape_text(ks));
+  require(ks[3] == qs[3], "k shape", shape_text(ks),
+          "must have q's head_dim " + std::to_string(qs[3]) + " last");
+  require(ks[1] >= 1 && qs[1] % ks[1] == 0, "k shape", shape_text(ks),
+          "must have num_kv_heads dividing q's num_heads " + std::to_string(qs[1]) +
+              " (contract §2.7)");
+  if (cache.paged()) {
+    cache.num_pages = ks[0];
+    cache.page_size = ks[2];
+  } else {
+    require(ks[0] == qs[0], "k shape", shape_text(ks),
+            "must be a cache [batch, num_kv_heads, seq_len_cache, head_dim] with q's batch " +
+                std::to_string(qs[0]));
+    cache.seq_len_cache = ks[2];
+  }
+  validate_kv_cache(cache, qs[0]);
+  Problem p;
+  p.shape.batch = qs[0];
+  p.shape.num_heads = qs[1];
+  p.shape.seq_len_q = qs[2];
+  p.shape.seq_len_k = cache.capacity();
+  p.shape.head_dim = qs[3];
+  p.shape.head_dim_v = vs[3];
+  p.shape.num_kv_heads = ks[1];
+  const PatternSizes& built = pattern.sizes;
+  require(built.seq_len_q == p.shape.seq_len_q && built.seq_len_k == p.shape.seq_len_k, "pattern",
+          std::to_string(built.seq_len_q) + "x" + std::to_string(built.seq_len_k),
+          "must be built for seq_len_q x the cache's capacity (" +
+              std::to_string(p.shape.seq_len_q) + "x" + std::to_string(p.shape.seq_len_k) + ")");
+  p.scale = resolve_scale(scale, p.shape.head_dim);
+  validate_score_mods(mods, p.shape.batch, p.shape.num_heads);
+  p.mods = std::move(mods);
+  p.q32 = tensor_cast<float>(q);
+  p.k32 = tensor_cast<float>(k);
+  p.v32 = tensor_cast<float>(v);
+  p.q = std::move(q);
+  p.k = std::move(k);
+  p.v = std::move(v);
+  p.pattern = &pattern;
+  p.cache = std::move(cache);
   return p;
 }
 

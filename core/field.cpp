@@ -52,6 +52,10 @@ constexpr Row kRows[] = {
     {Field::softcap, "softcap", "--softcap", "softcap"},
     {Field::alibi_slopes, "alibi_slopes", "--alibi-slopes", "alibi_slopes"},
     {Field::sinks, "sinks", "--sinks", "sinks"},
+    {Field::cu_seqlens_q, "cu_seqlens_q", "--cu-seqlens-q", "cu_seqlens_q"},
+    {Field::cu_seqlens_k, "cu_seqlens_k", "--cu-seqlens-k", "cu_seqlens_k"},
+    {Field::cache_seqlens, "cache_seqlens", "--cache-seqlens", "cache_seqlens"},
+    {Field::block_table, "block_table", "--block-table", "block_table"},
 };
 
 constexpr bool rows_in_enum_order() {

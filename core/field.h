@@ -26,10 +26,12 @@ enum class Field {
   layout, lse_base, padded_queries, key_padding_polarity, causal_align, masked_score,
   padding_align,
   // the attention itself (contract §2.1, §2.7–§2.9)
-  q, k, v, impl, scale, softcap, alibi_slopes,
-  sinks,  // the last: kFieldCount below counts up to it
+  q, k, v, impl, scale, softcap, alibi_slopes, sinks,
+  // the sequence layouts (contract §2.10–§2.12)
+  cu_seqlens_q, cu_seqlens_k, cache_seqlens,
+  block_table,  // the last: kFieldCount below counts up to it
 };
-inline constexpr size_t kFieldCount = static_cast<size_t>(Field::sinks) + 1;
+inline constexpr size_t kFieldCount = static_cast<size_t>(Field::block_table) + 1;
 
 // How a front end writes a field.
 enum class Spelling {

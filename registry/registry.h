@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/score_mods.h"
+#include "core/seq_layout.h"
 #include "core/tensor.h"
 #include "pattern/pattern.h"
 
@@ -24,6 +26,10 @@ const char* dtype_name(DType t);     // "float64", "float32", "float16", "bfloat
 // make_problem(). Half-precision kernels round from q32 themselves and state it.
 // k and v may have fewer heads than q (shape.num_kv_heads, contract §2.7); `mods` holds the
 // softcap, ALiBi slopes and sinks (contract §2.8–§2.9), validated against the shape.
+// With `cache` set (make_cache_problem) k and v are a KV cache or its page pools
+// (contract §2.11–§2.12): element b's keys are its first cache.cache_seqlens[b] slots, and
+// only a kernel listing kKvCache (kPaged) reads such a problem; api/layout_walk.h runs the
+// others one element at a time on copies of the filled slots.
 struct Problem {
   Tensor<double> q, k, v;
   Tensor<float> q32, k32, v32;
@@ -31,6 +37,7 @@ struct Problem {
   double scale = 0.0;        // resolved (never 0 for a valid problem)
   AttentionShape shape;
   ScoreMods mods;
+  std::optional<KvCache> cache;  // contract §2.11–§2.12; unset: k, v are [B, H_kv, L_k, d]
 };
 
 // Validates shapes against the pattern (k, v with H_kv heads dividing q's H_q), resolves the
@@ -39,6 +46,17 @@ struct Problem {
 // (softcap, alibi_slopes, sinks).
 Problem make_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
                      const Pattern& pattern, const double* scale, ScoreMods mods = {});
+
+// A decode problem (contract §2.11–§2.12): q [B, H_q, L_q, d]; k, v the cache [B, H_kv,
+// L_cache, d] / [B, H_kv, L_cache, d_v], or with a block table the page pools [num_pages,
+// H_kv, page_size, d]; `pattern` materialized for (L_q, cache.capacity()) — a kernel derives
+// each element's allowed keys from its spec and cache_seqlens[b] (the pattern of an element
+// is the spec's for L_k = cache_seqlens[b]). `cache` is validated (validate_kv_cache; its
+// page_size, num_pages and seq_len_cache are read from k's shape here). Throws
+// InvalidArgument naming q/k/v for shape mismatches, FieldError for the cache, the scale
+// and the mods.
+Problem make_cache_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v, KvCache cache,
+                           const Pattern& pattern, const double* scale, ScoreMods mods = {});
 
 // What a kernel reads beyond plain attention (contract §2.7–§2.9), a bit set. A kernel's
 // `run` refuses a problem that needs a feature its entry does not list.
@@ -49,10 +67,13 @@ enum Feature : unsigned {
   kAlibi = 1u << 2,    // ScoreMods::alibi_slopes
   kSinks = 1u << 3,    // ScoreMods::sinks
   kModern = kGqa | kSoftcap | kAlibi | kSinks,
+  kKvCache = 1u << 4,  // Problem::cache: k, v a cache filled to cache_seqlens (contract §2.11)
+  kPaged = 1u << 5,    // Problem::cache with a block table: k, v page pools (contract §2.12)
 };
 
 // The features `problem` needs.
 unsigned needed_features(const AttentionShape& shape, const ScoreMods& mods);
+unsigned needed_features(const Problem& problem);
 // "grouped-query heads, softcap" — the features in `bits`, for messages.
 std::string feature_names(unsigned bits);
 

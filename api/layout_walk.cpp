@@ -1,0 +1,293 @@
+#include "api/layout_walk.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "api/inputs.h"
+#include "api/results.h"
+#include "core/error.h"
+#include "core/field.h"
+#include "reference/compat.h"
+
+namespace sparseattn::api {
+
+namespace {
+
+const char* layout_argument(const SeqLayout& layout) {
+  if (layout.varlen) return "cu_seqlens_q";
+  return layout.cache && layout.cache->paged() ? "block_table" : "cache_seqlens";
+}
+
+// A spec's file-given inputs, by field: each is built for one size (contract §2.10).
+void refuse_file_inputs(const PatternSpec& spec, const char* with, int64_t head) {
+  auto refuse = [&](bool given, Field field, const std::string& what) {
+    if (!given) return;
+    throw FieldError(field, "", "given",
+                     std::string("must not be given with ") + with + ": " + what +
+                         " is built for one size, and each sequence has its own lengths "
+                         "(contract §2.10-§2.11)",
+                     head);
+  };
+  refuse(spec.mask.has_value(), Field::mask, "an explicit mask");
+  refuse(!spec.segment_ids.empty(), Field::segment_ids, "a list of segment ids");
+  refuse(spec.random_table.has_value(), Field::random_table, "a table of random draws");
+  for (size_t h = 0; h < spec.per_head.size(); ++h)
+    refuse_file_inputs(spec.per_head[h], with, static_cast<int64_t>(h));
+}
+
+// Fully masked rows of one sequence (contract §2.3, §2.9): o stays 0; lse is σ_h with
+// sinks, −∞ without. `lse` is [H, total] (packed) or [B, H, L] (cache: row offset per head).
+template <class T>
+void fill_masked_lse(Tensor<T>& lse, const ScoreMods& mods, int64_t heads, int64_t row0,
+                     int64_t len, int64_t head_stride) {
+  for (int64_t h = 0; h < heads; ++h)
+    std::fill_n(lse.ptr() + h * head_stride + row0, len, static_cast<T>(mods.sink(h)));
+}
+
+void require_serves(const Kernel& kernel, const Pattern& pattern, const char* unit, int64_t b) {
+  require_field(kernel.serves(pattern), Field::impl, "", kernel.name,
+                std::string("must serve the pattern of ") + unit + " " + std::to_string(b) +
+                    " (" + describe(pattern.spec) + "); it serves: " + kernel.patterns);
+}
+
+// part [1, ...] into element b of all [B, ...].
+template <class T>
+void put_batch(Tensor<T>& all, const Tensor<T>& part, int64_t b) {
+  std::copy(part.data.begin(), part.data.end(), all.data.begin() + b * part.numel());
+}
+
+template <class T>
+void add_into(Tensor<T>& sum, const Tensor<T>& part) {
+  if (part.numel() == 0) return;
+  if (sum.numel() == 0) {
+    sum = part;
+    return;
+  }
+  for (size_t i = 0; i < sum.data.size(); ++i) sum.data[i] += part.data[i];
+}
+
+}  // namespace
+
+void require_layout_spec(const PatternSpec& spec, const SeqLayout& layout) {
+  if (!layout.any()) return;
+  const char* with = layout_argument(layout);
+  require_field(!spec.key_padding_mask.has_value(), Field::key_padding_mask, "", "given",
+                std::string("must not be given with ") + with +
+                    ": the layout says which keys exist (contract §2.10-§2.11)");
+  refuse_file_inputs(spec, with, -1);
+}
+
+Pattern sequence_pattern(const PatternSpec& spec, int64_t num_heads, int64_t seq_len_q,
+                         int64_t seq_len_k) {
+  PatternSizes sizes;
+  sizes.batch = 1;
+  sizes.num_heads = num_heads;
+  sizes.seq_len_q = seq_len_q;
+  sizes.seq_len_k = seq_len_k;
+  return materialize(spec, sizes);
+}
+
+ScoreMods sequence_mods(const ScoreMods& mods, int64_t b) {
+  ScoreMods m = mods;
+  if (m.alibi_slopes && m.alibi_slopes->rank() == 2) {
+    const int64_t heads = m.alibi_slopes->dim(1);
+    Tensor<double> row({heads});
+    std::copy_n(m.alibi_slopes->ptr() + b * heads, heads, row.ptr());
+    m.alibi_slopes = std::move(row);
+  }
+  return m;
+}
+
+void validate_varlen_inputs(const VarlenInputs& in) {
+  auto rank3 = [](const Tensor<double>& x, const char* what, const char* shape) {
+    require(x.rank() == 3, std::string(what) + " shape", shape_text(x.shape),
+            std::string("must be packed ") + shape + " with cu_seqlens (contract §2.10)");
+  };
+  rank3(in.q, "q", "[total_q, num_heads, head_dim]");
+  rank3(in.k, "k", "[total_k, num_kv_heads, head_dim]");
+  rank3(in.v, "v", "[total_k, num_kv_heads, head_dim_v]");
+  require(in.k.dim(2) == in.q.dim(2), "k shape", shape_text(in.k.shape),
+          "must have q's head_dim " + std::to_string(in.q.dim(2)) + " last");
+  require(in.v.dim(0) == in.k.dim(0) && in.v.dim(1) == in.k.dim(1), "v shape",
+          shape_text(in.v.shape), "must have k's total_k and num_kv_heads " + shape_text(in.k.shape));
+  require(in.k.dim(1) >= 1 && in.q.dim(1) % in.k.dim(1) == 0, "k shape", shape_text(in.k.shape),
+          "must have num_kv_heads dividing q's num_heads " + std::to_string(in.q.dim(1)) +
+              " (contract §2.7)");
+  require(in.q.dim(2) >= 1 && in.v.dim(2) >= 1, "q shape", shape_text(in.q.shape),
+          "must have head_dim >= 1");
+  validate_varlen(in.varlen, in.q.dim(0), in.k.dim(0));
+  validate_spec(in.spec);
+  require_layout_spec(in.spec, SeqLayout{in.varlen, std::nullopt});
+  validate_score_mods(in.mods, in.varlen.num_sequences(), in.q.dim(1));
+}
+
+Output attend_varlen(const Kernel& kernel, const VarlenInputs& in) {
+  validate_varlen_inputs(in);
+  const Varlen& vl = in.varlen;
+  const int64_t hq = in.q.dim(1), dv = in.v.dim(2), tq = vl.total_q();
+  const bool f64 = kernel.dtype == DType::float64;
+  Output out;
+  if (f64) {
+    out.o = Tensor<double>({tq, hq, dv}, 0.0);
+    out.lse = Tensor<double>({hq, tq}, -INFINITY);
+  } else {
+    out.o32 = Tensor<float>({tq, hq, dv}, 0.0f);
+    out.lse32 = Tensor<float>({hq, tq}, -INFINITY);
+  }
+  for (int64_t b = 0; b < vl.num_sequences(); ++b) {
+    const int64_t q0 = vl.cu_seqlens_q[static_cast<size_t>(b)], lq = vl.seq_len_q(b);
+    const int64_t k0 = vl.cu_seqlens_k[static_cast<size_t>(b)], lk = vl.seq_len_k(b);
+    if (lq == 0) continue;  // an empty sequence has no rows
+    if (lk == 0) {          // queries without keys: fully masked rows (contract §2.3, §2.9)
+      if (f64) fill_masked_lse(out.lse, in.mods, hq, q0, lq, tq);
+      else fill_masked_lse(out.lse32, in.mods, hq, q0, lq, tq);
+      continue;
+    }
+    const Pattern pattern = sequence_pattern(in.spec, hq, lq, lk);
+    require_serves(kernel, pattern, "sequence", b);
+    const Problem problem =
+        make_problem(packed_rows(in.q, q0, q0 + lq), packed_rows(in.k, k0, k0 + lk),
+                     packed_rows(in.v, k0, k0 + lk), pattern, in.scale, sequence_mods(in.mods, b));
+    Output ob;
+    kernel.run(problem, ob);
+    if (f64) {
+      scatter_packed_rows(ob.o, out.o, q0);
+      scatter_packed_lse(ob.lse, out.lse, q0);
+    } else {
+      scatter_packed_rows(ob.o32, out.o32, q0);
+      scatter_packed_lse(ob.lse32, out.lse32, q0);
+    }
+  }
+  return out;
+}
+
+GradOutput attend_varlen_grad(const GradKernel& grad, const VarlenInputs& in,
+                              const Tensor<double>& dout, Output* forward) {
+  validate_varlen_inputs(in);
+  const Varlen& vl = in.varlen;
+  const int64_t hq = in.q.dim(1), hkv = in.k.dim(1), d = in.q.dim(2), dv = in.v.dim(2);
+  require(dout.shape == Shape({vl.total_q(), hq, dv}), "dout shape", shape_text(dout.shape),
+          "must be o's packed shape " + shape_text({vl.total_q(), hq, dv}) + " (contract §7.8)");
+  require_finite(dout, "dout");
+  const Kernel& fwd = find_kernel(grad.forward);
+  const bool f64 = grad.dtype == DType::float64;
+  GradOutput g;
+  if (f64) {
+    g.dq = Tensor<double>({vl.total_q(), hq, d}, 0.0);
+    g.dk = Tensor<double>({vl.total_k(), hkv, d}, 0.0);
+    g.dv = Tensor<double>({vl.total_k(), hkv, dv}, 0.0);
+  } else {
+    g.dq32 = Tensor<float>({vl.total_q(), hq, d}, 0.0f);
+    g.dk32 = Tensor<float>({vl.total_k(), hkv, d}, 0.0f);
+    g.dv32 = Tensor<float>({vl.total_k(), hkv, dv}, 0.0f);
+  }
+  if (in.mods.has_sinks()) g.dsinks = Tensor<double>({hq}, 0.0);
+  if (forward != nullptr) *forward = attend_varlen(fwd, in);
+  for (int64_t b = 0; b < vl.num_sequences(); ++b) {
+    const int64_t q0 = vl.cu_seqlens_q[static_cast<size_t>(b)], lq = vl.seq_len_q(b);
+    const int64_t k0 = vl.cu_seqlens_k[static_cast<size_t>(b)], lk = vl.seq_len_k(b);
+    // No rows or no keys: o is constant (0) there, so every gradient of the sequence is 0.
+    if (lq == 0 || lk == 0) continue;
+    const Pattern pattern = sequence_pattern(in.spec, hq, lq, lk);
+    require_serves(fwd, pattern, "sequence", b);
+    const Problem problem =
+        make_problem(packed_rows(in.q, q0, q0 + lq), packed_rows(in.k, k0, k0 + lk),
+                     packed_rows(in.v, k0, k0 + lk), pattern, in.scale, sequence_mods(in.mods, b));
+    Output ob;
+    fwd.run(problem, ob);
+    const GradOutput gb = run_backward(grad, problem, ob, packed_rows(dout, q0, q0 + lq), fwd.name);
+    if (f64) {
+      scatter_packed_rows(gb.dq, g.dq, q0);
+      scatter_packed_rows(gb.dk, g.dk, k0);
+      scatter_packed_rows(gb.dv, g.dv, k0);
+    } else {
+      scatter_packed_rows(gb.dq32, g.dq32, q0);
+      scatter_packed_rows(gb.dk32, g.dk32, k0);
+      scatter_packed_rows(gb.dv32, g.dv32, k0);
+    }
+    add_into(g.dsinks, gb.dsinks);
+  }
+  return g;
+}
+
+void validate_cache_inputs(CacheInputs& in) {
+  validate_spec(in.spec);
+  require_layout_spec(in.spec, SeqLayout{std::nullopt, in.cache});
+  in.q.shape = as_rank4(in.q.shape, "q");
+  in.k.shape = as_rank4(in.k.shape, "k");
+  in.v.shape = as_rank4(in.v.shape, "v");
+  // make_cache_problem's shape and cache checks, on a pattern-free copy of the sizes.
+  const Shape& qs = in.q.shape;
+  const Shape& ks = in.k.shape;
+  const Shape& vs = in.v.shape;
+  const bool paged = in.cache.paged();
+  const std::string kind = paged ? "page pools [num_pages, num_kv_heads, page_size, "
+                                 : "a cache [batch, num_kv_heads, seq_len_cache, ";
+  require(ks[0] == vs[0] && ks[1] == vs[1] && ks[2] == vs[2], "v shape", shape_text(vs),
+          "must be " + kind + "head_dim_v] matching k " + shape_text(ks));
+  require(ks[3] == qs[3], "k shape", shape_text(ks),
+          "must have q's head_dim " + std::to_string(qs[3]) + " last");
+  require(ks[1] >= 1 && qs[1] % ks[1] == 0, "k shape", shape_text(ks),
+          "must have num_kv_heads dividing q's num_heads " + std::to_string(qs[1]) +
+              " (contract §2.7)");
+  require(qs[2] >= 1 && qs[3] >= 1 && vs[3] >= 1, "q shape", shape_text(qs),
+          "must have seq_len_q >= 1 and head_dim >= 1");
+  if (paged) {
+    in.cache.num_pages = ks[0];
+    in.cache.page_size = ks[2];
+  } else {
+    require(ks[0] == qs[0], "k shape", shape_text(ks),
+            "must be a cache [batch, num_kv_heads, seq_len_cache, head_dim] with q's batch " +
+                std::to_string(qs[0]));
+    in.cache.seq_len_cache = ks[2];
+  }
+  validate_kv_cache(in.cache, qs[0]);
+  validate_score_mods(in.mods, qs[0], qs[1]);
+}
+
+Output attend_cache(const Kernel& kernel, const CacheInputs& given) {
+  CacheInputs in = given;
+  validate_cache_inputs(in);
+  const KvCache& cache = in.cache;
+  const int64_t batch = in.q.dim(0), hq = in.q.dim(1), lq = in.q.dim(2), dv = in.v.dim(3);
+  const unsigned needs = cache.paged() ? (kKvCache | kPaged) : kKvCache;
+  if ((kernel.features & needs) == needs && cache.capacity() >= 1) {  // read in place
+    const Pattern pattern = sequence_pattern(in.spec, hq, lq, cache.capacity());
+    require_serves(kernel, pattern, "the cache of capacity", cache.capacity());
+    const Problem problem = make_cache_problem(in.q, in.k, in.v, cache, pattern, in.scale, in.mods);
+    Output out;
+    kernel.run(problem, out);
+    return out;
+  }
+  const bool f64 = kernel.dtype == DType::float64;
+  Output out;
+  if (f64) {
+    out.o = Tensor<double>({batch, hq, lq, dv}, 0.0);
+    out.lse = Tensor<double>({batch, hq, lq}, -INFINITY);
+  } else {
+    out.o32 = Tensor<float>({batch, hq, lq, dv}, 0.0f);
+    out.lse32 = Tensor<float>({batch, hq, lq}, -INFINITY);
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t n = cache.seq_len_k(b);
+    if (n == 0) {  // no key in the cache: fully masked rows (contract §2.3, §2.9)
+      if (f64) fill_masked_lse(out.lse, in.mods, hq, b * hq * lq, lq, lq);
+      else fill_masked_lse(out.lse32, in.mods, hq, b * hq * lq, lq, lq);
+      continue;
+    }
+    const Pattern pattern = sequence_pattern(in.spec, hq, lq, n);
+    require_serves(kernel, pattern, "batch element", b);
+    const Problem problem =
+        make_problem(batch_slice(in.q, b), cache_rows(in.k, cache, b), cache_rows(in.v, cache, b),
+                     pattern, in.scale, sequence_mods(in.mods, b));
+    Output ob;
+    kernel.run(problem, ob);
+    if (f64) put_batch(out.o, ob.o, b), put_batch(out.lse, ob.lse, b);
+    else put_batch(out.o32, ob.o32, b), put_batch(out.lse32, ob.lse32, b);
+  }
+  return out;
+}
+
+}  // namespace sparseattn::api
