@@ -4,6 +4,9 @@
 // Contract (grad_kernels.h): matches b1_dense_masked_grad within kTolFloat32 (atol 2e-5,
 // rtol 2e-4, core/numerics.h) on dq, dk, dv; serves every pattern kind and key padding;
 // bit-identical for any OpenMP thread count.
+// Grouped kv heads, softcap, ALiBi and sinks (contract §7.7; grad_block.h: S through the
+// forward's pipeline, dS times 1 − tanh², dk/dv per query head summed over the group in head
+// order, dσ from the saved lse), dsinks included; checked by tests/cpu/modern_grad_test.cpp.
 //
 // What changed since the reference b3: the same per-tile formulas on float32 blocks of at
 // most 64 queries × 64 keys, vectorized, and the work split so that no two workers ever

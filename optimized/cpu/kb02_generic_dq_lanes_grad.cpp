@@ -5,6 +5,8 @@
 // rtol 2e-4, core/numerics.h) on dq, dk, dv; serves every pattern kind and key padding;
 // bit-identical for any OpenMP thread count. Extra memory: kDqLanes · seq_len_q · head_dim
 // floats per (batch, head) in flight, at most kLaneBudgetBytes at a time (at least one head).
+// Grouped kv heads, softcap, ALiBi and sinks (contract §7.7) as in kb01 (grad_block.h), dsinks
+// included; checked by tests/cpu/modern_grad_test.cpp.
 //
 // What changed since kb01: the second pass is gone. kb01 recomputed S, P, dP and dS in a
 // query pass so that each dq row had a single owner; here the key pass also forms each
