@@ -209,6 +209,7 @@ nlohmann::json check_json(const CheckResult& r) {
                 {"head_dim", s.head_dim},   {"head_dim_v", s.head_dim_v}};
   if (s.num_kv_heads != s.num_heads) j["shape"]["num_kv_heads"] = s.num_kv_heads;
   if (!r.score_mods.empty()) j["score_mods"] = r.score_mods;
+  if (!r.layout.empty()) j["layout"] = r.layout;
   j["conventions"] = r.conventions;
   for (const TensorReport* t : r.tensors()) j[t->tensor] = tensor_json(*t);
   if (!r.gradient_oracle.empty()) j["gradient_oracle"] = r.gradient_oracle;
@@ -290,6 +291,7 @@ std::string check_text(const CheckResult& r) {
        ", seq_len_k " + std::to_string(s.seq_len_k) + ", head_dim " + std::to_string(s.head_dim) +
        ", head_dim_v " + std::to_string(s.head_dim_v));
   if (!r.score_mods.empty()) line("scores " + r.score_mods);
+  if (!r.layout.empty()) line("layout " + r.layout);
   if (r.conventions != Conventions{}.describe()) line("conventions " + r.conventions);
   for (const TensorReport* t : ts) line(tensor_line(*t));
   if (r.rows_not_compared >= 0)

@@ -83,6 +83,9 @@ struct CheckResult {
   AttentionShape shape;
   std::string score_mods;       // describe(ScoreMods): "softcap=50, sinks", "" for none
   std::string conventions;      // Conventions::describe()
+  // Under a sequence layout (contract §2.10–§2.12; api/layout_check.h): what the batch index
+  // of this report counts, e.g. "varlen: 3 sequences; batch index = sequence"; "" otherwise.
+  std::string layout;
   TensorReport o;
   std::optional<TensorReport> lse, dq, dk, dv;
   // Under Longformer's global projections (contract §7.5): the projections' gradients.

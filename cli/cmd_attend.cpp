@@ -9,6 +9,10 @@
 //   sparseattn attend --preset NAME --layer L --q Q.npy --k K.npy --v V.npy --out O.npy ...
 //                     (one layer of a model preset: its pattern, scale and softcap; q, k, v
 //                     with its heads and head_dim; cli/presets.h, contract §6.4)
+//   sparseattn attend --cu-seqlens-q CQ.npy --cu-seqlens-k CK.npy --q Q.npy ... (packed
+//                     [total, heads, d], contract §2.10; o [total_q, H, d_v], lse [H, total_q])
+//   sparseattn attend --cache-seqlens S.npy [--block-table T.npy] --q Q.npy ... (k, v a KV
+//                     cache or its page pools, contract §2.11-§2.12; forward only)
 //
 // Compatibility flags (contract §3.12, api/compat_flags.h): --compat hf-bigbird (--impl
 // a1_dense_masked or cpu_k07_hf_listing), --global-mask, --q-global/--k-global/--v-global
@@ -38,6 +42,8 @@
 #include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/inputs.h"
+#include "api/layout_check.h"
+#include "api/layout_flags.h"
 #include "api/padding_align.h"
 #include "api/results.h"
 #include "api/score_flags.h"
@@ -65,6 +71,7 @@ struct AttendArgs {
   CompatFlags compat;  // contract §3.12
   ScoreFlags score;    // contract §2.8-§2.9
   PresetLayerFlags preset;  // --preset NAME --layer L (contract §6.4, cli/presets.h)
+  LayoutFlags layout;  // --cu-seqlens-q/-k, --cache-seqlens, --block-table (contract §2.10-§2.12)
   CLI::App* cmd = nullptr;
 };
 
@@ -161,6 +168,42 @@ Tensor<double> load_dout(const std::string& path, const AttentionShape& s, bool 
   return d;
 }
 
+// Packed batches, caches and paged KV (contract §2.10–§2.12): the walk of api/layout_walk.h
+// for the kernel and, with --dout (packed batches only), its backward entry.
+void run_attend_layout(AttendArgs& a, const Conventions& conv) {
+  const LayoutCall call = layout_call_from_files(a.q, a.k, a.v, a.layout, a.pattern, conv,
+                                                 compat_requested(a.compat), a.scale, a.score);
+  const Kernel& kernel = find_kernel(a.impl);
+  const bool backward = !a.dout.empty();
+  GradOutput gout;
+  const GradKernel* grad = backward ? &backward_for(a.impl) : nullptr;
+  if (backward) {
+    Tensor<double> dout = read_npy_float(a.dout, "--dout");
+    require_finite(dout, "--dout");
+    gout = attend_layout_grad(*grad, call, dout);  // refuses a cache (forward only)
+  }
+  Output out = attend_layout(kernel, call);
+  refuse_nan(a, kernel, out);
+  const bool kernel_is_f64 = kernel.dtype == DType::float64;
+  const bool f64 = !a.dtype.empty() ? a.dtype == "float64" : kernel_is_f64;
+  const Shape o_shape = kernel_is_f64 ? out.o.shape : out.o32.shape;
+  const Shape lse_shape = kernel_is_f64 ? out.lse.shape : out.lse32.shape;
+  std::vector<Pending> files;
+  files.push_back(pending(a.out, out.o, out.o32, kernel_is_f64, f64, o_shape));
+  files.push_back(pending(a.lse, out.lse, out.lse32, kernel_is_f64, f64, lse_shape));
+  if (backward) {
+    const bool grad_f64 = grad->dtype == DType::float64;
+    const Shape q_shape = call.q.shape, k_shape = call.k.shape, v_shape = call.v.shape;
+    files.push_back(pending(a.dq, gout.dq, gout.dq32, grad_f64, f64, q_shape));
+    files.push_back(pending(a.dk, gout.dk, gout.dk32, grad_f64, f64, k_shape));
+    files.push_back(pending(a.dv, gout.dv, gout.dv32, grad_f64, f64, v_shape));
+    Tensor<float> none;
+    const Shape dsinks_shape = gout.dsinks.shape;
+    if (!a.dsinks.empty()) files.push_back(pending(a.dsinks, gout.dsinks, none, true, f64, dsinks_shape));
+  }
+  write_all(files);
+}
+
 void run_attend(const AttendArgs& args) {
   AttendArgs a = args;  // --preset fills the pattern, scale and softcap below
   require(a.dtype.empty() || a.dtype == "float32" || a.dtype == "float64", "--dtype", a.dtype,
@@ -186,8 +229,13 @@ void run_attend(const AttendArgs& args) {
                  {"--sinks", a.score.sinks}, {"--alibi-slopes", a.score.alibi_slopes},
                  {"--q-global", a.compat.q_global}, {"--k-global", a.compat.k_global},
                  {"--v-global", a.compat.v_global}, {"--global-mask", a.compat.global_mask}});
+  // A packed batch [total, heads, d] reads its heads where bshd does.
   apply_preset_call(a.cmd, a.preset, a.pattern, a.scale, a.score, a.q, a.k, a.v,
-                    a.conventions.layout == "bshd");
+                    a.conventions.layout == "bshd" || !a.layout.cu_seqlens_q.empty());
+  if (a.layout.requested()) {
+    run_attend_layout(a, parse_conventions(a.conventions));
+    return;
+  }
   const Shape q_file_shape = read_npy_header(a.q, "--q").shape;
   const Shape k_file_shape = read_npy_header(a.k, "--k").shape;
   const Shape v_file_shape = read_npy_header(a.v, "--v").shape;
@@ -423,6 +471,7 @@ void register_attend(CLI::App& app) {
   add_convention_flags(cmd, args->conventions);
   add_compat_flags(cmd, args->compat);
   add_score_flags(cmd, args->score);
+  add_layout_flags(cmd, args->layout);
   add_preset_layer_flags(cmd, args->preset,
                          "the pattern flags, --scale and --softcap (q, k, v must have its heads "
                          "and head_dim)");

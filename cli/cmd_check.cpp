@@ -45,6 +45,8 @@
 #include "api/compat_flags.h"
 #include "api/conventions.h"
 #include "api/inputs.h"
+#include "api/layout_check.h"
+#include "api/layout_flags.h"
 #include "api/padding_align.h"
 #include "api/probes.h"
 #include "api/results.h"
@@ -76,6 +78,7 @@ struct CheckArgs {
   std::string probes = "auto", probe_budget = "5";  // api/probes.h
   ScoreFlags score;  // contract §2.8-§2.9
   PresetLayerFlags preset;  // --preset NAME --layer L (contract §6.4, cli/presets.h)
+  LayoutFlags layout;  // --cu-seqlens-q/-k, --cache-seqlens, --block-table (contract §2.10-§2.12)
   CLI::App* cmd = nullptr;
 };
 
@@ -106,11 +109,43 @@ Tensor<double> to_bhsd(Tensor<double> x, const Shape& bhsd) {
 }
 Shape bshd_of(const Shape& bhsd) { return {bhsd[0], bhsd[2], bhsd[1], bhsd[3]}; }
 
+// Packed batches, caches and paged KV (contract §2.10–§2.12): every sequence against its own
+// oracle, one report (api/layout_check.h).
+void run_check_layout(const CheckArgs& a, const Conventions& conv, const ProbeOptions& probes) {
+  require(a.tolerance_rule == "table", "--tolerance-rule", a.tolerance_rule,
+          "must be table with a sequence layout (contract §2.10-§2.12)");
+  require(a.dout.empty(), "--dout", a.dout,
+          "is not judged under a sequence layout yet: check the gradients of a packed batch "
+          "sequence by sequence (contract §7.8)");
+  require(a.candidate_dsinks.empty(), "--candidate-dsinks", a.candidate_dsinks,
+          "needs --dout, which a sequence layout does not take yet (contract §7.8)");
+  const LayoutCall call = layout_call_from_files(a.q, a.k, a.v, a.layout, a.pattern, conv,
+                                                 compat_requested(a.compat), a.scale, a.score);
+  Tolerance o_tol{}, lse_tol{};
+  Tensor<double> o = read_candidate(a.candidate, "--candidate", layout_o_shape(call), a, &o_tol);
+  o.shape = layout_o_shape(call);
+  Tensor<double> lse;
+  if (!a.candidate_lse.empty()) {
+    lse = read_candidate(a.candidate_lse, "--candidate-lse", layout_lse_shape(call), a, &lse_tol);
+    lse.shape = layout_lse_shape(call);
+  }
+  const CheckResult r = check_layout(call, o, o_tol, a.candidate_lse.empty() ? nullptr : &lse,
+                                     lse_tol, probes);
+  if (a.format == "text") {
+    std::cout << check_text(r);
+  } else {
+    std::cout << check_json(r).dump(2) << "\n";
+    if (!r.pass) std::cerr << check_text(r);
+  }
+  exit_code_ref() = r.pass ? 0 : 1;
+}
+
 void run_check(const CheckArgs& args) {
   CheckArgs a = args;  // --preset fills the pattern, scale and softcap
   require(a.format == "json" || a.format == "text", "--format", a.format, "must be json or text");
+  // A packed batch [total, heads, d] reads its heads where bshd does.
   apply_preset_call(a.cmd, a.preset, a.pattern, a.scale, a.score, a.q, a.k, a.v,
-                    a.conventions.layout == "bshd");
+                    a.conventions.layout == "bshd" || !a.layout.cu_seqlens_q.empty());
   const Conventions conv = parse_conventions(a.conventions);
   require(a.tolerance_rule == "table" || a.tolerance_rule == "reference-error",
           "--tolerance-rule", a.tolerance_rule, "must be table or reference-error");
@@ -145,6 +180,10 @@ void run_check(const CheckArgs& args) {
   const double* scale_ptr = a.scale.empty() ? nullptr : &scale;
   const ProbeOptions probe_options = parse_probe_options(
       a.probes, parse_finite("--probe-budget", a.probe_budget, 0.0), "--probes", "--probe-budget");
+  if (a.layout.requested()) {
+    run_check_layout(a, conv, probe_options);
+    return;
+  }
 
   // Inputs, then candidates (their shapes checked before the oracle's O(n^2) work), under
   // the layout `c` names. A shape error that another layout or grouped-query attention
@@ -382,6 +421,7 @@ void register_check(CLI::App& app) {
   add_convention_flags(cmd, args->conventions);
   add_compat_flags(cmd, args->compat);
   add_score_flags(cmd, args->score);
+  add_layout_flags(cmd, args->layout);
   add_preset_layer_flags(cmd, args->preset,
                          "the pattern flags, --scale and --softcap (q, k, v must have its heads "
                          "and head_dim)");

@@ -61,6 +61,24 @@ def check(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray
           naive_dtype: str, softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
           sinks: Optional[np.ndarray]) -> CheckResult: ...
 
+# contract §2.10-§2.12 (python/src/layout_bindings.cpp): (o, lse), or with dout
+# (o, lse, dq, dk, dv, dsinks); cu_seqlens_q/k, cache_seqlens, block_table integer arrays.
+def attend_layout(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str,
+                  scale: Optional[float], cu_seqlens_q: Optional[np.ndarray],
+                  cu_seqlens_k: Optional[np.ndarray], cache_seqlens: Optional[np.ndarray],
+                  block_table: Optional[np.ndarray], layout: str, lse_base: str,
+                  softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
+                  sinks: Optional[np.ndarray],
+                  dout: Optional[np.ndarray]) -> Tuple[np.ndarray, ...]: ...
+def check_layout(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray,
+                 o_dtype: str, lse: Optional[np.ndarray], lse_dtype: str,
+                 atol: Optional[float], rtol: Optional[float], scale: Optional[float],
+                 cu_seqlens_q: Optional[np.ndarray], cu_seqlens_k: Optional[np.ndarray],
+                 cache_seqlens: Optional[np.ndarray], block_table: Optional[np.ndarray],
+                 layout: str, lse_base: str, probes: str, probe_budget: float,
+                 softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
+                 sinks: Optional[np.ndarray]) -> CheckResult: ...
+
 # check's report (api/check_result.h; python/src/report_bindings.cpp), read-only. json()
 # and text() are the one renderer's (api/check_render.h): the CLI's JSON and --format text.
 class TensorReport:

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 import numpy as np
 
 from . import _arrays
+from . import _layouts
 from . import _sparseattn as _C
 from .pattern import Pattern
 from .report import CheckReport, TensorReport  # noqa: F401 (re-exported)
@@ -207,6 +208,8 @@ def attend(q: Any, k: Any, v: Any, pattern: Optional[Pattern] = None,
            q_global: Any = None, k_global: Any = None, v_global: Any = None,
            softcap: Optional[float] = None, alibi_slopes: Any = None, sinks: Any = None,
            preset: Optional[str] = None, layer: Optional[int] = None,
+           cu_seqlens_q: Any = None, cu_seqlens_k: Any = None, cache_seqlens: Any = None,
+           block_table: Any = None,
            ) -> Union[Tuple[np.ndarray, np.ndarray], AttendResult, AttendGlobalResult,
                       AttendSinksResult]:
     """Sparse attention with one registered kernel (default: the float64 oracle), and
@@ -302,6 +305,25 @@ def attend(q: Any, k: Any, v: Any, pattern: Optional[Pattern] = None,
         are then refused (the preset fixes them); q must have the preset's ``num_heads``, k
         and v its ``num_kv_heads``, q and k its ``head_dim``; ``sinks`` is required when
         the model has sinks (their values are weights, not shipped) and refused otherwise.
+    cu_seqlens_q, cu_seqlens_k : array of int32/int64, [B + 1], optional
+        A packed variable-length batch (FlashAttention's varlen; docs/contract.md §2.10):
+        q ``[total_q, num_heads, head_dim]``, k and v ``[total_k, num_kv_heads, d]``;
+        sequence ``b`` is q rows ``cu_seqlens_q[b] .. cu_seqlens_q[b+1] - 1`` against k
+        rows ``cu_seqlens_k[b] .. cu_seqlens_k[b+1] - 1``, with its own positions and its
+        own pattern. Returns o ``[total_q, num_heads, head_dim_v]`` and lse ``[num_heads,
+        total_q]``; with ``dout`` (packed like o) an :class:`AttendSinksResult` whose dq,
+        dk, dv are packed like q, k, v (``dsinks`` None without sinks).
+    cache_seqlens : array of int32/int64, [batch], optional
+        Decoding against a KV cache (``flash_attn_with_kvcache``; contract §2.11): k and v
+        ``[batch, num_kv_heads, L_cache, d]``, of which element b's first
+        ``cache_seqlens[b]`` slots are its keys; query i sits at ``i + cache_seqlens[b] -
+        seq_len_q``. The other slots are never read. Forward only.
+    block_table : array of int32/int64, [batch, max_pages], optional
+        Paged KV (contract §2.12; needs ``cache_seqlens``): k and v are page pools
+        ``[num_pages, num_kv_heads, page_size, d]`` and key t of element b lives in page
+        ``block_table[b][t // page_size]``. Under a layout ``key_padding_mask``, the
+        compatibility modes and the conventions other than ``layout`` (a cache only) and
+        ``lse_base`` keep their defaults.
 
     Returns
     -------
@@ -357,6 +379,26 @@ def attend(q: Any, k: Any, v: Any, pattern: Optional[Pattern] = None,
     if padded_queries != "zero":
         raise _arrays.invalid("padded_queries", padded_queries, "must be zero or any")
     qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
+    layouts = {"cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k": cu_seqlens_k,
+               "cache_seqlens": cache_seqlens, "block_table": block_table}
+    if _layouts.requested(layouts):  # contract §2.10-§2.12: every sequence on its own
+        _layouts.refuse_defaults(
+            {"key_padding_mask": (key_padding_mask, None),
+             "masked_score": (str(masked_score), "-inf"),
+             "causal_align": (causal_align, "bottom-right"),
+             "padding_align": (padding_align, "full"),
+             "key_padding_polarity": (key_padding_polarity, "keep"), "compat": (compat, None),
+             "global_mask": (global_mask, None), "q_global": (q_global, None),
+             "k_global": (k_global, None), "v_global": (v_global, None)},
+            "cu_seqlens_q" if cu_seqlens_q is not None else "cache_seqlens")
+        p, scale, softcap = _preset_call(
+            preset, layer, pattern, {"scale": scale, "softcap": softcap,
+                                     "alibi_slopes": alibi_slopes},
+            _layouts.shapes_for_preset(qa, ka, va, cu_seqlens_q is not None), sinks)
+        da = None if dout is None else _arrays.float_array(dout, "dout")
+        out = _layouts.attend(qa, ka, va, p._spec, impl, _scale(scale), da, layout, lse_base,
+                              _score_mods(softcap, alibi_slopes, sinks), layouts)
+        return out if da is None else AttendSinksResult(*out)
     bshd = layout == "bshd"
     swap = (lambda x: np.ascontiguousarray(np.swapaxes(x, -3, -2)) if x.ndim >= 3 else x)
     da = None if dout is None else _arrays.float_array(dout, "dout")
@@ -543,7 +585,9 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
           floor: float = 1e-6, naive_dtype: Optional[str] = None,
           softcap: Optional[float] = None, alibi_slopes: Any = None,
           sinks: Any = None, preset: Optional[str] = None,
-          layer: Optional[int] = None, dsinks: Any = None) -> CheckReport:
+          layer: Optional[int] = None, cu_seqlens_q: Any = None, cu_seqlens_k: Any = None,
+          cache_seqlens: Any = None, block_table: Any = None,
+          dsinks: Any = None) -> CheckReport:
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -622,6 +666,12 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
     preset, layer : str, int, optional
         As :func:`attend` (``sparseattn check --preset NAME --layer L``): pass ``None`` as
         ``pattern``; the oracle uses the layer's pattern, the model's scale and softcap.
+    cu_seqlens_q, cu_seqlens_k, cache_seqlens, block_table : array of int, optional
+        The sequence layouts of :func:`attend` (docs/contract.md §2.10–§2.12): o (and lse)
+        in the shapes attend returns under them; each sequence is judged against its own
+        oracle and the report's batch index is the sequence's. Gradients, the reference-
+        error rule and the conventions other than ``layout`` and ``lse_base`` are refused
+        with them.
 
     Returns
     -------
@@ -646,6 +696,32 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
         raise _arrays.invalid("layout", layout, "must be bhsd or bshd")
     qa, ka, va = (_arrays.float_array(x, n) for x, n in ((q, "q"), (k, "k"), (v, "v")))
     oa, o_dtype = _candidate(o, "o")
+    layouts = {"cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k": cu_seqlens_k,
+               "cache_seqlens": cache_seqlens, "block_table": block_table}
+    if _layouts.requested(layouts):  # contract §2.10-§2.12: each sequence, its own oracle
+        _layouts.refuse_defaults(
+            {"key_padding_mask": (key_padding_mask, None), "dout": (dout, None),
+             "dq": (dq, None), "dk": (dk, None), "dv": (dv, None), "dsinks": (dsinks, None),
+             "padded_queries": (padded_queries, "zero"),
+             "key_padding_polarity": (key_padding_polarity, "keep"),
+             "causal_align": (causal_align, "bottom-right"),
+             "masked_score": (str(masked_score), "-inf"),
+             "padding_align": (padding_align, "full"), "compat": (compat, None),
+             "global_mask": (global_mask, None), "q_global": (q_global, None),
+             "k_global": (k_global, None), "v_global": (v_global, None),
+             "tolerance_rule": (tolerance_rule, "table")},
+            "cu_seqlens_q" if cu_seqlens_q is not None else "cache_seqlens")
+        p, scale, softcap = _preset_call(
+            preset, layer, pattern, {"scale": scale, "softcap": softcap,
+                                     "alibi_slopes": alibi_slopes},
+            _layouts.shapes_for_preset(qa, ka, va, cu_seqlens_q is not None), sinks)
+        la, lse_dtype = (None, "float64") if lse is None else _candidate(lse, "lse")
+        a = None if atol is None else _arrays.real("atol", atol, 0.0)
+        r = None if rtol is None else _arrays.real("rtol", rtol, 0.0)
+        return CheckReport._from(_layouts.check(
+            qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r, _scale(scale), layout,
+            lse_base, probes, _arrays.real("probe_budget", probe_budget, 0.0),
+            _score_mods(softcap, alibi_slopes, sinks), layouts))
     if layout == "bshd":  # [..., seq_len, num_heads, d] -> [..., num_heads, seq_len, d]
         qa, ka, va, oa = (np.ascontiguousarray(np.swapaxes(x, -3, -2)) if x.ndim >= 3 else x
                           for x in (qa, ka, va, oa))

@@ -35,6 +35,7 @@
 #include "python/src/arrays.h"
 #include "python/src/report_bindings.h"
 #include "python/src/field_bindings.h"
+#include "python/src/layout_bindings.h"
 #include "python/src/mask_bindings.h"
 #include "python/src/preset_bindings.h"
 #include "python/src/sweep_bindings.h"
@@ -855,6 +856,7 @@ PYBIND11_MODULE(_sparseattn, m) {
   register_sweep_bindings(m);   // sweep (python/src/sweep_bindings.cpp)
   register_field_bindings(m);   // field_spellings, spell_flag (python/src/field_bindings.cpp)
   register_mask_bindings(m);    // convention_mask (python/src/mask_bindings.cpp)
+  register_layout_bindings(m);  // attend_layout, check_layout (python/src/layout_bindings.cpp)
   register_preset_bindings(m);  // preset_names, preset_reach, preset_info (python/src/preset_bindings.cpp)
   m.def("check", &check);
   m.def("performer_favor", &approx_performer_favor);

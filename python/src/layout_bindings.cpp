@@ -1,0 +1,176 @@
+// _sparseattn.attend_layout / check_layout (python/src/layout_bindings.h).
+#include "python/src/layout_bindings.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+
+#include "api/layout_check.h"
+#include "api/layout_flags.h"
+#include "api/results.h"
+#include "core/error.h"
+#include "core/field.h"
+#include "python/src/arrays.h"
+
+namespace sparseattn::python {
+
+namespace py = pybind11;
+
+namespace {
+
+// An integer array (int8 .. int64, unsigned too) as int64 values; FieldError naming `field`
+// for a float or bool array (contract §2.10: cu_seqlens are integers).
+Tensor<int64_t> index_tensor(const py::array& a, Field field) {
+  const char kind = a.dtype().kind();
+  require_field(kind == 'i' || kind == 'u', field, " dtype", std::string(py::str(a.dtype())),
+                "must be an integer dtype (int32 or int64)");
+  const auto wide = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+  Tensor<int64_t> t;
+  for (py::ssize_t d = 0; d < wide.ndim(); ++d) t.shape.push_back(wide.shape(d));
+  t.data.assign(wide.data(), wide.data() + wide.size());
+  return t;
+}
+
+std::vector<int64_t> index_list(const py::array& a, Field field, const char* shape) {
+  Tensor<int64_t> t = index_tensor(a, field);
+  require_field(t.rank() == 1, field, " shape", shape_text(t.shape), std::string("must be ") + shape);
+  return t.data;
+}
+
+ScoreMods mods_of(std::optional<double> softcap, const std::optional<py::array>& alibi,
+                  const std::optional<py::array>& sinks) {
+  ScoreMods m;
+  m.softcap = softcap;
+  if (alibi) m.alibi_slopes = to_tensor(float_view(*alibi, "alibi_slopes"));
+  if (sinks) m.sinks = to_tensor(float_view(*sinks, "sinks"));
+  return m;
+}
+
+// The call as `attend`/`check` describe it; the layout keywords checked as read_layout checks
+// the flags.
+api::LayoutCall layout_call(const py::array& q, const py::array& k, const py::array& v,
+                            const PatternSpec& spec, std::optional<double> scale,
+                            std::optional<py::array> cu_q, std::optional<py::array> cu_k,
+                            std::optional<py::array> cache_seqlens,
+                            std::optional<py::array> block_table, const std::string& layout,
+                            const std::string& lse_base, std::optional<double> softcap,
+                            std::optional<py::array> alibi, std::optional<py::array> sinks) {
+  api::LayoutCall call;
+  require_field(cu_q.has_value() == cu_k.has_value(), cu_q ? Field::cu_seqlens_k : Field::cu_seqlens_q,
+                "", "missing", "must be given with the other cu_seqlens list (both, or neither; "
+                               "contract §2.10)");
+  require_field(!block_table || cache_seqlens, Field::cache_seqlens, "", "missing",
+                "must be given with block_table (the filled length of each element, contract §2.12)");
+  require_field(!cu_q || !cache_seqlens, Field::cache_seqlens, "", "given",
+                "must not be given with cu_seqlens_q: a packed batch has no cache (contract §2.10-§2.11)");
+  if (cu_q) {
+    Varlen vl;
+    vl.cu_seqlens_q = index_list(*cu_q, Field::cu_seqlens_q, "[B + 1]");
+    vl.cu_seqlens_k = index_list(*cu_k, Field::cu_seqlens_k, "[B + 1]");
+    call.layout.varlen = std::move(vl);
+  } else {
+    KvCache c;
+    c.cache_seqlens = index_list(*cache_seqlens, Field::cache_seqlens, "[B]");
+    if (block_table) {
+      const Tensor<int64_t> t = index_tensor(*block_table, Field::block_table);
+      require_field(t.rank() == 2, Field::block_table, " shape", shape_text(t.shape),
+                    "must be [B, max_pages]");
+      c.block_table = t.data;
+      c.max_pages = t.dim(1);
+    }
+    call.layout.cache = std::move(c);
+  }
+  api::ConventionFlags cf;
+  cf.layout = layout;
+  cf.lse_base = lse_base;
+  call.conv = api::parse_conventions(cf);
+  api::require_layout_conventions(call.conv, call.layout, false);
+  call.spec = spec;
+  api::require_layout_spec(call.spec, call.layout);
+  call.q = to_tensor(float_view(q, "q"));
+  call.k = to_tensor(float_view(k, "k"));
+  call.v = to_tensor(float_view(v, "v"));
+  call.scale = scale;
+  call.mods = mods_of(softcap, alibi, sinks);
+  api::require_finite_layout(call, "");  // a cache's empty slots are never read
+  return call;
+}
+
+py::tuple attend_layout(const py::array& q, const py::array& k, const py::array& v,
+                        const PatternSpec& spec, const std::string& impl,
+                        std::optional<double> scale, std::optional<py::array> cu_q,
+                        std::optional<py::array> cu_k, std::optional<py::array> cache_seqlens,
+                        std::optional<py::array> block_table, const std::string& layout,
+                        const std::string& lse_base, std::optional<double> softcap,
+                        std::optional<py::array> alibi, std::optional<py::array> sinks,
+                        std::optional<py::array> dout) {
+  api::LayoutCall call = layout_call(q, k, v, spec, scale, cu_q, cu_k, cache_seqlens, block_table,
+                                     layout, lse_base, softcap, alibi, sinks);
+  std::optional<Tensor<double>> d;
+  if (dout) d = to_tensor(float_view(*dout, "dout"));
+  Output out;
+  GradOutput g;
+  const Kernel& kernel = find_kernel(impl);
+  const GradKernel* grad = dout ? &api::backward_for(impl) : nullptr;
+  {
+    py::gil_scoped_release nogil;
+    if (grad != nullptr) g = api::attend_layout_grad(*grad, call, *d);
+    out = api::attend_layout(kernel, call);
+  }
+  auto either = [](Tensor<double>& x64, Tensor<float>& x32) {
+    return x64.numel() > 0 || x32.numel() == 0 ? to_numpy(std::move(x64)) : to_numpy(std::move(x32));
+  };
+  if (grad == nullptr) return py::make_tuple(either(out.o, out.o32),
+                                             either(out.lse, out.lse32));
+  py::object dsinks = py::none();
+  if (g.dsinks.numel() > 0) dsinks = to_numpy(std::move(g.dsinks));
+  return py::make_tuple(either(out.o, out.o32), either(out.lse, out.lse32), either(g.dq, g.dq32),
+                        either(g.dk, g.dk32), either(g.dv, g.dv32), dsinks);
+}
+
+Tolerance tolerance_of(const std::string& dtype, std::optional<double> atol, std::optional<double> rtol) {
+  Tolerance t = dtype == "float64"   ? api::tolerance_for(api::CandidateDtype::float64)
+                : dtype == "float32" ? api::tolerance_for(api::CandidateDtype::float32)
+                                     : api::tolerance_for(api::CandidateDtype::float16);
+  if (atol) t.atol = *atol;
+  if (rtol) t.rtol = *rtol;
+  return t;
+}
+
+api::CheckResult check_layout(const py::array& q, const py::array& k, const py::array& v,
+                              const PatternSpec& spec, const py::array& o, const std::string& o_dtype,
+                              std::optional<py::array> lse, const std::string& lse_dtype,
+                              std::optional<double> atol, std::optional<double> rtol,
+                              std::optional<double> scale, std::optional<py::array> cu_q,
+                              std::optional<py::array> cu_k, std::optional<py::array> cache_seqlens,
+                              std::optional<py::array> block_table, const std::string& layout,
+                              const std::string& lse_base, const std::string& probes,
+                              double probe_budget, std::optional<double> softcap,
+                              std::optional<py::array> alibi, std::optional<py::array> sinks) {
+  const api::LayoutCall call = layout_call(q, k, v, spec, scale, cu_q, cu_k, cache_seqlens,
+                                           block_table, layout, lse_base, softcap, alibi, sinks);
+  const api::ProbeOptions options = api::parse_probe_options(probes, probe_budget, "probes", "probe_budget");
+  Tensor<double> ot = to_tensor(float_view(o, "o"));
+  api::require_candidate_shape(ot.shape, api::layout_o_shape(call), "o");
+  ot.shape = api::layout_o_shape(call);
+  std::optional<Tensor<double>> lt;
+  if (lse) {
+    lt = to_tensor(float_view(*lse, "lse"));
+    api::require_candidate_shape(lt->shape, api::layout_lse_shape(call), "lse");
+    lt->shape = api::layout_lse_shape(call);
+  }
+  py::gil_scoped_release nogil;
+  return api::check_layout(call, ot, tolerance_of(o_dtype, atol, rtol), lt ? &*lt : nullptr,
+                           tolerance_of(lse_dtype, atol, rtol), options);
+}
+
+}  // namespace
+
+void register_layout_bindings(py::module_& m) {
+  m.def("attend_layout", &attend_layout);
+  m.def("check_layout", &check_layout);
+}
+
+}  // namespace sparseattn::python

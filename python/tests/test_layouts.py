@@ -1,0 +1,153 @@
+"""Packed variable-length batches, a KV cache filled to ``cache_seqlens`` and paged KV from
+Python (docs/contract.md §2.10–§2.12).
+
+The expected values come from NumPy written here: each sequence sliced out by hand and run
+through a two-pass softmax over its own causal window — independent of the C++ walk; bad
+values raise one ValueError naming the keyword.
+"""
+import numpy as np
+import pytest
+
+import sparseattn as sa
+from sparseattn.testing import split_packed
+
+
+def reference(q, k, v, window=None, causal=True):
+    """One sequence, [H, Lq, d] against [Hkv, Lk, d], bottom-right aligned (contract §3.1)."""
+    H, Lq, D = q.shape
+    Hkv, Lk = k.shape[0], k.shape[1]
+    kr, vr = np.repeat(k, H // Hkv, axis=0), np.repeat(v, H // Hkv, axis=0)
+    p = np.arange(Lq)[:, None] + Lk - Lq
+    j = np.arange(Lk)[None, :]
+    allowed = np.ones((Lq, Lk), bool)
+    if causal:
+        allowed &= j <= p
+    if window is not None:
+        allowed &= np.abs(j - p) <= window
+    s = np.where(allowed, np.einsum("hid,hjd->hij", q, kr) / np.sqrt(D), -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(s - m)
+    z = e.sum(axis=-1, keepdims=True)
+    o = np.einsum("hij,hjd->hid", np.divide(e, z, out=np.zeros_like(e), where=z > 0), vr)
+    with np.errstate(divide="ignore"):
+        lse = (m + np.log(z))[..., 0]
+    return o, lse
+
+
+@pytest.fixture
+def packed():
+    rng = np.random.default_rng(0)
+    cu_q = np.array([0, 3, 3, 9, 10], dtype=np.int32)
+    cu_k = np.array([0, 5, 6, 12, 12], dtype=np.int64)  # the last sequence has no key
+    q = rng.standard_normal((10, 4, 8))
+    k = rng.standard_normal((12, 2, 8))
+    v = rng.standard_normal((12, 2, 8))
+    return q, k, v, cu_q, cu_k
+
+
+def test_varlen_matches_each_sequence_sliced_by_hand(packed):
+    q, k, v, cu_q, cu_k = packed
+    o, lse = sa.attend(q, k, v, sa.Pattern.window(window=2, causal=True),
+                       cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    assert o.shape == (10, 4, 8) and lse.shape == (4, 10)
+    for b, (ob, lb) in enumerate(zip(split_packed(o, cu_q), split_packed(lse, cu_q, axis=1))):
+        if ob.shape[0] == 0:
+            continue
+        qs = q[cu_q[b]:cu_q[b + 1]].transpose(1, 0, 2)
+        ks = k[cu_k[b]:cu_k[b + 1]].transpose(1, 0, 2)
+        vs = v[cu_k[b]:cu_k[b + 1]].transpose(1, 0, 2)
+        if ks.shape[1] == 0:  # no keys: fully masked rows
+            assert np.all(ob == 0) and np.all(lb == -np.inf)
+            continue
+        want_o, want_lse = reference(qs, ks, vs, window=2)
+        np.testing.assert_allclose(ob.transpose(1, 0, 2), want_o, atol=1e-12)
+        np.testing.assert_allclose(lb, want_lse, atol=1e-12)
+
+
+def test_varlen_kernel_passes_check_and_a_crossing_candidate_fails(packed):
+    q, k, v, cu_q, cu_k = packed
+    pat = sa.Pattern.window(window=2, causal=True)
+    o, lse = sa.attend(q, k, v, pat, impl="cpu_k06_generic_tiles",
+                       cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    report = sa.check(q, k, v, pat, o, lse, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    assert report.passed, report.summary()
+    bad = o.copy()
+    bad[4] += 0.01  # sequence 2, its second row
+    report = sa.check(q, k, v, pat, bad, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    assert not report.passed
+    assert "sequence 2" in report.o.reason
+
+
+def test_varlen_gradients_are_packed_and_match_finite_differences(packed):
+    q, k, v, cu_q, cu_k = packed
+    pat = sa.Pattern.dense(causal=True)
+    dout = np.random.default_rng(1).standard_normal((10, 4, 8))
+    r = sa.attend(q, k, v, pat, dout=dout, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    assert r.dq.shape == q.shape and r.dk.shape == k.shape and r.dv.shape == v.shape
+    h = 1e-6
+    for t, g in ((q, r.dq), (k, r.dk), (v, r.dv)):
+        for idx in [(0, 0, 0), (4, 1, 3), (t.shape[0] - 1, 1, 7)]:
+            up, down = t.copy(), t.copy()
+            up[idx] += h
+            down[idx] -= h
+            args = {"q": q, "k": k, "v": v}
+            name = "q" if t is q else "k" if t is k else "v"
+            lu = np.sum(dout * sa.attend(**{**args, name: up}, pattern=pat, cu_seqlens_q=cu_q,
+                                         cu_seqlens_k=cu_k)[0])
+            ld = np.sum(dout * sa.attend(**{**args, name: down}, pattern=pat, cu_seqlens_q=cu_q,
+                                         cu_seqlens_k=cu_k)[0])
+            assert abs(g[idx] - (lu - ld) / (2 * h)) < 1e-6
+
+
+def test_decode_reads_only_the_filled_slots_contiguous_and_paged():
+    rng = np.random.default_rng(2)
+    q = rng.standard_normal((2, 4, 1, 8))
+    cache_k = rng.standard_normal((2, 2, 16, 8))
+    cache_v = rng.standard_normal((2, 2, 16, 8))
+    seqlens = np.array([5, 16], dtype=np.int32)
+    cache_k[0, :, 5:] = np.nan  # never read (contract §2.11)
+    o, lse = sa.attend(q, cache_k, cache_v, sa.Pattern.dense(causal=True), cache_seqlens=seqlens)
+    for b in range(2):
+        n = seqlens[b]
+        want_o, want_lse = reference(q[b], cache_k[b, :, :n], cache_v[b, :, :n])
+        np.testing.assert_allclose(o[b], want_o, atol=1e-12)
+        np.testing.assert_allclose(lse[b], want_lse, atol=1e-12)
+    # The same keys in shuffled pages of 4 slots; entries past the length are -1.
+    pages_k = np.zeros((8, 2, 4, 8))
+    pages_v = np.zeros((8, 2, 4, 8))
+    table = np.array([[6, 1, -1, -1], [0, 3, 7, 2]], dtype=np.int32)
+    for b in range(2):
+        for m in range(4):
+            if table[b, m] >= 0:
+                pages_k[table[b, m]] = np.nan_to_num(cache_k[b, :, 4 * m:4 * m + 4])
+                pages_v[table[b, m]] = cache_v[b, :, 4 * m:4 * m + 4]
+    op, lp = sa.attend(q, pages_k, pages_v, sa.Pattern.dense(causal=True),
+                       cache_seqlens=seqlens, block_table=table)
+    np.testing.assert_array_equal(op, o)
+    report = sa.check(q, pages_k, pages_v, sa.Pattern.dense(causal=True), op, lp,
+                      cache_seqlens=seqlens, block_table=table)
+    assert report.passed, report.summary()
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    ({"cu_seqlens_q": np.array([0, 3, 3, 9, 10], np.int32)}, "cu_seqlens_k"),
+    ({"cu_seqlens_q": np.array([0.0, 3, 3, 9, 10]), "cu_seqlens_k": np.array([0, 5, 6, 12, 12])},
+     "cu_seqlens_q dtype"),
+    ({"cu_seqlens_q": np.array([0, 4, 3, 9, 10]), "cu_seqlens_k": np.array([0, 5, 6, 12, 12])},
+     "cu_seqlens_q[2] = 3"),
+    ({"cu_seqlens_q": np.array([0, 3, 3, 9, 11]), "cu_seqlens_k": np.array([0, 5, 6, 12, 12])},
+     "cu_seqlens_q[4] = 11"),
+    ({"cu_seqlens_q": np.array([0, 3, 3, 9, 10]), "cu_seqlens_k": np.array([0, 5, 6, 12, 12]),
+      "key_padding_mask": np.ones((1, 12), bool)}, "key_padding_mask"),
+])
+def test_bad_layouts_name_the_keyword(packed, kwargs, says):
+    q, k, v, _, _ = packed
+    with pytest.raises(ValueError) as e:
+        sa.attend(q, k, v, sa.Pattern.dense(), **kwargs)
+    assert says in str(e.value)
+
+
+def test_split_packed_refuses_offsets_that_do_not_pack():
+    with pytest.raises(ValueError, match="cu_seqlens\\[2\\]"):
+        split_packed(np.zeros((5, 2)), np.array([0, 3, 2, 5]))

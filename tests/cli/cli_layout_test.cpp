@@ -1,0 +1,249 @@
+// Checks contract §2.10–§2.12 through the command line: `attend` and `check` with
+// --cu-seqlens-q/-k (packed batches), --cache-seqlens (a preallocated KV cache) and
+// --block-table (paged KV), and §5.1's refusals (exit 2, one line naming the argument, no
+// file written).
+//
+// The decode case is the one the layouts exist for: one query against a 4096-slot cache
+// with 1000 slots filled. The right candidate passes; a candidate that read the empty slots
+// and one that took the key-padding view (the query itself padded: o = 0) both fail. The
+// oracle's values are checked by hand-computed cases in tests/api/layout_test.cpp.
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.h"
+#include "core/npy.h"
+
+namespace sparseattn::testing_cli {
+namespace {
+
+Tensor<int32_t> ints(Shape shape, std::vector<int32_t> values) {
+  Tensor<int32_t> t(std::move(shape));
+  t.data = std::move(values);
+  return t;
+}
+
+class Layouts : public CliTest {
+ protected:
+  nlohmann::json json_of(const RunResult& r) const {
+    return r.exit_code <= 1 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  }
+};
+
+// --- decoding against a preallocated cache -------------------------------------------------
+
+TEST_F(Layouts, DecodeIntoAPreallocatedCacheChecksAgainstTheFilledSlots) {
+  Tensor<double> q = uniform_tensor({1, 4, 1, 16}, 1);
+  Tensor<double> k = uniform_tensor({1, 2, 4096, 16}, 2), v = uniform_tensor({1, 2, 4096, 16}, 3);
+  for (int64_t h = 0; h < 2; ++h)  // the empty slots hold stale values, never read
+    for (int64_t t = 1000; t < 4096; ++t)
+      for (int64_t e = 0; e < 16; ++e) {
+        k.data[static_cast<size_t>((h * 4096 + t) * 16 + e)] = 0.0;
+        v.data[static_cast<size_t>((h * 4096 + t) * 16 + e)] = 9.0;
+      }
+  write_npy(path("q.npy"), q);
+  write_npy(path("k.npy"), k);
+  write_npy(path("v.npy"), v);
+  write_npy(path("seqlens.npy"), ints({1}, {1000}));
+  const std::string qkv = "--q " + path("q.npy") + " --k " + path("k.npy") + " --v " + path("v.npy");
+  const std::string cache = " --cache-seqlens " + path("seqlens.npy") + " --pattern dense --causal";
+  RunResult r = run("attend " + qkv + cache + " --impl cpu_k01_dense_flash --out " + path("o.npy") +
+                    " --lse " + path("lse.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Tensor<double> o = read_npy_float(path("o.npy"), "o");
+  EXPECT_EQ(o.shape, Shape({1, 4, 1, 16}));
+
+  r = run("check " + qkv + cache + " --candidate " + path("o.npy") + " --candidate-lse " + path("lse.npy"));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(json_of(r).value("layout", "").find("KV cache"), std::string::npos);
+
+  // Reading every slot: 3096 stale keys of score 0 and value 9 outweigh the 1000 real ones.
+  r = run("attend " + qkv + " --pattern dense --causal --out " + path("o_all.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run("check " + qkv + cache + " --candidate " + path("o_all.npy"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  // The key-padding view: the query sits at the padded position 4095, o = 0.
+  write_npy(path("o_zero.npy"), Tensor<float>({1, 4, 1, 16}, 0.0f));
+  r = run("check " + qkv + cache + " --candidate " + path("o_zero.npy"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_GT(json_of(r)["o"]["num_mismatched"].get<int64_t>(), 0);
+}
+
+TEST_F(Layouts, PagedPoolsGiveTheContiguousCachesOutput) {
+  // Two elements, page_size 4, 3 pages each; pool pages shuffled; element 1 shares page 2
+  // with element 0 (the same first 4 keys); entries past the length are -1.
+  const int64_t H = 2, D = 8, page = 4;
+  Tensor<double> q = uniform_tensor({2, H, 2, D}, 4);
+  Tensor<double> pool_k = uniform_tensor({6, H, page, D}, 5), pool_v = uniform_tensor({6, H, page, D}, 6);
+  const std::vector<std::vector<int32_t>> table = {{2, 5, 0}, {2, 1, -1}};
+  const std::vector<int32_t> lens = {11, 6};
+  Tensor<double> ck({2, H, 12, D}, 0.0), cv({2, H, 12, D}, 0.0);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < lens[static_cast<size_t>(b)]; ++t)
+        for (int64_t e = 0; e < D; ++e) {
+          const int64_t pg = table[static_cast<size_t>(b)][static_cast<size_t>(t / page)];
+          const size_t from = static_cast<size_t>(((pg * H + h) * page + t % page) * D + e);
+          const size_t to = static_cast<size_t>(((b * H + h) * 12 + t) * D + e);
+          ck.data[to] = pool_k.data[from];
+          cv.data[to] = pool_v.data[from];
+        }
+  write_npy(path("q.npy"), q);
+  write_npy(path("pk.npy"), pool_k);
+  write_npy(path("pv.npy"), pool_v);
+  write_npy(path("ck.npy"), ck);
+  write_npy(path("cv.npy"), cv);
+  write_npy(path("lens.npy"), ints({2}, {11, 6}));
+  write_npy(path("table.npy"), ints({2, 3}, {2, 5, 0, 2, 1, -1}));
+  const std::string common = " --q " + path("q.npy") + " --cache-seqlens " + path("lens.npy") +
+                             " --pattern window --window 3 --causal";
+  RunResult r = run("attend" + common + " --k " + path("pk.npy") + " --v " + path("pv.npy") +
+                    " --block-table " + path("table.npy") + " --out " + path("o_paged.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run("attend" + common + " --k " + path("ck.npy") + " --v " + path("cv.npy") + " --out " +
+          path("o_cache.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_npy_float(path("o_paged.npy"), "o").data, read_npy_float(path("o_cache.npy"), "o").data);
+  r = run("check" + common + " --k " + path("pk.npy") + " --v " + path("pv.npy") + " --block-table " +
+          path("table.npy") + " --candidate " + path("o_cache.npy"));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// --- packed variable-length batches --------------------------------------------------------
+
+class Varlen : public Layouts {
+ protected:
+  void SetUp() override {
+    Layouts::SetUp();
+    write_npy(path("q.npy"), uniform_tensor({kTq, 4, 8}, 7));
+    write_npy(path("k.npy"), uniform_tensor({kTk, 2, 8}, 8));
+    write_npy(path("v.npy"), uniform_tensor({kTk, 2, 8}, 9));
+    write_npy(path("cu_q.npy"), ints({4}, {0, 5, 5, kTq}));
+    write_npy(path("cu_k.npy"), ints({4}, {0, 7, 9, kTk}));
+  }
+  std::string flags() const {
+    return " --q " + path("q.npy") + " --k " + path("k.npy") + " --v " + path("v.npy") +
+           " --cu-seqlens-q " + path("cu_q.npy") + " --cu-seqlens-k " + path("cu_k.npy") +
+           " --pattern window --window 2 --causal";
+  }
+  static constexpr int32_t kTq = 13, kTk = 17;
+};
+
+TEST_F(Varlen, AttendWritesPackedOutputsThatCheckPasses) {
+  RunResult r = run("attend" + flags() + " --impl cpu_k02_window_band --out " + path("o.npy") +
+                    " --lse " + path("lse.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_npy_header(path("o.npy"), "o").shape, Shape({kTq, 4, 8}));
+  EXPECT_EQ(read_npy_header(path("lse.npy"), "lse").shape, Shape({4, kTq}));
+  r = run("check" + flags() + " --candidate " + path("o.npy") + " --candidate-lse " + path("lse.npy"));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(json_of(r).value("layout", "").find("3 sequences"), std::string::npos);
+}
+
+// One problem over the whole packed batch (no sequence boundaries): sequence 2's queries
+// see sequence 1's keys; check names the sequence.
+TEST_F(Varlen, ACandidateThatCrossesSequencesFailsNamingTheSequence) {
+  const Tensor<double> q = read_npy_float(path("q.npy"), "q"), k = read_npy_float(path("k.npy"), "k");
+  auto bhsd = [&](const Tensor<double>& x, const std::string& name) {  // [T, H, d] -> [1, H, T, d]
+    Tensor<double> y({1, x.dim(1), x.dim(0), x.dim(2)});
+    for (int64_t t = 0; t < x.dim(0); ++t)
+      for (int64_t h = 0; h < x.dim(1); ++h)
+        for (int64_t e = 0; e < x.dim(2); ++e)
+          y.data[static_cast<size_t>((h * x.dim(0) + t) * x.dim(2) + e)] =
+              x.data[static_cast<size_t>((t * x.dim(1) + h) * x.dim(2) + e)];
+    write_npy(path(name), y);
+  };
+  bhsd(q, "q4.npy");
+  bhsd(k, "k4.npy");
+  bhsd(read_npy_float(path("v.npy"), "v"), "v4.npy");
+  RunResult r = run("attend --q " + path("q4.npy") + " --k " + path("k4.npy") + " --v " + path("v4.npy") +
+                    " --pattern window --window 2 --causal --out " + path("o4.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Tensor<double> o4 = read_npy_float(path("o4.npy"), "o");
+  Tensor<double> packed({kTq, 4, 8});
+  for (int64_t t = 0; t < kTq; ++t)
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t e = 0; e < 8; ++e)
+        packed.data[static_cast<size_t>((t * 4 + h) * 8 + e)] = o4.data[static_cast<size_t>((h * kTq + t) * 8 + e)];
+  write_npy(path("o_cross.npy"), packed);
+  r = run("check" + flags() + " --candidate " + path("o_cross.npy"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const nlohmann::json j = json_of(r);
+  EXPECT_NE(j["o"]["reason"].get<std::string>().find("sequence "), std::string::npos) << j.dump(2);
+}
+
+TEST_F(Varlen, GradientsArePackedLikeTheirInputs) {
+  write_npy(path("dout.npy"), uniform_tensor({kTq, 4, 8}, 10));
+  const RunResult r = run("attend" + flags() + " --out " + path("o.npy") +
+                          " --dout " + path("dout.npy") + " --dq " + path("dq.npy") + " --dk " +
+                          path("dk.npy") + " --dv " + path("dv.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_npy_header(path("dq.npy"), "dq").shape, Shape({kTq, 4, 8}));
+  EXPECT_EQ(read_npy_header(path("dk.npy"), "dk").shape, Shape({kTk, 2, 8}));
+  EXPECT_EQ(read_npy_header(path("dv.npy"), "dv").shape, Shape({kTk, 2, 8}));
+}
+
+// --- bad input (contract §5.1) -------------------------------------------------------------
+
+TEST_F(Varlen, BadLayoutsExitTwoNamingTheFlagAndWriteNothing) {
+  Tensor<double> floats({4}, 0.0);
+  write_npy(path("cu_float.npy"), floats);
+  write_npy(path("cu_bad.npy"), ints({4}, {0, 6, 5, kTq}));
+  write_npy(path("cu_short.npy"), ints({3}, {0, 5, kTq}));
+  const std::string qkv = " --q " + path("q.npy") + " --k " + path("k.npy") + " --v " + path("v.npy");
+  const std::string out = " --out " + path("o.npy");
+  struct Case {
+    std::string flags, says;
+  };
+  const std::vector<Case> cases = {
+      {" --cu-seqlens-q " + path("cu_float.npy") + " --cu-seqlens-k " + path("cu_k.npy"),
+       "--cu-seqlens-q dtype = float64: must be int32 or int64"},
+      {" --cu-seqlens-q " + path("cu_bad.npy") + " --cu-seqlens-k " + path("cu_k.npy"),
+       "--cu-seqlens-q[2] = 5"},
+      {" --cu-seqlens-q " + path("cu_q.npy") + " --cu-seqlens-k " + path("cu_short.npy"),
+       "--cu-seqlens-k"},
+      {" --cu-seqlens-q " + path("cu_q.npy"), "--cu-seqlens-q"},
+      {" --cu-seqlens-q " + path("cu_q.npy") + " --cu-seqlens-k " + path("cu_k.npy") +
+           " --layout bshd", "--layout"},
+      {" --cache-seqlens " + path("cu_q.npy"), "--q shape"},
+  };
+  for (const Case& c : cases) {
+    const RunResult r = run("attend" + qkv + c.flags + out);
+    EXPECT_EQ(r.exit_code, 2) << c.flags << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(exists("o.npy"));
+  }
+}
+
+TEST_F(Layouts, BadCachesExitTwoNamingTheFlag) {
+  write_npy(path("q.npy"), uniform_tensor({2, 2, 1, 8}, 11));
+  write_npy(path("k.npy"), uniform_tensor({2, 2, 10, 8}, 12));
+  write_npy(path("v.npy"), uniform_tensor({2, 2, 10, 8}, 13));
+  write_npy(path("lens_big.npy"), ints({2}, {3, 11}));
+  write_npy(path("lens.npy"), ints({2}, {3, 9}));
+  write_npy(path("table.npy"), ints({2, 2}, {0, 7, 1, -1}));
+  const std::string qkv = " --q " + path("q.npy") + " --k " + path("k.npy") + " --v " + path("v.npy");
+  struct Case {
+    std::string flags, says;
+  };
+  const std::vector<Case> cases = {
+      {" --cache-seqlens " + path("lens_big.npy"), "--cache-seqlens[1] = 11: must be in [0, 10]"},
+      {" --block-table " + path("table.npy"), "--cache-seqlens"},
+      {" --cache-seqlens " + path("lens.npy") + " --dout " + path("q.npy") + " --dq " + path("dq.npy"),
+       "--cache-seqlens"},
+  };
+  for (const Case& c : cases) {
+    const RunResult r = run("attend" + qkv + c.flags + " --out " + path("o.npy"));
+    EXPECT_EQ(r.exit_code, 2) << c.flags << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_FALSE(exists("o.npy"));
+  }
+  write_npy(path("table_bad.npy"), ints({2, 2}, {5, -1, 1, -1}));
+  const RunResult r = run("attend" + qkv + " --cache-seqlens " + path("lens.npy") + " --block-table " +
+                          path("table_bad.npy") + " --out " + path("o.npy"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--block-table[0][0] = 5"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace sparseattn::testing_cli
