@@ -117,8 +117,12 @@ void run_check_layout(const CheckArgs& a, const Conventions& conv, const ProbeOp
   require(a.dout.empty(), "--dout", a.dout,
           "is not judged under a sequence layout yet: check the gradients of a packed batch "
           "sequence by sequence (contract §7.8)");
-  require(a.candidate_dsinks.empty(), "--candidate-dsinks", a.candidate_dsinks,
-          "needs --dout, which a sequence layout does not take yet (contract §7.8)");
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string&>{"--candidate-dq", a.candidate_dq},
+        {"--candidate-dk", a.candidate_dk}, {"--candidate-dv", a.candidate_dv},
+        {"--candidate-dsinks", a.candidate_dsinks}})
+    require(path.empty(), flag, path,
+            "needs --dout, which a sequence layout does not take yet (contract §7.8)");
   const LayoutCall call = layout_call_from_files(a.q, a.k, a.v, a.layout, a.pattern, conv,
                                                  compat_requested(a.compat), a.scale, a.score);
   Tolerance o_tol{}, lse_tol{};
