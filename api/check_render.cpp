@@ -77,7 +77,9 @@ nlohmann::json index_json(const Shape& idx) {
   return j;
 }
 
-const char* row_word(RowKind k) { return k == RowKind::query ? "query" : "key"; }
+const char* row_word(RowKind k) {
+  return k == RowKind::query ? "query" : k == RowKind::key ? "key" : "head";
+}
 
 nlohmann::json reference_error_json(const ReferenceErrorVerdict& v) {
   return {{"rule", "reference-error"},

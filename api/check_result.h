@@ -20,7 +20,8 @@ namespace sparseattn::api {
 
 // What the third axis of a [B, H, rows, width] tensor indexes: o, lse and dq have a row per
 // query, dk and dv a row per key.
-enum class RowKind { query, key };
+// head: a tensor with one value per query head (dsinks [H_q], viewed as [1, H_q, 1]).
+enum class RowKind { query, key, head };
 
 // The row of the worst element, in full.
 struct WorstRow {
@@ -89,6 +90,8 @@ struct CheckResult {
   std::optional<TensorReport> lse, dq, dk, dv;
   // Under Longformer's global projections (contract §7.5): the projections' gradients.
   std::optional<TensorReport> dq_global, dk_global, dv_global;
+  // With sinks (contract §7.7): the sinks' gradient dσ [H_q], rows per head (RowKind::head).
+  std::optional<TensorReport> dsinks;
   bool pass = false;            // every tensor passes
   std::string gradient_oracle;  // the gradient definition judged against (b1_dense_masked_grad, ...), else ""
   std::string tolerance_rule;   // "reference-error" under that rule, else ""
@@ -102,10 +105,11 @@ struct CheckResult {
   std::string compat, global_mask;
   bool global_projections = false;
 
-  // The reports present, in the order o, lse, dq, dk, dv, dq_global, dk_global, dv_global.
+  // The reports present, in the order o, lse, dq, dk, dv, dq_global, dk_global, dv_global, dsinks.
   std::vector<const TensorReport*> tensors() const {
     std::vector<const TensorReport*> t = {&o};
-    for (const std::optional<TensorReport>* x : {&lse, &dq, &dk, &dv, &dq_global, &dk_global, &dv_global})
+    for (const std::optional<TensorReport>* x :
+         {&lse, &dq, &dk, &dv, &dq_global, &dk_global, &dv_global, &dsinks})
       if (*x) t.push_back(&**x);
     return t;
   }
@@ -122,6 +126,7 @@ struct CheckResult {
     if (name == "dq_global") return &dq_global;
     if (name == "dk_global") return &dk_global;
     if (name == "dv_global") return &dv_global;
+    if (name == "dsinks") return &dsinks;
     return nullptr;
   }
 };

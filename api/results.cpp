@@ -341,11 +341,23 @@ void check_gradients_against(CheckResult& r, const std::string& oracle,
   bool failed = false;
   for (const NamedGradientCandidate& c : grads) {
     if (c.candidate.x == nullptr) continue;
-    // Query rows for dq and dq_global, key rows for the others.
-    const RowKind rows_are = c.name.rfind("dq", 0) == 0 ? RowKind::query : RowKind::key;
+    // Query rows for dq and dq_global, key rows for the others; dsinks [H_q] one row per head.
+    const bool sinks = c.name == "dsinks";
+    const RowKind rows_are = sinks ? RowKind::head
+                             : c.name.rfind("dq", 0) == 0 ? RowKind::query : RowKind::key;
     std::optional<TensorReport>* slot = r.gradient(c.name);
-    require(slot != nullptr, "gradient", c.name, "must be dq, dk, dv, dq_global, dk_global or dv_global");
-    *slot = tensor_report(c.name, *c.candidate.x, *c.reference, c.candidate.tol, pattern, {}, rows_are);
+    require(slot != nullptr, "gradient", c.name,
+            "must be dq, dk, dv, dq_global, dk_global, dv_global or dsinks");
+    if (sinks) {
+      // Viewed as [1, H_q, 1]: mismatches and rows per (0, head); its worst row names no keys
+      // (dσ sums over every batch element and row, contract §7.7).
+      Tensor<double> x = *c.candidate.x, ref = *c.reference;
+      x.shape = ref.shape = {1, ref.numel(), 1};
+      *slot = tensor_report(c.name, x, ref, c.candidate.tol, pattern, {}, rows_are);
+      (*slot)->worst_row.reset();
+    } else {
+      *slot = tensor_report(c.name, *c.candidate.x, *c.reference, c.candidate.tol, pattern, {}, rows_are);
+    }
     failed = failed || !(*slot)->pass;
     static const char* const kOwn[3] = {"dq", "dk", "dv"};
     for (int t = 0; t < 3; ++t)

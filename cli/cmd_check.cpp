@@ -3,7 +3,7 @@
 //   sparseattn check --q Q.npy --k K.npy --v V.npy --candidate O.npy
 //                    [--candidate-lse L.npy] [--atol A --rtol R] [--scale S] [pattern flags]
 //                    [--dout DO.npy [--candidate-dq DQ.npy] [--candidate-dk DK.npy]
-//                                   [--candidate-dv DV.npy]]
+//                                   [--candidate-dv DV.npy] [--candidate-dsinks DS.npy]]
 //
 // The oracle is a1_dense_masked (contract §4) on the same q/k/v files; under the
 // compatibility flags (contract §3.12: --compat hf-bigbird, --global-mask, --q-global
@@ -18,7 +18,8 @@
 // compatibility flags the reference is that convention's gradient definition (contract
 // §7.4–§7.6: masked_score_grad, hf_listing_grad, longformer_compat_grad, named in
 // "gradient_oracle"); with the global projections --candidate-dq-global etc. are judged
-// too, under "dq_global", "dk_global", "dv_global".
+// too, under "dq_global", "dk_global", "dv_global". With --sinks, --candidate-dsinks judges
+// the sinks' gradient dσ [H_q] against b1's (contract §7.7), under "dsinks" (rows per head).
 // A failing report locates and explains (contract §4.9): failing rows per (batch, head),
 // the worst row against its allowed keys, non-finite values as strings, probable_cause
 // from re-running the oracle's rows under the usual mistakes (api/probes.h; --probes,
@@ -67,6 +68,7 @@ struct CheckArgs {
   std::string q, k, v, candidate, candidate_lse;
   std::string dout, candidate_dq, candidate_dk, candidate_dv;  // gradients
   std::string candidate_dq_global, candidate_dk_global, candidate_dv_global;  // of --q-global ...
+  std::string candidate_dsinks;  // of --sinks (contract §7.7)
   std::string atol, rtol, scale;  // text: parsed by parse_finite
   PatternFlags pattern;
   ConventionFlags conventions;
@@ -115,6 +117,12 @@ void run_check_layout(const CheckArgs& a, const Conventions& conv, const ProbeOp
   require(a.dout.empty(), "--dout", a.dout,
           "is not judged under a sequence layout yet: check the gradients of a packed batch "
           "sequence by sequence (contract §7.8)");
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string&>{"--candidate-dq", a.candidate_dq},
+        {"--candidate-dk", a.candidate_dk}, {"--candidate-dv", a.candidate_dv},
+        {"--candidate-dsinks", a.candidate_dsinks}})
+    require(path.empty(), flag, path,
+            "needs --dout, which a sequence layout does not take yet (contract §7.8)");
   const LayoutCall call = layout_call_from_files(a.q, a.k, a.v, a.layout, a.pattern, conv,
                                                  compat_requested(a.compat), a.scale, a.score);
   Tolerance o_tol{}, lse_tol{};
@@ -231,8 +239,11 @@ void run_check(const CheckArgs& args) {
                                    {"--candidate-dk", a.candidate_dk}, {"--candidate-dv", a.candidate_dv},
                                    {"--candidate-dq-global", a.candidate_dq_global},
                                    {"--candidate-dk-global", a.candidate_dk_global},
-                                   {"--candidate-dv-global", a.candidate_dv_global}})
+                                   {"--candidate-dv-global", a.candidate_dv_global},
+                                   {"--candidate-dsinks", a.candidate_dsinks}})
     require(path.empty() || backward, flag, path, "needs --dout DO.npy (the gradient of o)");
+  require(a.candidate_dsinks.empty() || mods.has_sinks(), "--candidate-dsinks", a.candidate_dsinks,
+          "needs --sinks S.npy (the logits it is the gradient of)");
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--candidate-dq-global", a.candidate_dq_global},
                                    {"--candidate-dk-global", a.candidate_dk_global},
                                    {"--candidate-dv-global", a.candidate_dv_global}})
@@ -240,7 +251,7 @@ void run_check(const CheckArgs& args) {
             "needs --q-global, --k-global and --v-global (the projections it is the gradient of)");
   require(!backward || !a.candidate_dq.empty() || !a.candidate_dk.empty() || !a.candidate_dv.empty() ||
               !a.candidate_dq_global.empty() || !a.candidate_dk_global.empty() ||
-              !a.candidate_dv_global.empty(),
+              !a.candidate_dv_global.empty() || !a.candidate_dsinks.empty(),
           "--dout", a.dout,
           "asks for gradient checks: give at least one of --candidate-dq, --candidate-dk, --candidate-dv");
   const AttentionShape& sh = in.shape;
@@ -261,6 +272,7 @@ void run_check(const CheckArgs& args) {
       {"dq_global", a.candidate_dq_global, q_shape, {}, {}},  // shaped like q_global = q
       {"dk_global", a.candidate_dk_global, k_shape, {}, {}},
       {"dv_global", a.candidate_dv_global, v_shape, {}, {}}};
+  GradCandidate dsinks{"dsinks", a.candidate_dsinks, {sh.num_heads}, {}, {}};
   Tensor<double> dout;
   if (backward) {
     Tolerance unused{};
@@ -277,6 +289,9 @@ void run_check(const CheckArgs& args) {
                            conv.bshd ? bshd_of(g.shape) : g.shape, a, &g.tol);
       if (conv.bshd) g.x = to_bhsd(std::move(g.x), g.shape);
     }
+    if (!a.candidate_dsinks.empty())  // [H_q] in every layout
+      dsinks.x = read_candidate(a.candidate_dsinks, "--candidate-dsinks", dsinks.shape, a,
+                                &dsinks.tol);
   }
 
   PatternSpec raw = to_spec(pattern_flags);  // before canonicalization: the layout probe re-sizes it
@@ -321,6 +336,8 @@ void run_check(const CheckArgs& args) {
     for (size_t t = 0; t < grads.size(); ++t)
       named.push_back({grads[t].name, refs[t],
                        {grads[t].path.empty() ? nullptr : &grads[t].x, grads[t].tol}});
+    named.push_back({"dsinks", &ref.g.dsinks,
+                     {dsinks.path.empty() ? nullptr : &dsinks.x, dsinks.tol}});
     const GradientInputs probe_inputs{in.q, in.k, in.v, dout, scale_ptr, probe_options};
     // The gradient probes re-run b1 on the spec's pattern: not under --padding-align valid
     // (contract §2.6), where the worst rows are restated for each batch element instead.
@@ -382,6 +399,9 @@ void register_check(CLI::App& app) {
                   "DKG.npy: gradient of --k-global to judge (its shape); needs --dout");
   cmd->add_option("--candidate-dv-global", args->candidate_dv_global,
                   "DVG.npy: gradient of --v-global to judge (its shape); needs --dout");
+  cmd->add_option("--candidate-dsinks", args->candidate_dsinks,
+                  "DS.npy: the sinks' gradient to judge, [num_heads] (contract §7.7); needs "
+                  "--dout and --sinks");
   cmd->add_option("--format", args->format,
                   "json (default): the report as JSON on stdout, a summary of a failure on "
                   "stderr; text: the human summary on stdout");

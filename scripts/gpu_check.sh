@@ -12,8 +12,9 @@
 #              folder, build googletest, Google Benchmark and {fmt} from source there;
 #   configure  CMake (Ninja when ninja exists), Release, nvcc, sm_80 + sm_90;
 #   build      cuda_tiling_test cuda_kernels_test cuda_backward_test bench_cuda cuda_block_mask;
-#   tests      cuda_tiling_test, then cuda_kernels_test once per kernel family (c01 ... c08
-#              and the device-free tests), EACH IN ITS OWN PROCESS (--gtest_filter), so a
+#   tests      cuda_tiling_test, then cuda_kernels_test once per kernel family (c01 ... c08,
+#              the device-free tests, and Modern/*: grouped kv heads, softcap, ALiBi and
+#              sinks on every pattern kind), EACH IN ITS OWN PROCESS (--gtest_filter), so a
 #              fault that poisons one CUDA context cannot hide the other families' results;
 #              accounting from --gtest_output=json: a skip is never a pass, and the only
 #              skip allowed is the no-device test (tools/gpu_report.py, EXPECTED_SKIPS);
@@ -252,7 +253,11 @@ if [ $DRY -eq 0 ] && wants tests; then
   step tests_tiling gtest 60 gtest_tiling.json -- "$BUILD/cuda_tiling_test" \
     --gtest_output="json:$WORK/gtest_tiling.json"
   step tests_common gtest 60 gtest_common.json -- "$BUILD/cuda_kernels_test" \
-    --gtest_filter="-c0*/*" --gtest_output="json:$WORK/gtest_common.json"
+    --gtest_filter="-c0*/*:Modern/*" --gtest_output="json:$WORK/gtest_common.json"
+  # Grouped kv heads, softcap, ALiBi and sinks on every pattern kind (c04 ... c08, split-K
+  # included; contract §2.7-§2.9): its own process, after the plain families' smoke test.
+  step tests_modern gtest 90 gtest_modern.json -- "$BUILD/cuda_kernels_test" \
+    --gtest_filter="Modern/*" --gtest_output="json:$WORK/gtest_modern.json"
   for f in "${FAMILIES[@]}"; do
     step "tests_$f" gtest 90 "gtest_$f.json" -- "$BUILD/cuda_kernels_test" \
       --gtest_filter="$f/*" --gtest_output="json:$WORK/gtest_$f.json"
@@ -276,6 +281,8 @@ SMALL='c0*/CudaVsOracle.*/dense_B1_H2_Lq130_Lk130_D64_Dv64_tile64'
 SMALL+=':c0*/CudaVsOracle.*/window_w7_d2_causal_B1_H1_Lq190_Lk250_D8_Dv8_tile16'
 SMALL+=':c0*/CudaVsOracle.*/longformer_w30_d1_Gx0x5x150x299_B1_H2_Lq300_Lk300_D64_Dv64_tile64*'
 SMALL+=':c0*/CudaVsOracle.*/bigbird_b16_r2_seed4_B3_H1_Lq200_Lk200_D64_Dv64_keypadding*'  # + _splitK
+# The modern path: every modifier, grouped heads, key padding, the split-K merge's sink.
+SMALL+=':Modern/CudaModernKinds.*/bigbird_b16_r2_seed4_B3_H2_Lq192_Lk192_D32_Dv32_keypadding*_Hkv1_cap_alibi_sink*'
 if [ $DRY -eq 1 ]; then
   step memcheck sanitizer 60 -- bash -c "cat '$FIX/sanitizer_refused.log'; exit 255"
 elif ! wants memcheck; then

@@ -17,6 +17,7 @@
 #include "optimized/cpu/decode.h"
 #include "optimized/cpu/kernels.h"
 #include "optimized/cpu/kernels_bf16.h"
+#include "optimized/cpu/mods32.h"
 #include "registry/registry.h"
 
 namespace sparseattn::entry {
@@ -36,16 +37,9 @@ void shape_outputs(const AttentionShape& s, Output& out) {
   if (out.lse32.shape != lse) out.lse32 = Tensor<float>(lse);
 }
 
-// The float32 copies of a problem's score modifiers (contract §2.8–§2.9) that cpu::Mods
-// points into: float32 in every CPU kernel, the bf16 ones included (contract §2.8).
-// Refuses, naming the field, a value float32 cannot carry through the pipeline: a softcap
-// outside [FLT_MIN, 1e37], a sink with |σ| > 1e37 (the lse would be σ), a slope whose bias
-// over the longest distance, |a|·max(L_q, L_k), exceeds 1e37 (kFloat32ScoreLimit,
-// float32_guard.h).
-struct Mods32 {
-  std::vector<float> slopes, sinks;
-  cpu::Mods mods;
-};
+}  // namespace
+
+// Declared in mods32.h (the backward entries, grad_entries.cpp, convert the same way).
 void convert_mods(const Problem& problem, Mods32& m) {
   const ScoreMods& sm = problem.mods;
   if (sm.softcap) {
@@ -81,6 +75,8 @@ void convert_mods(const Problem& problem, Mods32& m) {
     m.mods.sinks = m.sinks.data();
   }
 }
+
+namespace {
 
 void run_cpu(KernelFn kernel, const char* name, const Problem& problem, Output& out) {
   const AttentionShape& s = problem.shape;

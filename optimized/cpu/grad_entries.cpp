@@ -1,8 +1,11 @@
 // Registry entries of the optimized CPU backward ladder (registry/backward_kernels.def):
 // adapt a GradProblem (float32 copies of q/k/v and dout, the float32 forward kernel's saved
-// o/lse, resolved scale) to the kernels' GradInputs and allocate the float32 gradients.
+// o/lse, resolved scale, the score modifiers in float32) to the kernels' GradInputs and
+// allocate the float32 gradients: dk, dv with the kv heads' count (contract §2.7), dsinks
+// [H_q] float64 with sinks (contract §2.9).
 #include "core/error.h"
 #include "optimized/cpu/grad_kernels.h"
+#include "optimized/cpu/mods32.h"
 #include "registry/backward.h"
 
 namespace sparseattn::entry {
@@ -17,8 +20,11 @@ void run_cpu_grad(GradFn kernel, const GradProblem& g, GradOutput& out) {
               g.lse32.numel() == s.batch * s.num_heads * s.seq_len_q,
           "o/lse", "missing", "a float32 backward needs its forward kernel's saved o and lse");
   out.dq32 = Tensor<float>({s.batch, s.num_heads, s.seq_len_q, s.head_dim});
-  out.dk32 = Tensor<float>({s.batch, s.num_heads, s.seq_len_k, s.head_dim});
-  out.dv32 = Tensor<float>({s.batch, s.num_heads, s.seq_len_k, s.head_dim_v});
+  out.dk32 = Tensor<float>({s.batch, s.num_kv_heads, s.seq_len_k, s.head_dim});
+  out.dv32 = Tensor<float>({s.batch, s.num_kv_heads, s.seq_len_k, s.head_dim_v});
+  Mods32 mods;
+  convert_mods(p, mods);  // refuses what float32 cannot carry, as the forward entries do
+  if (p.mods.has_sinks()) out.dsinks = Tensor<double>({s.num_heads}, 0.0);
   cpu::GradInputs in;
   in.q = p.q32.ptr();
   in.k = p.k32.ptr();
@@ -29,7 +35,9 @@ void run_cpu_grad(GradFn kernel, const GradProblem& g, GradOutput& out) {
   in.shape = s;
   in.pattern = p.pattern;
   in.scale = static_cast<float>(p.scale);
-  kernel(in, cpu::GradOutputs{out.dq32.ptr(), out.dk32.ptr(), out.dv32.ptr()});
+  in.mods = mods.mods;
+  kernel(in, cpu::GradOutputs{out.dq32.ptr(), out.dk32.ptr(), out.dv32.ptr(),
+                              p.mods.has_sinks() ? out.dsinks.ptr() : nullptr});
 }
 
 }  // namespace

@@ -7,12 +7,18 @@
 //   from core/numerics.h per element of dq, dk, dv; exact zeros where the oracle's are
 //   structural (a fully masked row's dq, a key no query attends: dk = dv = 0), never NaN.
 //   q: [batch, num_heads, seq_len_q, head_dim]    float32, row-major
-//   k: [batch, num_heads, seq_len_k, head_dim]
-//   v: [batch, num_heads, seq_len_k, head_dim_v]
+//   k: [batch, num_kv_heads, seq_len_k, head_dim]   (num_kv_heads divides num_heads)
+//   v: [batch, num_kv_heads, seq_len_k, head_dim_v]
 //   o, dout: [batch, num_heads, seq_len_q, head_dim_v]; lse: [batch, num_heads, seq_len_q]
-//     (o and lse saved by the forward pass; lse = -inf marks a fully masked row)
+//     (o and lse saved by the forward pass; lse = -inf marks a fully masked row or a padded
+//     query; with sinks a real row without keys has lse = σ_h and o = 0)
 //   dq, dk, dv: the shapes of q, k, v; every element is written.
+//   dsinks: [num_heads] float64, written when mods.sinks is set (else untouched).
 //   scale: already resolved, finite. The pattern was materialized for these sizes.
+//   Modern attention (contract §2.7–§2.9, §7.7): query head h reads kv head h / group(),
+//   and dk, dv of a kv head sum over its group's query heads (in head order); the softcap
+//   enters as dS·(1 − tanh²(s/c)); ALiBi is a constant per pair (no gradient to the slopes);
+//   dσ_h = −Σ_{b,i} exp(σ_h − lse_{b,h,i})·<dO_i, o_i>, summed in float64 in (b, i) order.
 //   Outputs are bit-identical for any number of OpenMP threads: every output element is
 //   owned by one work item that sums in a fixed order (no atomics, no per-thread partials).
 #pragma once
@@ -20,6 +26,7 @@
 #include <cstdint>
 
 #include "core/tensor.h"
+#include "optimized/cpu/kernels.h"
 #include "pattern/pattern.h"
 
 namespace sparseattn::cpu {
@@ -34,12 +41,14 @@ struct GradInputs {
   AttentionShape shape;
   const Pattern* pattern = nullptr;
   float scale = 0.0f;
+  Mods mods;  // softcap, ALiBi slopes, sinks in float32 (kernels.h); default: none
 };
 
 struct GradOutputs {
   float* dq = nullptr;  // [batch, num_heads, seq_len_q, head_dim]
-  float* dk = nullptr;  // [batch, num_heads, seq_len_k, head_dim]
-  float* dv = nullptr;  // [batch, num_heads, seq_len_k, head_dim_v]
+  float* dk = nullptr;  // [batch, num_kv_heads, seq_len_k, head_dim]
+  float* dv = nullptr;  // [batch, num_kv_heads, seq_len_k, head_dim_v]
+  double* dsinks = nullptr;  // [num_heads]; read only with in.mods.sinks
 };
 
 // kb01 — generic backward over the canonical layout: pass 1 gives every (key tile, block of

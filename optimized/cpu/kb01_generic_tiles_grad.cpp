@@ -4,6 +4,9 @@
 // Contract (grad_kernels.h): matches b1_dense_masked_grad within kTolFloat32 (atol 2e-5,
 // rtol 2e-4, core/numerics.h) on dq, dk, dv; serves every pattern kind and key padding;
 // bit-identical for any OpenMP thread count.
+// Grouped kv heads, softcap, ALiBi and sinks (contract §7.7; grad_block.h: S through the
+// forward's pipeline, dS times 1 − tanh², dk/dv per query head summed over the group in head
+// order, dσ from the saved lse), dsinks included; checked by tests/cpu/modern_grad_test.cpp.
 //
 // What changed since the reference b3: the same per-tile formulas on float32 blocks of at
 // most 64 queries × 64 keys, vectorized, and the work split so that no two workers ever
@@ -53,6 +56,7 @@ void kb01_generic_tiles_grad(const GradInputs& in, const GradOutputs& out) {
   const int64_t Dh = s.head_dim, Dv = s.head_dim_v;
 
   const std::vector<float> Drow = row_deltas(in);  // D_i = <do_i, o_i>
+  const KeyGrads kg = key_grads(in, out);  // dk, dv per query head when g > 1
 
   std::vector<ColumnLayout> columns(static_cast<size_t>(H));
   for (int64_t h = 0; h < H; ++h) columns[h] = column_layout(pattern.head(h));
@@ -74,7 +78,7 @@ void kb01_generic_tiles_grad(const GradInputs& in, const GradOutputs& out) {
       const Item& w = key_items[it];
       const HeadLayout& L = pattern.head(w.h);
       const ColumnLayout& C = columns[w.h];
-      const Head hd = head_of(in, out, Drow, w.b, w.h);
+      const Head hd = head_of(in, out, kg, Drow, w.b, w.h);
       const int64_t T = L.tile;
       const int64_t j0 = w.tile * T + w.sub * kBk;
       const int64_t nc = std::min({kBk, (w.tile + 1) * T - j0, Lk - j0});
@@ -114,7 +118,7 @@ void kb01_generic_tiles_grad(const GradInputs& in, const GradOutputs& out) {
     for (int64_t it = 0; it < n_query_items; ++it) {
       const Item& w = query_items[it];
       const HeadLayout& L = pattern.head(w.h);
-      const Head hd = head_of(in, out, Drow, w.b, w.h);
+      const Head hd = head_of(in, out, kg, Drow, w.b, w.h);
       const int64_t T = L.tile;
       const int64_t i0 = w.tile * T + w.sub * kBq;
       const int64_t nr = std::min({kBq, (w.tile + 1) * T - i0, Lq - i0});
@@ -145,6 +149,8 @@ void kb01_generic_tiles_grad(const GradInputs& in, const GradOutputs& out) {
       }
     }
   }
+  sum_groups(in, kg, out);  // g > 1: dk, dv of each kv head over its query heads
+  sink_grads(in, Drow, out.dsinks);
 }
 
 SPARSEATTN_ISA_END

@@ -5,6 +5,8 @@
 // rtol 2e-4, core/numerics.h) on dq, dk, dv; serves every pattern kind and key padding;
 // bit-identical for any OpenMP thread count. Extra memory: kDqLanes · seq_len_q · head_dim
 // floats per (batch, head) in flight, at most kLaneBudgetBytes at a time (at least one head).
+// Grouped kv heads, softcap, ALiBi and sinks (contract §7.7) as in kb01 (grad_block.h), dsinks
+// included; checked by tests/cpu/modern_grad_test.cpp.
 //
 // What changed since kb01: the second pass is gone. kb01 recomputed S, P, dP and dS in a
 // query pass so that each dq row had a single owner; here the key pass also forms each
@@ -55,6 +57,7 @@ void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out,
   const int64_t Dh = s.head_dim, Dv = s.head_dim_v;
 
   const std::vector<float> Drow = row_deltas(in);  // D_i = <do_i, o_i>
+  const KeyGrads kg = key_grads(in, out);  // dk, dv per query head when g > 1
   std::vector<ColumnLayout> columns(static_cast<size_t>(H));
   for (int64_t h = 0; h < H; ++h) columns[h] = column_layout(pattern.head(h));
 
@@ -90,7 +93,7 @@ void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out,
           const Item& w = key_items[it];
           const HeadLayout& L = pattern.head(w.h);
           const ColumnLayout& C = columns[w.h];
-          const Head hd = head_of(in, out, Drow, w.b, w.h);
+          const Head hd = head_of(in, out, kg, Drow, w.b, w.h);
           const int64_t T = L.tile;
           const int64_t j0 = w.tile * T + w.sub * kBk;
           const int64_t nc = std::min({kBk, (w.tile + 1) * T - j0, Lk - j0});
@@ -146,6 +149,8 @@ void kb02_generic_dq_lanes_grad(const GradInputs& in, const GradOutputs& out,
       }
     }
   }
+  sum_groups(in, kg, out);  // g > 1: dk, dv of each kv head over its query heads
+  sink_grads(in, Drow, out.dsinks);
 }
 
 SPARSEATTN_ISA_END

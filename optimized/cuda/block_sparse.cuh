@@ -10,7 +10,8 @@
 // by construction) and stages each tile's keys in chunks of Bc. A tile whose list is long
 // — Longformer's global rows, BigBird's first and last block visit every key tile — is
 // split into parts written to a workspace, and split_merge_kernel combines them with the
-// lse algebra (tiling.h: merge_lse, merge_weight), in part order: deterministic.
+// lse algebra (tiling.h: merge_lse, merge_weight), in part order: deterministic. With
+// sinks (contract §2.9) the parts leave the sink out and the merge adds it exactly once.
 // `kBitmasks` selects whether a partial tile's bitmask is read (c06, c08) or every listed
 // tile is taken as full (c07, whose launcher checks all_tiles_full()).
 // Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"): c06, c07 and
@@ -33,7 +34,8 @@ __global__ void __launch_bounds__(Core::kThreads) block_sparse_kernel(AttnArgs a
   const HeadView head = a.heads[h];
   const TileBlock tb = scheduled_block(se.tile, sub, head.tile, Core::kBr, a.seq_len_q);
   if (tb.i0 >= tb.i1) return;  // the whole block: past a tile smaller than the largest
-  Core block(a, smem, b, h, Strided{tb.i0, 1, tb.i1 - tb.i0});
+  // A split part leaves the sink out: split_merge_kernel adds it once (contract §2.9).
+  Core block(a, smem, b, h, Strided{tb.i0, 1, tb.i1 - tb.i0}, /*with_sink=*/se.parts == 1);
   const int64_t q_base = tb.qt * head.tile;
   const EntryRange range = split_range(head.row_ptr[tb.qt], head.row_ptr[tb.qt + 1], se.part, se.parts);
   for (int64_t e = range.begin; e < range.end; ++e) {
@@ -67,7 +69,15 @@ static __global__ void __launch_bounds__(128) split_merge_kernel(AttnArgs a) {
   const float* o_parts = a.split_o + (b * a.num_slots + g.slot) * a.max_tile * a.head_dim_v;
   for (int e = threadIdx.x; e < rows * dv; e += blockDim.x) {
     const int r = static_cast<int>(fast_div(a.div_dv, e)), d = e - r * dv;
-    const float lse = merge_lse(lse_parts + r, g.parts, part_stride);
+    float lse = merge_lse(lse_parts + r, g.parts, part_stride);
+    // The sink, once per real row (the parts left it out): lse = log(exp(σ) + Σ_p exp(lse_p)),
+    // so each part's weight exp(lse_p − lse) carries the sink's share of the denominator; a
+    // row whose parts are all empty ends at lse = σ with o = 0 (contract §2.9).
+    if (a.sinks != nullptr && a.query_real(b, i0 + r)) {
+      const float sigma = a.sinks[g.head];
+      const float hi = fmaxf(lse, sigma), lo = fminf(lse, sigma);
+      lse = lo == -INFINITY ? hi : hi + log1pf(expf(lo - hi));
+    }
     float o = 0.f;
     for (int p = 0; p < g.parts; ++p)
       o += merge_weight(lse_parts[p * part_stride + r], lse) * o_parts[(p * part_stride + r) * a.head_dim_v + d];

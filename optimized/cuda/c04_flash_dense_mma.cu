@@ -5,6 +5,9 @@
 // pattern kind `dense` (causal or not, key padding allowed); head_dim, head_dim_v in
 // [1, 256], zero-padded to multiples of 16 inside the block; the block's shared memory
 // (FlashMmaBlock::smem_bytes: 110 KB at head_dim 128) must fit the device (checked).
+// Grouped kv heads, softcap, ALiBi slopes and sinks (contract §2.7-§2.9, the modifiers in
+// float32; flash_f32.cuh, flash_mma.cuh), checked by tests/cuda/cuda_kernels_test.cpp's
+// Modern/CudaModernKinds cases when a device is present.
 //
 // What changed since c03, and why: on an H100/H200 plain float32 FMAs give ~67 TFLOP/s
 // while fp16/bf16 tensor cores give ~990 (vendor figures, not ours): attention is two

@@ -4,6 +4,9 @@
 // inputs, kTolBfloat16 (bf16) (core/numerics.h); pattern kind `window` (any window >= 0 or
 // (left, right) pair, contract §3.3; dilation >= 1, causal or not, seq_len_q != seq_len_k aligned bottom-right, key
 // padding allowed); head_dim, head_dim_v in [1, 256].
+// Grouped kv heads, softcap, ALiBi slopes and sinks (contract §2.7-§2.9, the modifiers in
+// float32; flash_f32.cuh, flash_mma.cuh), checked by tests/cuda/cuda_kernels_test.cpp's
+// Modern/CudaModernKinds cases when a device is present.
 //
 // What changed since c03/c04, and why: a dense kernel visits seq_len_k keys per row; a
 // window of one-sided width w allows at most 2w + 1. The block asks band.h which keys

@@ -5,6 +5,9 @@
 // inputs, kTolBfloat16 (bf16); pattern kind `longformer`, non-causal, with
 // seq_len_q == seq_len_k (window, dilation, global positions, key padding); head_dim,
 // head_dim_v in [1, 256]. Causal Longformer goes to c08.
+// Grouped kv heads, softcap, ALiBi slopes and sinks (contract §2.7-§2.9, the modifiers in
+// float32; flash_f32.cuh, flash_mma.cuh; split-K adds the sink once, in the merge), checked by tests/cuda/cuda_kernels_test.cpp's
+// Modern/CudaModernKinds cases when a device is present.
 //
 // What changed since c05, and why: a global token attends every key and every query
 // attends it (contract §3). c06 does not restate that rule: the canonical layout

@@ -5,6 +5,9 @@
 // lists only full tiles (every listed block pair wholly allowed, as BigBird's blocks
 // are), key padding allowed; head_dim, head_dim_v in [1, 256]. Any block_size works;
 // multiples of the block's Br/Bc (32 float32, 64 bf16) waste nothing.
+// Grouped kv heads, softcap, ALiBi slopes and sinks (contract §2.7-§2.9, the modifiers in
+// float32; flash_f32.cuh, flash_mma.cuh; split-K adds the sink once, in the merge), checked by tests/cuda/cuda_kernels_test.cpp's
+// Modern/CudaModernKinds cases when a device is present.
 //
 // What changed since c06, and why: BigBird's pattern is a list of key blocks per query
 // block — window blocks, global blocks and r random blocks (Zaheer et al. 2020, §2,

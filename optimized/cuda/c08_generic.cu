@@ -4,6 +4,9 @@
 // inputs, kTolBfloat16 (bf16); ANY pattern kind (dense, window, longformer, random,
 // bigbird, bigbird-etc, hierarchical, explicit, per-head; key padding allowed);
 // head_dim, head_dim_v in [1, 256].
+// Grouped kv heads, softcap, ALiBi slopes and sinks (contract §2.7-§2.9, the modifiers in
+// float32; flash_f32.cuh, flash_mma.cuh; split-K adds the sink once, in the merge), checked by tests/cuda/cuda_kernels_test.cpp's
+// Modern/CudaModernKinds cases when a device is present.
 //
 // What changed since c07, and why: c07 trusted that every listed tile is full. The
 // canonical HeadLayout (pattern/layout.h) also has partial tiles — a window's

@@ -11,10 +11,11 @@
 // o[d] for d = c, c+32, ... (head_dim_v <= 256: 8 registers per row).
 // Preconditions: head_dim, head_dim_v in [1, 256] (checked by the launcher).
 // The attention of current models (contract §2.7-§2.9), for the kernels whose registry
-// entry lists it (c03): K/V rows come from kv head h / group; each allowed score goes
+// entry lists it (c03 and the float32 forms of c05..c08): K/V rows come from kv head h / group; each allowed score goes
 // through the pipeline (scale, softcap c·tanh(s/c), ALiBi −a·|p − j|) before the online
 // softmax; a sink starts each real row at m = σ, l = 1 (exp(σ − m) = 1), so it is in every
-// rescaling, in lse, and a row without keys ends with o = 0, lse = σ.
+// rescaling, in lse, and a row without keys ends with o = 0, lse = σ. A split-K part
+// (block_sparse.cuh) starts without it (with_sink = false): the merge adds it once.
 // Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"): c03 and the
 // float32 forms of c05..c08 run this block. History: optimized/cuda/TUNING.md.
 #pragma once
@@ -57,7 +58,10 @@ class FlashF32Block {
   }
 
   // Loads the block's query rows (rows.count <= kBr) of head (b, h) into shared memory.
-  __device__ FlashF32Block(const AttnArgs& a, unsigned char* smem, int64_t b, int64_t h, Strided rows)
+  // with_sink = false: the block is one part of a split-K row set, whose merge adds the
+  // sink once (block_sparse.cuh: split_merge_kernel); every other caller keeps the default.
+  __device__ FlashF32Block(const AttnArgs& a, unsigned char* smem, int64_t b, int64_t h, Strided rows,
+                           bool with_sink = true)
       : a_(a), b_(b), h_(h), rows_(rows), D_(a.head_dim), Dv_(a.head_dim_v), ldk_(ldk(a.head_dim)) {
     Qs_ = reinterpret_cast<float*>(smem);
     Ks_ = Qs_ + kBr * D_;
@@ -77,18 +81,11 @@ class FlashF32Block {
 #pragma unroll
       for (int t = 0; t < kDvPerLane; ++t) o_[rr][t] = 0.f;
       const int r = warp_ * kRowsPerWarp + rr;
-      if (a.sinks != nullptr && r < rows_.count && query_real(rows_.at(r))) {
+      if (with_sink && a.sinks != nullptr && r < rows_.count && a.query_real(b, rows_.at(r))) {
         m_[rr] = a.sinks[h];  // the sink's logit: exp(σ - m) = 1 in l (contract §2.9)
         l_[rr] = 1.f;
       }
     }
-  }
-
-  // contract §2.4: query i is real unless its own position is a padded key.
-  __device__ bool query_real(int64_t i) const {
-    if (a_.key_valid == nullptr) return true;
-    const int64_t p = i + a_.seq_len_k - a_.seq_len_q;
-    return p < 0 || p >= a_.seq_len_k || a_.key_valid[b_ * a_.seq_len_k + p] != 0;
   }
 
   // One chunk of keys (keys.count <= kBc). allowed(i, j) is the pattern's predicate, not
@@ -127,7 +124,7 @@ class FlashF32Block {
         // contract §2.8: softcap, then ALiBi, on the allowed pair only.
         if (a_.softcap > 0.f) s = a_.softcap * tanhf(s / a_.softcap);
         if (a_.alibi != nullptr) {
-          const float slope = a_.alibi[a_.alibi_per_batch ? b_ * a_.num_heads + h_ : h_];
+          const float slope = a_.slope(b_, h_);
           const int64_t p = i + a_.seq_len_k - a_.seq_len_q;
           s -= slope * static_cast<float>(p > j ? p - j : j - p);
         }

@@ -12,6 +12,9 @@
 // needs block-wide barriers. head_dim and head_dim_v are zero-padded to multiples of 16
 // (zeros add nothing to a dot product). Preconditions: head_dim, head_dim_v in [1, 256]
 // and the shared memory below available on the device (checked by the launcher).
+// The attention of current models (contract §2.7-§2.9), as in flash_f32.cuh: K/V rows of kv
+// head h / group; the softcap and ALiBi on each allowed scaled score before the online
+// softmax (float32, on the shared S copy); a sink starts a real row at m = σ, l = 1.
 // Measured: not yet measured: no GPU run so far (docs/cuda.md, "Results"): c04 and the
 // bf16 forms of c05..c08 run this block. History: optimized/cuda/TUNING.md.
 #pragma once
@@ -62,7 +65,10 @@ class FlashMmaBlock {
            sizeof(float) * static_cast<size_t>(kBr * kLdS + kBr * ld_acc(head_dim_v));
   }
 
-  __device__ FlashMmaBlock(const AttnArgs& a, unsigned char* smem, int64_t b, int64_t h, Strided rows)
+  // with_sink = false: one part of a split-K row set, whose merge adds the sink once
+  // (block_sparse.cuh: split_merge_kernel); every other caller keeps the default.
+  __device__ FlashMmaBlock(const AttnArgs& a, unsigned char* smem, int64_t b, int64_t h, Strided rows,
+                           bool with_sink = true)
       : a_(a), b_(b), h_(h), rows_(rows), D_(static_cast<int>(a.head_dim)), Dv_(static_cast<int>(a.head_dim_v)) {
     ldq_ = static_cast<int>(ld_in(D_));
     ldv_ = static_cast<int>(ld_in(Dv_));
@@ -90,6 +96,13 @@ class FlashMmaBlock {
     // in the interleaved, rotated order of pair_column (tiling.h): no bank conflicts.
     m_ = -INFINITY;
     l_ = 0.f;
+    // contract §2.9: a real row starts at the sink's logit, exp(σ − m) = 1 in l, so the sink
+    // is in every rescaling and in lse; a row without keys ends with o = 0, lse = σ.
+    const int r = warp_ * 16 + lane_ / 2;
+    if (with_sink && a.sinks != nullptr && r < rows_.count && a.query_real(b, rows_.at(r))) {
+      m_ = a.sinks[h];
+      l_ = 1.f;
+    }
     __syncthreads();
   }
 
@@ -107,11 +120,11 @@ class FlashMmaBlock {
     __syncthreads();  // every warp is done with the previous chunk's K/V
     for (int e = threadIdx.x; e < kBc * Dp; e += kThreads) {
       const int c = static_cast<int>(fast_div(a_.div_dp, e)), d = e - c * Dp;
-      Ks_[c * ldq_ + d] = c < count && d < D_ ? k[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), D_) + d] : to_input<T>(0.f);
+      Ks_[c * ldq_ + d] = c < count && d < D_ ? k[a_.kv_offset(b_, h_, a_.seq_len_k, keys.at(c), D_) + d] : to_input<T>(0.f);
     }
     for (int e = threadIdx.x; e < kBc * Dvp; e += kThreads) {
       const int c = static_cast<int>(fast_div(a_.div_dvp, e)), d = e - c * Dvp;
-      Vs_[c * ldv_ + d] = c < count && d < Dv_ ? v[a_.offset(b_, h_, a_.seq_len_k, keys.at(c), Dv_) + d] : to_input<T>(0.f);
+      Vs_[c * ldv_ + d] = c < count && d < Dv_ ? v[a_.kv_offset(b_, h_, a_.seq_len_k, keys.at(c), Dv_) + d] : to_input<T>(0.f);
     }
     __syncthreads();  // K/V staged
 
@@ -147,12 +160,22 @@ class FlashMmaBlock {
     const bool padded = a_.key_valid != nullptr;
     float* srow = Ss_ + r * kLdS;
     float mx = -INFINITY;
+    // contract §2.8 on the allowed pairs: scale, softcap c·tanh(s/c), ALiBi −a·|p − j|.
+    const float cap = a_.softcap;
+    const bool alibi = a_.alibi != nullptr;
+    const float slope = alibi ? a_.slope(b_, h_) : 0.f;
+    const int64_t pos = i + a_.seq_len_k - a_.seq_len_q;
 #pragma unroll 4
     for (int t = 0; t < kBc / 2; ++t) {
       const int c = pair_column(lane_, t, kBc / 2);
       const bool ok = row_ok && c < count && (full || allowed(i, keys.at(c))) &&
                       (!padded || padding_allows(a_.key_valid, a_.seq_len_q, a_.seq_len_k, b_, i, keys.at(c)));
-      const float s = ok ? a_.scale * srow[c] : -INFINITY;
+      float s = ok ? a_.scale * srow[c] : -INFINITY;
+      if (ok && cap > 0.f) s = cap * tanhf(s / cap);
+      if (ok && alibi) {
+        const int64_t j = keys.at(c);
+        s -= slope * static_cast<float>(pos > j ? pos - j : j - pos);
+      }
       srow[c] = s;
       mx = fmaxf(mx, s);
     }
@@ -197,7 +220,7 @@ class FlashMmaBlock {
   }
 
   // o = O / l and lse = m + log l for the block's rows (o = 0, lse = -inf for a row with no
-  // allowed key), into a.o / a.lse — or, for a split-K part, into its workspace rows:
+  // allowed key; with a sink lse = σ, l = 1 from the constructor), into a.o / a.lse — or, for a split-K part, into its workspace rows:
   // o_rows [row - first_row][Dv], lse_rows [row - first_row].
   __device__ void finish(float* o_rows = nullptr, float* lse_rows = nullptr, int64_t first_row = 0) {
     __syncwarp();

@@ -56,6 +56,17 @@ struct AttnArgs {
                                int64_t width) const {
     return ((b * num_heads + h) * rows + row) * width;
   }
+  // contract §2.4: query i of batch element b is real unless its own position p = i + L_k −
+  // L_q is a padded key (a padded query row does not exist: no sink, lse = -inf).
+  SPARSEATTN_HD bool query_real(int64_t b, int64_t i) const {
+    if (key_valid == nullptr) return true;
+    const int64_t p = i + seq_len_k - seq_len_q;
+    return p < 0 || p >= seq_len_k || key_valid[b * seq_len_k + p] != 0;
+  }
+  // The ALiBi slope a[b, h] (contract §2.8); only with alibi set.
+  SPARSEATTN_HD float slope(int64_t b, int64_t h) const {
+    return alibi[alibi_per_batch ? b * num_heads + h : h];
+  }
   // The same in k or v: row `row` of the kv head that query head h reads (contract §2.7).
   SPARSEATTN_HD int64_t kv_offset(int64_t b, int64_t h, int64_t rows, int64_t row,
                                   int64_t width) const {

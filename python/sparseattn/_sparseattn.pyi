@@ -48,7 +48,7 @@ def time_impl(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str
               scale: Optional[float], key_padding_mask: Optional[np.ndarray], repeats: int,
               warmup: int, softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
               sinks: Optional[np.ndarray]) -> Tuple[List[float], np.ndarray, np.ndarray]: ...
-# grads: [dq, dk, dv, dq_global, dk_global, dv_global] candidates (None: not checked),
+# grads: [dq, dk, dv, dq_global, dk_global, dv_global, dsinks] candidates (None: not checked),
 # grad_dtypes their own dtypes; compat, global_mask, projections as for attend.
 def check(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray,
           o_dtype: str, lse: Optional[np.ndarray], lse_dtype: str, atol: Optional[float],
@@ -121,6 +121,7 @@ class CheckResult:
     dq_global: Optional[TensorReport]
     dk_global: Optional[TensorReport]
     dv_global: Optional[TensorReport]
+    dsinks: Optional[TensorReport]
     compat: str
     global_projections: bool
     gradient_oracle: str

@@ -586,7 +586,8 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
           softcap: Optional[float] = None, alibi_slopes: Any = None,
           sinks: Any = None, preset: Optional[str] = None,
           layer: Optional[int] = None, cu_seqlens_q: Any = None, cu_seqlens_k: Any = None,
-          cache_seqlens: Any = None, block_table: Any = None) -> CheckReport:
+          cache_seqlens: Any = None, block_table: Any = None,
+          dsinks: Any = None) -> CheckReport:
     """Compares a candidate output (and its gradients) with the float64 oracles.
 
     The same computation as ``sparseattn check`` (docs/contract.md §4): the oracle
@@ -633,6 +634,10 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
     dq_global, dk_global, dv_global : array, the projections' shapes, optional
         Candidate gradients of the global projections; each needs ``dout`` and
         ``q_global``, ``k_global``, ``v_global``.
+    dsinks : array, [num_heads], optional
+        Candidate gradient of the sinks (contract §7.7), judged against
+        ``b1_dense_masked_grad``'s dσ; needs ``dout`` and ``sinks``. ``sparseattn check
+        --candidate-dsinks``; the report's ``dsinks``.
     probes : {"auto", "always", "never"}
         The cause probes of a failing check (docs/contract.md §4.9): ``"auto"`` runs them
         within ``probe_budget``, ``"always"`` on every failing row with no budget,
@@ -696,7 +701,7 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
     if _layouts.requested(layouts):  # contract §2.10-§2.12: each sequence, its own oracle
         _layouts.refuse_defaults(
             {"key_padding_mask": (key_padding_mask, None), "dout": (dout, None),
-             "dq": (dq, None), "dk": (dk, None), "dv": (dv, None),
+             "dq": (dq, None), "dk": (dk, None), "dv": (dv, None), "dsinks": (dsinks, None),
              "padded_queries": (padded_queries, "zero"),
              "key_padding_polarity": (key_padding_polarity, "keep"),
              "causal_align": (causal_align, "bottom-right"),
@@ -736,7 +741,7 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
                                   layout == "bshd")
     # Gradient candidates: each needs dout; dout needs at least one (as the CLI's flags).
     given = {"dq": dq, "dk": dk, "dv": dv, "dq_global": dq_global, "dk_global": dk_global,
-             "dv_global": dv_global}
+             "dv_global": dv_global, "dsinks": dsinks}
     for name, x in given.items():
         if x is not None and dout is None:
             raise _arrays.invalid(name, _given(x), "needs dout (the gradient of o)")

@@ -25,11 +25,11 @@ class TensorReport:
     Attributes
     ----------
     tensor : str
-        ``"o"``, ``"lse"``, ``"dq"``, ``"dk"``, ``"dv"``, ``"dq_global"``, ``"dk_global"``
-        or ``"dv_global"``.
+        ``"o"``, ``"lse"``, ``"dq"``, ``"dk"``, ``"dv"``, ``"dq_global"``, ``"dk_global"``,
+        ``"dv_global"`` or ``"dsinks"``.
     rows_are : str
-        ``"query"`` (o, lse, dq, dq_global) or ``"key"`` (dk, dv, dk_global, dv_global):
-        what a row of the tensor is.
+        ``"query"`` (o, lse, dq, dq_global), ``"key"`` (dk, dv, dk_global, dv_global) or
+        ``"head"`` (dsinks, viewed as [1, num_heads, 1]): what a row of the tensor is.
     num_elements, num_compared : int
         The tensor's elements, and those compared (rows skipped under
         ``padded_queries="any"`` are not). ``nothing_compared`` (no element compared) fails.
@@ -126,6 +126,8 @@ class CheckReport:
         Present when that candidate gradient was given (with ``dout``).
     dq_global, dk_global, dv_global : TensorReport or None
         The global projections' gradients, when given (contract §7.5).
+    dsinks : TensorReport or None
+        The sinks' gradient, when given (with ``dout`` and ``sinks``; contract §7.7).
     compat : str or None
         ``"hf-bigbird"`` when that mode's definition was the oracle.
     global_projections : bool or None
@@ -159,6 +161,7 @@ class CheckReport:
     dq_global: Optional[TensorReport] = None
     dk_global: Optional[TensorReport] = None
     dv_global: Optional[TensorReport] = None
+    dsinks: Optional[TensorReport] = None
     compat: Optional[str] = None
     global_projections: Optional[bool] = None
     # The C++ report (_sparseattn.CheckResult): summary() and to_dict() are its renderer's.
@@ -181,7 +184,7 @@ class CheckReport:
                            rows_not_compared=d.get("rows_not_compared"),
                            tolerance_rule=d.get("tolerance_rule"), dq_global=report("dq_global"),
                            dk_global=report("dk_global"), dv_global=report("dv_global"),
-                           compat=d.get("compat"), global_projections=d.get("global_projections"),
+                           dsinks=report("dsinks"), compat=d.get("compat"), global_projections=d.get("global_projections"),
                            native=native)
 
     def __bool__(self) -> bool:
@@ -189,7 +192,7 @@ class CheckReport:
 
     def _tensors(self) -> List[TensorReport]:
         return [t for t in (self.o, self.lse, self.dq, self.dk, self.dv, self.dq_global,
-                            self.dk_global, self.dv_global) if t is not None]
+                            self.dk_global, self.dv_global, self.dsinks) if t is not None]
 
     def to_dict(self) -> Dict[str, Any]:
         """The JSON object ``sparseattn check`` prints, field for field."""

@@ -525,7 +525,8 @@ py::tuple time_impl(const py::array& q_arr, const py::array& k_arr, const py::ar
 // judged against b1_dense_masked_grad as `check --dout --candidate-dq ...` does — or, under
 // a finite masked_score or a compatibility mode (compat, global_mask, projections, as
 // `check --compat/--global-mask/--q-global...`), against that convention's float64
-// definitions (contract §7.4-§7.6), dq_global, dk_global, dv_global (grad_arrs[3..5]) too.
+// definitions (contract §7.4-§7.6), dq_global, dk_global, dv_global (grad_arrs[3..5]) too;
+// grad_arrs[6] is dsinks [H_q], judged against b1's dσ with sinks (contract §7.7).
 api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py::array& v_arr,
                  const PatternSpec& spec, const py::array& o_arr, const std::string& o_dtype,
                  std::optional<py::array> lse_arr, const std::string& lse_dtype,
@@ -583,15 +584,15 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
     if (rtol) t.rtol = *rtol;
     return t;
   };
-  require(grad_arrs.size() == 6 && grad_dtypes.size() == 6, "gradients", grad_arrs.size(),
-          "must be (dq, dk, dv, dq_global, dk_global, dv_global)");
-  const char* grad_names[6] = {"dq", "dk", "dv", "dq_global", "dk_global", "dv_global"};
+  require(grad_arrs.size() == 7 && grad_dtypes.size() == 7, "gradients", grad_arrs.size(),
+          "must be (dq, dk, dv, dq_global, dk_global, dv_global, dsinks)");
+  const char* grad_names[7] = {"dq", "dk", "dv", "dq_global", "dk_global", "dv_global", "dsinks"};
   const ArrayView qv = float_view(q_arr, "q"), kv = float_view(k_arr, "k"),
                   vv = float_view(v_arr, "v"), ov = float_view(o_arr, "o");
-  std::optional<ArrayView> lv, dov, gv[6];
+  std::optional<ArrayView> lv, dov, gv[7];
   if (lse_arr) lv = float_view(*lse_arr, "lse");
   if (dout_arr) dov = float_view(*dout_arr, "dout");
-  for (int t = 0; t < 6; ++t)
+  for (int t = 0; t < 7; ++t)
     if (grad_arrs[t]) gv[t] = float_view(*grad_arrs[t], grad_names[t]);
   std::optional<Tensor<uint8_t>> gm;
   if (global_mask) gm = mask_tensor(*global_mask, "global_mask");
@@ -654,17 +655,20 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
     const api::CompatRequest request = compat_request(compat, gm, pv);
     const bool compat_mode = !request.compat.empty() || request.longformer();
     api::require_combinable(a, mods, conv, compat_mode, Spelling::keyword);
-    Tensor<double> dout, grads[6];
-    api::GradientCandidate cands[6];
+    require(!gv[6] || mods.has_sinks(), "dsinks", "array",
+            "needs sinks (the logits it is the gradient of)");
+    Tensor<double> dout, grads[7];
+    api::GradientCandidate cands[7];
     if (dov) {
       dout = api::checked_dout(to_tensor(*dov), a, "dout");
-      const Shape want[6] = {{a.batch, a.num_heads, a.seq_len_q, a.head_dim},
+      const Shape want[7] = {{a.batch, a.num_heads, a.seq_len_q, a.head_dim},
                              {a.batch, a.num_kv_heads, a.seq_len_k, a.head_dim},
                              {a.batch, a.num_kv_heads, a.seq_len_k, a.head_dim_v},
                              {a.batch, a.num_heads, a.seq_len_q, a.head_dim},
                              {a.batch, a.num_kv_heads, a.seq_len_k, a.head_dim},
-                             {a.batch, a.num_kv_heads, a.seq_len_k, a.head_dim_v}};
-      for (int t = 0; t < 6; ++t) {
+                             {a.batch, a.num_kv_heads, a.seq_len_k, a.head_dim_v},
+                             {a.num_heads}};
+      for (int t = 0; t < 7; ++t) {
         if (!gv[t]) continue;
         grads[t] = to_tensor(*gv[t]);
         api::require_candidate_shape(grads[t].shape, want[t], grad_names[t]);
@@ -702,10 +706,11 @@ api::CheckResult check(const py::array& q_arr, const py::array& k_arr, const py:
       const api::AttentionInputs ai{in.q, in.k, in.v, a, pattern};
       const api::ReferenceGradients ref = api::reference_gradients(
           ai, scale_ptr(scale), conv, compat_mode ? &request : nullptr, dout, &mods);
-      const Tensor<double>* refs[6] = {&ref.g.dq, &ref.g.dk, &ref.g.dv,
-                                       &ref.g.dq_global, &ref.g.dk_global, &ref.g.dv_global};
+      const Tensor<double>* refs[7] = {&ref.g.dq,        &ref.g.dk,        &ref.g.dv,
+                                       &ref.g.dq_global, &ref.g.dk_global, &ref.g.dv_global,
+                                       &ref.g.dsinks};
       std::vector<api::NamedGradientCandidate> named;
-      for (int t = 0; t < 6; ++t) named.push_back({grad_names[t], refs[t], cands[t]});
+      for (int t = 0; t < 7; ++t) named.push_back({grad_names[t], refs[t], cands[t]});
       const api::GradientInputs probe_inputs{in.q, in.k, in.v, dout, scale_ptr(scale), probe_options};
       // The gradient probes re-run plain b1: not with grouped heads or score modifiers.
       const bool modern = mods.any() || a.num_kv_heads != a.num_heads;

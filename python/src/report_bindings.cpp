@@ -66,6 +66,7 @@ void register_report_bindings(py::module_& m) {
       .def_property_readonly("dq_global", optional(&CheckResult::dq_global))
       .def_property_readonly("dk_global", optional(&CheckResult::dk_global))
       .def_property_readonly("dv_global", optional(&CheckResult::dv_global))
+      .def_property_readonly("dsinks", optional(&CheckResult::dsinks))
       .def_readonly("compat", &CheckResult::compat)
       .def_readonly("global_projections", &CheckResult::global_projections)
       .def_readonly("gradient_oracle", &CheckResult::gradient_oracle)

@@ -137,3 +137,28 @@ def test_time_impl_checks_a_modern_kernel_against_the_oracle_with_the_same_modif
     np.testing.assert_allclose(t.lse, lse_ref, atol=2e-5, rtol=2e-4)
     with pytest.raises(ValueError, match="does not serve grouped-query heads, softcap"):
         sa.time_impl(q, k, v, sa.Pattern.dense(), "a0_dense", repeats=1, softcap=1.5)
+
+
+def test_check_judges_a_candidate_dsinks_and_a_flipped_sign_fails(inputs):
+    # contract §7.7: the float32 backward kb02 (attend impl="cpu_k06_generic_tiles") gives
+    # dq, dk, dv and dsinks; check(dsinks=) judges its dσ, as float32, against b1's and
+    # passes; the planted mistake, dσ with its sign flipped, fails under "dsinks" alone.
+    q, k, v = inputs
+    rng = np.random.default_rng(8)
+    dout = rng.standard_normal((1, 8, 10, 4))
+    sinks = np.linspace(-1.0, 2.0, 8)
+    p = sa.Pattern.window(3, causal=True)
+    r = sa.attend(q, k, v, p, impl="cpu_k06_generic_tiles", dout=dout, softcap=1.5, sinks=sinks)
+    assert r.dsinks.shape == (8,)
+    ds = r.dsinks.astype(np.float32)
+    report = sa.check(q, k, v, p, r.o, r.lse, dout=dout, dq=r.dq, dk=r.dk, dv=r.dv, dsinks=ds,
+                      softcap=1.5, sinks=sinks)
+    assert report.passed, report.summary()
+    assert report.dsinks is not None and report.dsinks.passed
+    assert report.dsinks.rows_are == "head"
+    bad = sa.check(q, k, v, p, r.o, r.lse, dout=dout, dq=r.dq, dsinks=-ds, softcap=1.5,
+                   sinks=sinks)
+    assert not bad.passed
+    assert bad.dq.passed and not bad.dsinks.passed
+    with pytest.raises(ValueError, match="invalid dsinks = array: needs sinks"):
+        sa.check(q, k, v, p, r.o, r.lse, dout=dout, dsinks=ds, softcap=1.5)

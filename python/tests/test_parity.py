@@ -101,6 +101,7 @@ RENAMED: Dict[str, Dict[str, Tuple[str, str]]] = {
         "--candidate-dq-global": ("dq_global", "as AttendGlobalResult names it"),
         "--candidate-dk-global": ("dk_global", "as AttendGlobalResult names it"),
         "--candidate-dv-global": ("dv_global", "as AttendGlobalResult names it"),
+        "--candidate-dsinks": ("dsinks", "as AttendSinksResult names it"),
     },
     "mask": {"--seq-len": ("seq_len_q", "Python names the query length beside seq_len_k")},
     "info": {"--seq-len": ("seq_len_q", "Python names the query length beside seq_len_k")},

@@ -270,5 +270,39 @@ TEST_F(Modern, TextReportNamesTheKvHeadsAndTheScoreMods) {
   EXPECT_NE(r.out.find("\nscores softcap=2\n"), std::string::npos) << r.out;
 }
 
+TEST_F(Modern, CandidateDsinksIsJudgedAndAWrongSignFails) {
+  // check --candidate-dsinks (contract §7.7): b1's own dσ (attend --dsinks) passes, under
+  // "dsinks" with one row per head; the planted mistake, dσ with its sign flipped, fails
+  // at exactly the heads whose dσ is not 0; without --sinks it is refused (exit 2).
+  write_npy(path("do.npy"), uniform_tensor({kB, kHq, kLq, kD}, 31));
+  const std::string mods = " --sinks " + path("sinks.npy") + " --softcap 2";
+  attend("ds", "--dout " + path("do.npy") + " --dq " + path("dq.npy") + " --dsinks " +
+                   path("ds.npy") + mods);
+  const std::string grads =
+      " --dout " + path("do.npy") + " --candidate-dq " + path("dq.npy") + " --candidate-dsinks ";
+  nlohmann::json j = check("o_ds.npy", "lse_ds.npy", mods + grads + path("ds.npy"), 0);
+  EXPECT_EQ(j["gradient_oracle"], "b1_dense_masked_grad");
+  EXPECT_TRUE(j["dsinks"]["pass"].get<bool>());
+  EXPECT_EQ(j["dsinks"]["rows_are"], "head");
+  EXPECT_EQ(j["dsinks"]["num_elements"], kHq);
+  Tensor<double> ds = read_npy_float(path("ds.npy"), "ds");
+  ASSERT_EQ(ds.shape, Shape({kHq}));
+  for (double& x : ds.data) {
+    ASSERT_NE(x, 0.0);  // every head's sink takes a share of some row
+    x = -x;
+  }
+  write_npy(path("ds_neg.npy"), ds);
+  j = check("o_ds.npy", "lse_ds.npy", mods + grads + path("ds_neg.npy"), 1);
+  EXPECT_TRUE(j["dq"]["pass"].get<bool>());
+  EXPECT_FALSE(j["dsinks"]["pass"].get<bool>());
+  EXPECT_EQ(j["dsinks"]["num_mismatched"], kHq);
+  for (int64_t h = 0; h < kHq; ++h) EXPECT_EQ(j["dsinks"]["rows"]["0," + std::to_string(h)], "0");
+  const RunResult r = run("check " + qkv() + " --candidate " + path("o_ds.npy") + " " + kPattern +
+                          grads + path("ds.npy"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("invalid --candidate-dsinks"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("needs --sinks S.npy"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace sparseattn::testing_cli

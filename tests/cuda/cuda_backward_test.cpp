@@ -3,7 +3,8 @@
 // the float64 gradient oracle b1_dense_masked_grad, over the awkward-shape grid of
 // tests/cpu/cpu_cases.h plus seq_len 1025 with block 64, at the tolerance it declares;
 // exact zeros where the gradient is structurally zero; two runs bit-identical. Each kernel
-// consumes the saved o and lse of the forward kernel it names.
+// consumes the saved o and lse of the forward kernel it names. The modern grid (grouped kv
+// heads, softcap, ALiBi, sinks; contract §7.7) with dsinks, for the entries listing kModern.
 //
 // Without a device every test here GTEST_SKIP()s with "no CUDA device" (CTest reports them
 // as skipped, never passed), except the registry test, which runs everywhere.
@@ -20,6 +21,7 @@
 #include "reference/backward/backward.h"
 #include "registry/backward.h"
 #include "tests/cpu/cpu_cases.h"
+#include "tests/reference/modern_grid.h"
 #include "core/seeded_inputs.h"
 
 namespace sparseattn {
@@ -123,6 +125,57 @@ TEST(CudaBackwardLong, Seq1025Block64WithKeyPadding) {
   if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device";
   check_case(testing_grid::make_case(testing_grid::bigbird(64, 2, 7), {2, 2, 1025, 1025, 64, 32}, true));
 }
+
+// contract §7.7 on the device: every CUDA backward listing kModern against b1 with the same
+// modifiers on the modern grid (tests/reference/modern_grid.h: g ∈ {1, 2, 4, 8}, H_kv = 1,
+// L_q ≠ L_k, key padding, real rows without keys, every modifier alone and together): dq,
+// dk, dv and dsinks at the kernel's stated tolerance, two runs bit-identical.
+class CudaBackwardModern : public ::testing::TestWithParam<testing_modern::ModernCase> {};
+
+TEST_P(CudaBackwardModern, EveryModernCudaBackwardMatchesB1) {
+  if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device";
+  const testing_modern::ModernCase& c = GetParam();
+  const Pattern pattern = materialize(c.base.spec, c.base.sizes);
+  const testing_modern::ModernInputs in = testing_modern::inputs_of(c);
+  const ScoreMods mods = testing_modern::mods_of(c);
+  const double* scale = std::isnan(c.base.scale) ? nullptr : &c.base.scale;
+  const PatternSizes& z = c.base.sizes;
+  const Tensor<double> dout = random_tensor({z.batch, z.num_heads, z.seq_len_q, c.base.head_dim_v},
+                                            testing_inputs::seed_of(c.name) + 3);
+  const GradientResult oracle = b1_dense_masked_grad(in.q, in.k, in.v, dout, pattern, scale, mods);
+  const Problem problem = make_problem(in.q, in.k, in.v, pattern, scale, mods);
+  int ran = 0;
+  for (const GradKernel* kernel : cuda_grad_kernels()) {
+    SCOPED_TRACE(kernel->name);
+    if (!kernel->serves(pattern)) continue;
+    ASSERT_EQ(kernel->features, kModern);
+    ++ran;
+    GradProblem gp = make_grad_problem(problem, dout);
+    save_forward(*kernel, gp);
+    GradOutput out, again;
+    kernel->run(gp, out);
+    kernel->run(gp, again);
+    const Tolerance tol{kernel->atol, kernel->rtol};
+    const CheckReport rq = check_close(out.dq32, oracle.dq, tol);
+    const CheckReport rk = check_close(out.dk32, oracle.dk, tol);
+    const CheckReport rv = check_close(out.dv32, oracle.dv, tol);
+    EXPECT_TRUE(rq.pass) << report_json(rq, "dq", tol);
+    EXPECT_TRUE(rk.pass) << report_json(rk, "dk", tol);
+    EXPECT_TRUE(rv.pass) << report_json(rv, "dv", tol);
+    if (mods.has_sinks()) {
+      const CheckReport rs = check_close(out.dsinks, oracle.dsinks, tol);
+      EXPECT_TRUE(rs.pass) << report_json(rs, "dsinks", tol);
+    }
+    EXPECT_EQ(0, std::memcmp(out.dk32.ptr(), again.dk32.ptr(), out.dk32.data.size() * sizeof(float)));
+    EXPECT_EQ(0, std::memcmp(out.dq32.ptr(), again.dq32.ptr(), out.dq32.data.size() * sizeof(float)));
+  }
+  EXPECT_GT(ran, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modern, CudaBackwardModern, ::testing::ValuesIn(testing_modern::modern_cases()),
+                         [](const ::testing::TestParamInfo<testing_modern::ModernCase>& info) {
+                           return info.param.name;
+                         });
 
 }  // namespace
 }  // namespace sparseattn

@@ -23,6 +23,7 @@
 #include "reference/attention.h"
 #include "registry/registry.h"
 #include "tests/cpu/cpu_cases.h"
+#include "tests/reference/modern_grid.h"
 #include "core/seeded_inputs.h"
 
 namespace sparseattn {
@@ -255,6 +256,12 @@ Problem small_problem(const Pattern& pattern, int64_t head_dim) {
 // alone and all together, against the oracle with the same modifiers at its tolerance.
 // Real rows without keys keep lse = σ, padded rows -inf (checked by the comparison: the
 // oracle holds those values and the checker requires -inf = -inf exactly).
+// The oracle's inputs for a kernel of `dtype`: unrounded for float32, rounded as the device
+// rounds them for the half-precision kernels.
+Tensor<double> as_seen(const Tensor<double>& x, DType dtype) {
+  return dtype == DType::float32 ? x : cuda::round_like_device(x, dtype);
+}
+
 struct ModernCudaCase {
   const char* name;
   int64_t B, Hq, Hkv, Lq, Lk, D;
@@ -282,13 +289,18 @@ TEST_P(CudaModern, EveryModernCudaKernelMatchesTheOracle) {
   if (c.alibi) mods.alibi_slopes = random_tensor({c.B, c.Hq}, seed + 3, 0.0, 0.3);
   if (c.sinks) mods.sinks = random_tensor({c.Hq}, seed + 4);
   const Problem problem = make_problem(q, k, v, pattern, nullptr, mods);
-  const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, nullptr, mods);
+  // float32: the oracle on the unrounded inputs; half (c04): on the inputs as the kernel saw
+  // them, the modifiers unrounded (contract §2.8).
+  std::map<DType, AttentionResult> oracles;
   int ran = 0;
   for (const Kernel* kernel : cuda_kernels()) {
     if (!kernel->serves(pattern) || !kernel->serves_features(problem)) continue;
     SCOPED_TRACE(kernel->name);
-    ASSERT_EQ(kernel->dtype, DType::float32) << "compare half kernels on rounded inputs";
     ++ran;
+    if (!oracles.count(kernel->dtype))
+      oracles[kernel->dtype] = a1_dense_masked(as_seen(q, kernel->dtype), as_seen(k, kernel->dtype),
+                                               as_seen(v, kernel->dtype), pattern, nullptr, mods);
+    const AttentionResult& oracle = oracles[kernel->dtype];
     Output out;
     kernel->run(problem, out);
     const Tolerance tol{kernel->atol, kernel->rtol};
@@ -310,6 +322,76 @@ INSTANTIATE_TEST_SUITE_P(
         ModernCudaCase{"sinks_lq_gt_lk", 1, 4, 2, 50, 31, 8, true, false, false, false, true},
         ModernCudaCase{"everything", 2, 8, 2, 77, 90, 32, true, true, true, true, true}),
     [](const ::testing::TestParamInfo<ModernCudaCase>& info) { return info.param.name; });
+
+// contract §2.7-§2.9 on every pattern kind a modern CUDA kernel serves: the modern grid
+// (tests/reference/modern_grid.h: g ∈ {1, 2, 4, 8}, H_kv = 1, L_q ≠ L_k, causal, key padding
+// with padded queries, real rows without keys; dense, window (dilated too), longformer,
+// bigbird, explicit, per-head; each modifier alone and all three), every kernel listing
+// kModern that serves the pattern — float32 against the oracle, bf16/fp16 against the
+// oracle on the rounded inputs — at its tolerance. The block-sparse cases run again with
+// the split-K path forced (<case>_splitK): the parts leave the sink out and the merge adds
+// it exactly once (a sink per part would count it `parts` times). Every CUDA kernel that
+// serves the pattern, except c01 and c02, must list kModern.
+struct ModernKindCase {
+  testing_modern::ModernCase c;
+  int64_t split_cap = 0;  // 0: the automatic plan
+};
+void PrintTo(const ModernKindCase& mc, std::ostream* os) { *os << mc.c.name; }
+std::vector<ModernKindCase> modern_kind_cases() {
+  std::vector<ModernKindCase> out;
+  for (const testing_modern::ModernCase& c : testing_modern::modern_cases()) {
+    out.push_back({c, 0});
+    const PatternKind kind = c.base.spec.kind;
+    if (kind == PatternKind::longformer || kind == PatternKind::bigbird || kind == PatternKind::per_head) {
+      ModernKindCase split{c, 1};
+      split.c.name += "_splitK";
+      out.push_back(split);
+    }
+  }
+  return out;
+}
+
+class CudaModernKinds : public ::testing::TestWithParam<ModernKindCase> {};
+
+TEST_P(CudaModernKinds, EveryModernKernelServingThePatternMatchesTheOracle) {
+  if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device";
+  const testing_modern::ModernCase& c = GetParam().c;
+  const SplitCapGuard split(GetParam().split_cap);
+  const Pattern pattern = materialize(c.base.spec, c.base.sizes);
+  const testing_modern::ModernInputs in = testing_modern::inputs_of(c);
+  const ScoreMods mods = testing_modern::mods_of(c);
+  const double* scale = std::isnan(c.base.scale) ? nullptr : &c.base.scale;
+  const Problem problem = make_problem(in.q, in.k, in.v, pattern, scale, mods);
+  std::map<DType, AttentionResult> oracles;
+  int ran = 0;
+  for (const Kernel* kernel : cuda_kernels()) {
+    if (!kernel->serves(pattern)) continue;
+    SCOPED_TRACE(kernel->name);
+    const std::string name = kernel->name;
+    if (name.rfind("cuda_c01_", 0) == 0 || name.rfind("cuda_c02_", 0) == 0) continue;
+    ASSERT_EQ(kernel->features, kModern);
+    ++ran;
+    if (!oracles.count(kernel->dtype))
+      oracles[kernel->dtype] = a1_dense_masked(as_seen(in.q, kernel->dtype), as_seen(in.k, kernel->dtype),
+                                               as_seen(in.v, kernel->dtype), pattern, scale, mods);
+    const AttentionResult& oracle = oracles[kernel->dtype];
+    Output out;
+    kernel->run(problem, out);
+    const Tolerance tol{kernel->atol, kernel->rtol};
+    ASSERT_EQ(tol.atol, tolerance_of(kernel->dtype).atol);
+    ASSERT_EQ(tol.rtol, tolerance_of(kernel->dtype).rtol);
+    const CheckReport o = check_close(out.o32, oracle.o, tol);
+    const CheckReport lse = check_close(out.lse32, oracle.lse, tol);
+    EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
+    EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
+  }
+  EXPECT_GE(ran, 2) << "c08 f32 and bf16 serve every pattern";
+}
+
+INSTANTIATE_TEST_SUITE_P(Modern, CudaModernKinds, ::testing::ValuesIn(modern_kind_cases()),
+                         [](const ::testing::TestParamInfo<ModernKindCase>& info) {
+                           return info.param.c.name;
+                         });
 
 // Without the features a CUDA kernel refuses a modern problem by name, on every machine
 // (the registry guard runs before any device is looked for).
