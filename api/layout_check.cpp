@@ -1,6 +1,7 @@
 #include "api/layout_check.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -99,11 +100,12 @@ void require_finite_layout(const LayoutCall& call, const std::string& prefix) {
   for (int64_t b = 0; b < in.q.dim(0); ++b)
     for (const auto& [x, name] : {std::pair<const Tensor<double>*, const char*>{&in.k, "k"}, {&in.v, "v"}}) {
       const Tensor<double> rows = cache_rows(*x, in.cache, b);
+      const size_t d = static_cast<size_t>(rows.dim(3)), len = static_cast<size_t>(rows.dim(2));
       for (size_t e = 0; e < rows.data.size(); ++e)
         require(std::isfinite(rows.data[e]), prefix + name, rows.data[e],
                 "must be finite in the filled slots (element " + std::to_string(b) +
-                    ", key " + std::to_string(e / static_cast<size_t>(rows.dim(3)) %
-                                              static_cast<size_t>(rows.dim(2))) + ")");
+                    ", kv head " + std::to_string(e / (len * d)) + ", key " +
+                    std::to_string(e / d % len) + ", column " + std::to_string(e % d) + ")");
     }
 }
 
@@ -150,8 +152,8 @@ Output attend_layout(const Kernel& kernel, const LayoutCall& call) {
 GradOutput attend_layout_grad(const GradKernel& grad, const LayoutCall& call,
                               const Tensor<double>& dout) {
   require_field(!call.layout.cache, Field::cache_seqlens, "", "given",
-                "must not be given with --dout: decoding against a cache is forward only "
-                "(contract §2.11)");
+                "must not be given with a gradient of o (dout): decoding against a cache is "
+                "forward only (contract §2.11)");
   return attend_varlen_grad(grad, varlen_inputs(call), dout);
 }
 
@@ -197,8 +199,8 @@ CheckResult check_layout(const LayoutCall& call, const Tensor<double>& o, Tolera
       seqs.push_back(std::move(s));
     }
     layout_text = "varlen: " + std::to_string(vl.num_sequences()) +
-                  " sequences, total_q " + std::to_string(vl.total_q()) + ", total_k " +
-                  std::to_string(vl.total_k()) + "; batch index = sequence, row = row within it";
+                  " sequences (seq_len_q, seq_len_k above are total_q, total_k); batch index "
+                  "= sequence, row = row within it";
   } else {
     CacheInputs in = cache_inputs(call);
     validate_cache_inputs(in);
@@ -219,8 +221,9 @@ CheckResult check_layout(const LayoutCall& call, const Tensor<double>& o, Tolera
       seqs.push_back(std::move(s));
     }
     layout_text = std::string(in.cache.paged() ? "paged KV" : "KV cache") + ": batch " +
-                  std::to_string(in.q.dim(0)) + ", capacity " + std::to_string(in.cache.capacity()) +
-                  "; rows read against the filled slots cache_seqlens[b]";
+                  std::to_string(in.q.dim(0)) + " (seq_len_k above is the capacity " +
+                  std::to_string(in.cache.capacity()) + "); each element's rows read against its "
+                  "filled slots cache_seqlens[b]";
   }
   require(lse == nullptr || lse->shape == layout_lse_shape(call), "candidate-lse shape",
           lse == nullptr ? "" : shape_text(lse->shape),
@@ -253,6 +256,12 @@ CheckResult check_layout(const LayoutCall& call, const Tensor<double>& o, Tolera
     r.oracle = "a1_dense_masked";
     r.pattern = describe(call.spec);
     r.layout = layout_text;
+    r.conventions = call.conv.describe();
+    r.shape.batch = call.layout.varlen ? call.layout.varlen->num_sequences() : call.q.dim(0);
+    r.shape.num_heads = hq;
+    r.shape.num_kv_heads = call.k.rank() >= 2 ? call.k.dim(1) : hq;
+    r.shape.head_dim = call.q.shape.back();
+    r.shape.head_dim_v = call.v.shape.back();
     r.o.tensor = "o";
     r.o.nothing_compared = true;
     r.o.reason = "nothing compared: every sequence is empty (contract §4.9)";
@@ -281,6 +290,34 @@ CheckResult check_layout(const LayoutCall& call, const Tensor<double>& o, Tolera
   };
   relocate(r.o);
   if (r.lse) relocate(*r.lse);
+  // The probes ran on the sequence as a batch of one: their batch 0 is this sequence.
+  const std::string seq = std::to_string(index[worst]);
+  std::function<void(nlohmann::json&)> rebatch = [&](nlohmann::json& j) {
+    if (j.is_object()) {
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (it.key() == "batch" && it->is_number_integer()) *it = index[worst];
+        else if (it->is_string()) {
+          std::string s = *it;
+          for (size_t at = s.find("(batch 0,"); at != std::string::npos; at = s.find("(batch 0,", at + 1))
+            s.replace(at, 9, "(batch " + seq + ",");
+          *it = s;
+        } else rebatch(*it);
+      }
+    } else if (j.is_array()) {
+      for (nlohmann::json& x : j) rebatch(x);
+    }
+  };
+  rebatch(r.probes);
+  for (std::string* s : {&r.probable_cause, &r.o.probable_cause}) {
+    for (size_t at = s->find("(batch 0,"); at != std::string::npos; at = s->find("(batch 0,", at + 1))
+      s->replace(at, 9, "(batch " + seq + ",");
+    // A layout aligns every sequence bottom-right; the flag the probe names is refused there.
+    const std::string flag = "--causal-align top-left";
+    if (s->find(flag) != std::string::npos)
+      *s += " — the candidate aligns each sequence's causal diagonal top-left; under a layout "
+            "every sequence is aligned bottom-right (contract §2.10-§2.11), so the candidate "
+            "is wrong, not a convention";
+  }
   std::vector<std::pair<int64_t, const TensorReport*>> o_parts, lse_parts;
   for (size_t i = 0; i < parts.size(); ++i) {
     o_parts.emplace_back(index[i], &parts[i].o);
@@ -290,8 +327,20 @@ CheckResult check_layout(const LayoutCall& call, const Tensor<double>& o, Tolera
   if (r.lse) merge_tensor(*r.lse, lse_parts);
   r.pattern = describe(call.spec);
   r.layout = layout_text;
-  r.shape.batch = static_cast<int64_t>(call.layout.varlen ? call.layout.varlen->num_sequences()
-                                                          : call.layout.cache->batch());
+  // The header's sizes: the layout's totals (a packed batch) or the cache's capacity, which
+  // `layout` says; no single sequence's lengths.
+  if (call.layout.varlen) {
+    r.shape.batch = call.layout.varlen->num_sequences();
+    r.shape.seq_len_q = call.layout.varlen->total_q();
+    r.shape.seq_len_k = call.layout.varlen->total_k();
+  } else {
+    const CacheInputs in = cache_inputs(call);
+    r.shape.batch = in.q.dim(0);
+    r.shape.seq_len_q = in.q.dim(2);
+    r.shape.seq_len_k = call.layout.cache->paged()
+                            ? call.layout.cache->max_pages * in.k.dim(2)
+                            : in.k.dim(2);
+  }
   r.pass = r.o.pass && (!r.lse || r.lse->pass);
   if (r.pass) r.probable_cause.clear();
   return r;

@@ -27,7 +27,8 @@ void add_layout_flags(CLI::App* cmd, LayoutFlags& flags) {
   cmd->add_option("--cu-seqlens-q", flags.cu_seqlens_q,
                   "CQ.npy: int32/int64 [B + 1], 0 = c_0 <= ... <= c_B = total_q: q, k, v are "
                   "then packed [total, heads, head_dim] and sequence b is q rows c_b .. c_{b+1} - 1 "
-                  "(FlashAttention's varlen; contract §2.10); needs --cu-seqlens-k");
+                  "(FlashAttention's varlen; contract §2.10); o is then [total_q, num_heads, "
+                  "head_dim_v] and lse [num_heads, total_q]; needs --cu-seqlens-k");
   cmd->add_option("--cu-seqlens-k", flags.cu_seqlens_k,
                   "CK.npy: int32/int64 [B + 1], the key rows of each sequence, ending at total_k "
                   "(contract §2.10); needs --cu-seqlens-q");
@@ -37,8 +38,10 @@ void add_layout_flags(CLI::App* cmd, LayoutFlags& flags) {
                   "at i + S[b] - seq_len_q (contract §2.11)");
   cmd->add_option("--block-table", flags.block_table,
                   "T.npy: int32/int64 [B, max_pages]: k, v are page pools [num_pages, num_kv_heads, "
-                  "page_size, head_dim] and key t of element b lives in page T[b][t / page_size]; "
-                  "entries past S[b] are never read (contract §2.12); needs --cache-seqlens");
+                  "page_size, head_dim] (--layout bshd: [num_pages, page_size, num_kv_heads, "
+                  "head_dim]) and key t of element b lives in page T[b][t / page_size]; entries "
+                  "of pages m >= ceil(S[b] / page_size) are never read (contract §2.12); needs "
+                  "--cache-seqlens");
 }
 
 SeqLayout read_layout(const LayoutFlags& flags) {
@@ -76,10 +79,11 @@ SeqLayout read_layout(const LayoutFlags& flags) {
 
 void require_layout_conventions(const Conventions& conv, const SeqLayout& layout, bool compat) {
   if (!layout.any()) return;
-  const std::string with = layout.varlen ? "--cu-seqlens-q" : "--cache-seqlens";
+  const std::string with =
+      layout.varlen ? "a packed batch (cu_seqlens)" : "a KV cache (cache_seqlens)";
   auto refuse = [&](bool given, Field field, const std::string& value, const std::string& why) {
     require_field(!given, field, "", value,
-                  "must keep its default with " + with + " (" + why + ", contract §2.10-§2.12)");
+                  "must keep its default under " + with + " (" + why + ", contract §2.10-§2.12)");
   };
   refuse(layout.varlen.has_value() && conv.bshd, Field::layout, "bshd",
          "a packed batch is [total, heads, head_dim], one layout");

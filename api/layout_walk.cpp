@@ -16,8 +16,8 @@ namespace sparseattn::api {
 namespace {
 
 const char* layout_argument(const SeqLayout& layout) {
-  if (layout.varlen) return "cu_seqlens_q";
-  return layout.cache && layout.cache->paged() ? "block_table" : "cache_seqlens";
+  if (layout.varlen) return "a packed batch (cu_seqlens)";
+  return layout.cache && layout.cache->paged() ? "paged KV (block_table)" : "a KV cache (cache_seqlens)";
 }
 
 // A spec's file-given inputs, by field: each is built for one size (contract §2.10).
@@ -79,8 +79,24 @@ void require_layout_spec(const PatternSpec& spec, const SeqLayout& layout) {
   refuse_file_inputs(spec, with, -1);
 }
 
-Pattern sequence_pattern(const PatternSpec& spec, int64_t num_heads, int64_t seq_len_q,
+namespace {
+
+// contract §2.10: a global position beyond a sequence's end does not exist in it (§3.11 per
+// sequence), so it is dropped there rather than refused as out of range.
+void drop_globals_beyond(PatternSpec& spec, int64_t seq_len_k) {
+  std::vector<int64_t> kept;
+  for (int64_t g : spec.global)
+    if (g < seq_len_k) kept.push_back(g);
+  spec.global = std::move(kept);
+  for (PatternSpec& head : spec.per_head) drop_globals_beyond(head, seq_len_k);
+}
+
+}  // namespace
+
+Pattern sequence_pattern(const PatternSpec& given, int64_t num_heads, int64_t seq_len_q,
                          int64_t seq_len_k) {
+  PatternSpec spec = given;
+  drop_globals_beyond(spec, seq_len_k);
   PatternSizes sizes;
   sizes.batch = 1;
   sizes.num_heads = num_heads;

@@ -437,11 +437,13 @@ void register_attend(CLI::App& app) {
       ->required();
   cmd->add_option("--v", args->v, "V.npy: values [batch, num_kv_heads, seq_len_k, head_dim_v]")
       ->required();
-  cmd->add_option("--out", args->out, "O.npy: output o [batch, num_heads, seq_len_q, head_dim_v]")
+  cmd->add_option("--out", args->out,
+                  "O.npy: output o [batch, num_heads, seq_len_q, head_dim_v] (with --cu-seqlens-q "
+                  "packed [total_q, num_heads, head_dim_v])")
       ->required();
   cmd->add_option("--lse", args->lse,
-                  "LSE.npy: also write lse [batch, num_heads, seq_len_q], natural log; -inf on "
-                  "fully masked rows");
+                  "LSE.npy: also write lse [batch, num_heads, seq_len_q] (with --cu-seqlens-q "
+                  "[num_heads, total_q]), natural log; -inf on fully masked rows");
   std::string names;
   for (const Kernel& k : kernels()) names += (names.empty() ? "" : ", ") + std::string(k.name);
   cmd->add_option("--impl", args->impl, "kernel, one of the registry's: " + names)

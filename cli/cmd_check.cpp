@@ -373,11 +373,13 @@ void register_check(CLI::App& app) {
   cmd->add_option("--v", args->v, "V.npy: values [batch, num_kv_heads, seq_len_k, head_dim_v]")
       ->required();
   cmd->add_option("--candidate", args->candidate,
-                  "O.npy: the output to judge, [batch, num_heads, seq_len_q, head_dim_v], "
-                  "float16/32/64 (its dtype picks the tolerance)")
+                  "O.npy: the output to judge, [batch, num_heads, seq_len_q, head_dim_v] (with "
+                  "--cu-seqlens-q packed [total_q, num_heads, head_dim_v]), float16/32/64 (its "
+                  "dtype picks the tolerance)")
       ->required();
   cmd->add_option("--candidate-lse", args->candidate_lse,
-                  "L.npy: its lse [batch, num_heads, seq_len_q]; -inf expected on fully masked rows");
+                  "L.npy: its lse [batch, num_heads, seq_len_q] (with --cu-seqlens-q [num_heads, "
+                  "total_q], FlashAttention's varlen layout); -inf expected on fully masked rows");
   cmd->add_option("--atol", args->atol,
                   "A: absolute tolerance, finite >= 0; default from docs/numerics.md by dtype");
   cmd->add_option("--rtol", args->rtol,
@@ -389,9 +391,9 @@ void register_check(CLI::App& app) {
   cmd->add_option("--candidate-dq", args->candidate_dq,
                   "DQ.npy: dq to judge, q's shape [batch, num_heads, seq_len_q, head_dim]; needs --dout");
   cmd->add_option("--candidate-dk", args->candidate_dk,
-                  "DK.npy: dk to judge, k's shape [batch, num_heads, seq_len_k, head_dim]; needs --dout");
+                  "DK.npy: dk to judge, k's shape [batch, num_kv_heads, seq_len_k, head_dim]; needs --dout");
   cmd->add_option("--candidate-dv", args->candidate_dv,
-                  "DV.npy: dv to judge, v's shape [batch, num_heads, seq_len_k, head_dim_v]; needs --dout");
+                  "DV.npy: dv to judge, v's shape [batch, num_kv_heads, seq_len_k, head_dim_v]; needs --dout");
   cmd->add_option("--candidate-dq-global", args->candidate_dq_global,
                   "DQG.npy: gradient of --q-global to judge (its shape); needs --dout and the "
                   "global projections (contract §7.5)");

@@ -118,8 +118,9 @@ void register_mask(CLI::App& app) {
   add_convention_flags(cmd, args->conventions, /*tensors=*/false);
   add_attention_window_flag(cmd, args->compat);
   cmd->add_option("--cu-seqlens-q", args->layout.cu_seqlens_q,
-                  "CQ.npy: int32/int64 [B + 1]: write the packed batch's allowed set [num_heads, "
-                  "total_q, total_k], block diagonal (contract §2.10); replaces --seq-len");
+                  "CQ.npy: int32/int64 [B + 1]: write the packed batch's allowed set [total_q, "
+                  "total_k] ([num_heads, total_q, total_k] for H > 1), block diagonal (contract "
+                  "§2.10); replaces --seq-len");
   cmd->add_option("--cu-seqlens-k", args->layout.cu_seqlens_k,
                   "CK.npy: int32/int64 [B + 1], the key rows of each sequence; needs --cu-seqlens-q");
   cmd->add_option("--global-mask", args->compat.global_mask,

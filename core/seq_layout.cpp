@@ -45,10 +45,11 @@ void validate_kv_cache(const KvCache& cache, int64_t batch) {
   if (!cache.paged()) return;
   require_field(cache.page_size >= 1, Field::block_table, " page_size", cache.page_size,
                 "must be >= 1 (the page pools' slots per page)");
-  require_field(static_cast<int64_t>(cache.block_table.size()) == batch * cache.max_pages,
-                Field::block_table, " shape", cache.block_table.size(),
-                "must be [batch, max_pages] = [" + std::to_string(batch) + ", " +
-                    std::to_string(cache.max_pages) + "]");
+  const int64_t rows = cache.max_pages > 0 ? static_cast<int64_t>(cache.block_table.size()) / cache.max_pages : 0;
+  require_field(rows == batch, Field::block_table, " shape",
+                "[" + std::to_string(rows) + ", " + std::to_string(cache.max_pages) + "]",
+                "must have one row per element of q's batch: [" + std::to_string(batch) +
+                    ", max_pages]");
   for (int64_t b = 0; b < batch; ++b) {
     const int64_t pages_read = (cache.seq_len_k(b) + cache.page_size - 1) / cache.page_size;
     for (int64_t m = 0; m < pages_read; ++m) {

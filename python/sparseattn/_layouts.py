@@ -30,14 +30,22 @@ def index_array(x: Any, name: str) -> Optional[np.ndarray]:
     return None if x is None else _arrays.to_numpy(x, name)
 
 
+#: Keywords refused under a layout for another reason than "the layout says which keys exist".
+NOT_YET = {name: "is not judged under a sequence layout yet: check the gradients of a packed "
+                 "batch sequence by sequence (contract §7.8)"
+           for name in ("dout", "dq", "dk", "dv", "dsinks")}
+
+
 def refuse_defaults(given: Dict[str, Tuple[Any, Any]], with_name: str) -> None:
     """Raises ValueError naming the first keyword whose value is not its default: under a
-    layout it has no meaning (contract §2.10–§2.11)."""
+    layout it has no meaning (contract §2.10–§2.11). An array is shown as ``given``."""
     for name, (value, default) in given.items():
         if not (value is default or (value is not None and default is not None
                                      and isinstance(value, str) and value == default)):
-            raise _arrays.invalid(name, value, f"must keep its default with {with_name} "
-                                  "(the layout says which keys exist; contract §2.10-§2.12)")
+            shown = value if isinstance(value, (str, int, float)) else "given"
+            why = NOT_YET.get(name, f"must keep its default with {with_name} (the layout "
+                                    "says which keys exist; contract §2.10-§2.12)")
+            raise _arrays.invalid(name, shown, why)
 
 
 def shapes_for_preset(qa: np.ndarray, ka: np.ndarray, va: np.ndarray,
@@ -67,3 +75,12 @@ def check(qa: np.ndarray, ka: np.ndarray, va: np.ndarray, spec: Any, o: np.ndarr
     arrays = [index_array(layouts[n], n) for n in LAYOUT_KEYWORDS]
     return _C.check_layout(qa, ka, va, spec, o, o_dtype, lse, lse_dtype, atol, rtol, scale,
                            *arrays, layout, str(lse_base), probes, probe_budget, *mods)
+
+
+def time_impl(qa: np.ndarray, ka: np.ndarray, va: np.ndarray, spec: Any, impl: str,
+              scale: Optional[float], repeats: int, warmup: int, layout: str,
+              mods: Tuple[Any, Any, Any], layouts: Dict[str, Any]) -> Tuple[Any, Any, Any]:
+    """``_C.time_layout``: (seconds per timed call, o, lse) of the layout's walk."""
+    arrays = [index_array(layouts[n], n) for n in LAYOUT_KEYWORDS]
+    return _C.time_layout(qa, ka, va, spec, impl, scale, *arrays, layout, repeats, warmup,
+                          *mods)

@@ -70,6 +70,12 @@ def attend_layout(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl:
                   softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
                   sinks: Optional[np.ndarray],
                   dout: Optional[np.ndarray]) -> Tuple[np.ndarray, ...]: ...
+def time_layout(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: str,
+                scale: Optional[float], cu_seqlens_q: Optional[np.ndarray],
+                cu_seqlens_k: Optional[np.ndarray], cache_seqlens: Optional[np.ndarray],
+                block_table: Optional[np.ndarray], layout: str, repeats: int, warmup: int,
+                softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
+                sinks: Optional[np.ndarray]) -> Tuple[List[float], np.ndarray, np.ndarray]: ...
 def varlen_mask(spec: Spec, num_heads: int, cu_seqlens_q: Optional[np.ndarray],
                 cu_seqlens_k: Optional[np.ndarray]) -> np.ndarray: ...
 def check_layout(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray,

@@ -485,7 +485,9 @@ class Timing(NamedTuple):
 def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: int = 5,
               warmup: int = 1, scale: Optional[float] = None,
               key_padding_mask: Any = None, softcap: Optional[float] = None,
-              alibi_slopes: Any = None, sinks: Any = None) -> Timing:
+              alibi_slopes: Any = None, sinks: Any = None, layout: str = "bhsd",
+              cu_seqlens_q: Any = None, cu_seqlens_k: Any = None, cache_seqlens: Any = None,
+              block_table: Any = None) -> Timing:
     """Times one registered kernel on prepared inputs: kernel time only, once it is checked.
 
     The inputs are converted and the pattern built once, untimed (the same preparation
@@ -519,6 +521,11 @@ def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: i
         True = real token (contract §2).
     softcap, alibi_slopes, sinks
         As :func:`attend` (contract §2.8–§2.9); ``impl`` must read them.
+    layout, cu_seqlens_q, cu_seqlens_k, cache_seqlens, block_table
+        A sequence layout of :func:`attend` (contract §2.10–§2.12; ``layout="bshd"`` for a
+        cache only). Then each timed call is the whole layout call as ``attend`` makes it —
+        the walk's reading of each sequence included (a kernel that reads a cache in place
+        gets it whole) — and the first call is checked against every sequence's oracle.
 
     Returns
     -------
@@ -549,6 +556,18 @@ def time_impl(q: Any, k: Any, v: Any, pattern: Pattern, impl: str, *, repeats: i
     n = _arrays.integer("repeats", repeats, 1, allowed="must be an integer >= 1 (timed calls)")
     w = _arrays.integer("warmup", warmup, 0, allowed="must be an integer >= 0 (untimed calls first)")
     qa, ka, va = (_arrays.float_array(x, name) for x, name in ((q, "q"), (k, "k"), (v, "v")))
+    layouts = {"cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k": cu_seqlens_k,
+               "cache_seqlens": cache_seqlens, "block_table": block_table}
+    if _layouts.requested(layouts):  # contract §2.10-§2.12
+        _layouts.refuse_defaults({"key_padding_mask": (key_padding_mask, None)},
+                                 "cu_seqlens_q" if cu_seqlens_q is not None else "cache_seqlens")
+        seconds, o, lse = _layouts.time_impl(qa, ka, va, p._spec, impl, _scale(scale), n, w,
+                                             layout, _score_mods(softcap, alibi_slopes, sinks),
+                                             layouts)
+        return Timing(np.asarray(seconds, dtype=np.float64), o, lse)
+    if layout != "bhsd":
+        raise _arrays.invalid("layout", layout, "must be bhsd without a cache (time_impl takes "
+                              "bhsd arrays; bshd only with cache_seqlens)")
     seconds, o, lse = _C.time_impl(qa, ka, va, p._spec, impl, _scale(scale),
                                    _padding(key_padding_mask), n, w,
                                    *_score_mods(softcap, alibi_slopes, sinks))

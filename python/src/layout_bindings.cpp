@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -180,9 +181,48 @@ py::array varlen_mask(const PatternSpec& spec, int64_t num_heads, std::optional<
   return to_numpy(std::move(m));
 }
 
+// time_impl(..., cu_seqlens_q=...): the walk (or the in-place kernel) timed as a user runs
+// it, preparation included; the first untimed call checked against the per-sequence oracle
+// at the kernel's registry tolerance (an exact kernel that fails is never timed).
+py::tuple time_layout(const py::array& q, const py::array& k, const py::array& v,
+                      const PatternSpec& spec, const std::string& impl, std::optional<double> scale,
+                      std::optional<py::array> cu_q, std::optional<py::array> cu_k,
+                      std::optional<py::array> cache_seqlens, std::optional<py::array> block_table,
+                      const std::string& layout, int64_t repeats, int64_t warmup,
+                      std::optional<double> softcap, std::optional<py::array> alibi,
+                      std::optional<py::array> sinks) {
+  const api::LayoutCall call = layout_call(q, k, v, spec, scale, cu_q, cu_k, cache_seqlens,
+                                           block_table, layout, "e", softcap, alibi, sinks);
+  const Kernel& kernel = find_kernel(impl);
+  std::vector<double> seconds;
+  Output out;
+  {
+    py::gil_scoped_release nogil;
+    out = api::attend_layout(kernel, call);
+    const Tensor<double> o = out.o.numel() ? out.o : tensor_cast<double>(out.o32);
+    const Tensor<double> lse = out.lse.numel() ? out.lse : tensor_cast<double>(out.lse32);
+    const Tolerance tol{kernel.atol, kernel.rtol};
+    const api::CheckResult r = api::check_layout(call, o, tol, &lse, tol, api::ProbeOptions{});
+    require_field(!kernel.exact || r.pass, Field::impl, "", impl,
+                  "failed its check against the oracle (" + r.o.reason +
+                      "); an exact kernel that fails is not timed (contract §4.11)");
+    for (int64_t i = 0; i < warmup; ++i) out = api::attend_layout(kernel, call);
+    for (int64_t i = 0; i < repeats; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      out = api::attend_layout(kernel, call);
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  auto either = [](Tensor<double>& x64, Tensor<float>& x32) {
+    return x64.numel() > 0 || x32.numel() == 0 ? to_numpy(std::move(x64)) : to_numpy(std::move(x32));
+  };
+  return py::make_tuple(seconds, either(out.o, out.o32), either(out.lse, out.lse32));
+}
+
 }  // namespace
 
 void register_layout_bindings(py::module_& m) {
+  m.def("time_layout", &time_layout);
   m.def("varlen_mask", &varlen_mask);
   m.def("attend_layout", &attend_layout);
   m.def("check_layout", &check_layout);

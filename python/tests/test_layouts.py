@@ -164,3 +164,14 @@ def test_varlen_mask_is_block_diagonal_of_each_sequences_own_mask():
             want[cu_q[b]:cu_q[b + 1], cu_k[b]:cu_k[b + 1]] = pat.mask(lq, lk)
     np.testing.assert_array_equal(m, want)
     assert m[0].tolist() == [True, True, False, False] + [False] * 6  # p = 0 + 4 - 3 = 1
+
+
+def test_time_impl_times_the_walk_after_checking_it(packed):
+    q, k, v, cu_q, cu_k = packed
+    pat = sa.Pattern.window(window=2, causal=True)
+    t = sa.time_impl(q, k, v, pat, "cpu_k02_window_band", repeats=2, warmup=0,
+                     cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    assert t.seconds.shape == (2,) and np.all(t.seconds > 0)
+    o, _ = sa.attend(q, k, v, pat, impl="cpu_k02_window_band", cu_seqlens_q=cu_q,
+                     cu_seqlens_k=cu_k)
+    np.testing.assert_array_equal(t.o, o)

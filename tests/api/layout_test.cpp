@@ -121,6 +121,23 @@ TEST(Varlen, WindowPositionsRestartPerSequence) {
   EXPECT_EQ(out.o.data, std::vector<double>({10, 11, 21, 22}));
 }
 
+// A global position beyond a sequence's end does not exist in it (contract §2.10): global 5
+// is refused by no sequence, absent from the 2-token one, and a global key of the 6-token one.
+TEST(Varlen, GlobalPositionsBeyondASequenceDoNotExistInIt) {
+  PatternSpec spec;
+  spec.kind = PatternKind::longformer;
+  spec.window = 0;
+  spec.global = {5};
+  const Tensor<uint8_t> m = varlen_allowed_mask(spec, 1, {{0, 2, 8}, {0, 2, 8}});
+  ASSERT_EQ(m.shape, Shape({1, 8, 8}));
+  auto at = [&](int64_t i, int64_t j) { return m.data[static_cast<size_t>(i * 8 + j)]; };
+  EXPECT_EQ(at(0, 0) + at(0, 1) + at(1, 0) + at(1, 1), 2);  // sequence 0: the diagonal only
+  for (int64_t i = 2; i < 8; ++i) EXPECT_EQ(at(i, 2 + 5), 1) << i;  // every query sees key 5
+  for (int64_t j = 2; j < 8; ++j) EXPECT_EQ(at(2 + 5, j), 1) << j;  // and it sees every key
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 2; j < 8; ++j) EXPECT_EQ(at(i, j) + at(j, i), 0);  // nothing between
+}
+
 // --- the walk against an independent construction ------------------------------------------
 
 // The packed batch as one [1, H, total, d] problem whose explicit mask is block diagonal
@@ -453,7 +470,7 @@ TEST(Varlen, BadCuSeqlensAreNamed) {
   expect_field(Field::cu_seqlens_q, with({0}, {0}), "B + 1 >= 2");
   VarlenInputs in = hand_varlen();
   in.spec.key_padding_mask = Tensor<uint8_t>({1, 4}, 1);
-  expect_field(Field::key_padding_mask, [&] { attend_varlen(oracle(), in); }, "cu_seqlens_q");
+  expect_field(Field::key_padding_mask, [&] { attend_varlen(oracle(), in); }, "packed batch");
   in = hand_varlen();
   in.q.shape = {1, 3, 1, 1};
   EXPECT_THROW(attend_varlen(oracle(), in), InvalidArgument);

@@ -8,6 +8,7 @@
 // and one that took the key-padding view (the query itself padded: o = 0) both fail. The
 // oracle's values are checked by hand-computed cases in tests/api/layout_test.cpp.
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
@@ -169,6 +170,21 @@ TEST_F(Varlen, ACandidateThatCrossesSequencesFailsNamingTheSequence) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   const nlohmann::json j = json_of(r);
   EXPECT_NE(j["o"]["reason"].get<std::string>().find("sequence "), std::string::npos) << j.dump(2);
+  // Every batch index the report and its probes give is the failing sequence's, not 0 (the
+  // probes ran on that sequence as a batch of one).
+  const int64_t seq = j["o"]["worst_row"]["batch"].get<int64_t>();
+  EXPECT_EQ(j["o"]["worst_index"][0].get<int64_t>(), seq);
+  std::function<void(const nlohmann::json&)> walk = [&](const nlohmann::json& x) {
+    if (x.is_object())
+      for (auto it = x.begin(); it != x.end(); ++it) {
+        if (it.key() == "batch") EXPECT_EQ(it->get<int64_t>(), seq) << x.dump();
+        walk(*it);
+      }
+    else if (x.is_array())
+      for (const auto& e : x) walk(e);
+  };
+  walk(j["probes"]);
+  if (seq != 0) EXPECT_EQ(j["probable_cause"].get<std::string>().find("(batch 0,"), std::string::npos);
 }
 
 TEST_F(Varlen, GradientsArePackedLikeTheirInputs) {
