@@ -116,6 +116,17 @@ TEST_F(SelectedCli, SelectWritesHandComputedIndices) {
   EXPECT_EQ(std::vector<int64_t>(mi.data.end() - 2, mi.data.end()), (std::vector<int64_t>{2, 0}));
 }
 
+TEST_F(SelectedCli, ReachOverASelectionByHand) {
+  // contract §6.1 on the 4-token table: edges j -> i for j in A(i) = {0,2}, {1,3}, {}, {0,1,2}
+  // plus the self edges: 7 + 2 (rows 2 and 3 lack their own key) = 9 of 16 pairs after one
+  // layer; after two, A(1) gains A(3) and row 3 already has every key: 2 + 4 + 1 + 4 = 11.
+  const RunResult r = run("reach --pattern selected --kv-indices " + path("I.npy") + " --seq-len 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["connected_fraction"][0].get<double>(), 9.0 / 16.0);
+  EXPECT_DOUBLE_EQ(j["connected_fraction"][1].get<double>(), 11.0 / 16.0);
+}
+
 TEST_F(SelectedCli, BadInputNamesTheFlagAndWritesNothing) {
   Tensor<int64_t> bad({1, 1, 4, 1}, 0);
   bad.data[2] = 4;  // L_k = 4
