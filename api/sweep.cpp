@@ -42,18 +42,31 @@ struct Instance {
   std::unique_ptr<api::Oracle> oracle;  // built on first use
 };
 
-Instance make_instance(const PatternSpec& spec, int64_t heads, int64_t n, int64_t head_dim) {
+// k and v have kv_heads heads and the problem carries `mods` (contract §2.7–§2.9), so the
+// oracle built from it (make_oracle) is the oracle of attention with them.
+Instance make_instance(const PatternSpec& spec, int64_t heads, int64_t kv_heads, int64_t n,
+                       int64_t head_dim, const ScoreMods& mods) {
   Instance in;
   in.pattern = std::make_unique<Pattern>(materialize(spec, {1, heads, n, n}));
   const uint64_t seed = testing_inputs::seed_of("sweep/" + std::to_string(n));
   // The same q, k, v for the pattern and the dense baseline (seeded by n only).
   in.problem = make_problem(testing_inputs::random_tensor({1, heads, n, head_dim}, seed),
-                            testing_inputs::random_tensor({1, heads, n, head_dim}, seed + 1),
-                            testing_inputs::random_tensor({1, heads, n, head_dim}, seed + 2),
-                            *in.pattern, nullptr);
+                            testing_inputs::random_tensor({1, kv_heads, n, head_dim}, seed + 1),
+                            testing_inputs::random_tensor({1, kv_heads, n, head_dim}, seed + 2),
+                            *in.pattern, nullptr, mods);
   in.stats = pattern_stats(*in.pattern);
   return in;
 }
+
+// The Feature bits of grouped heads and the modifiers (the pattern adds its own).
+unsigned needed_bits(int64_t heads, int64_t kv_heads, const ScoreMods& mods) {
+  AttentionShape shape;
+  shape.num_heads = heads;
+  shape.num_kv_heads = kv_heads;
+  return needed_features(shape, mods);
+}
+
+bool serves_bits(const Kernel& k, unsigned needed) { return (needed & ~k.features) == 0; }
 
 // What is known of one series while the sweep runs.
 struct Series {
@@ -88,10 +101,12 @@ std::vector<std::string> split_commas(const std::string& text) {
   return out;
 }
 
-// The kernels to sweep: named ones (each must serve the pattern and be exact), or every
-// exact registry kernel that serves it, filtered by target and dtype.
+// The kernels to sweep: named ones (each must serve the pattern and the `needed` features,
+// and be exact), or every exact registry kernel that serves them, filtered by target and
+// dtype.
 std::vector<const Kernel*> choose_kernels(const SweepRequest& a, const Pattern& probe,
-                                          std::vector<std::string>& notes, Spelling s) {
+                                          unsigned needed, std::vector<std::string>& notes,
+                                          Spelling s) {
   const std::string impl_arg = spell_flag("--impl", s);
   if (!a.target.empty())
     require(a.target == "cpu" || a.target == "reference" || a.target == "cuda",
@@ -106,12 +121,14 @@ std::vector<const Kernel*> choose_kernels(const SweepRequest& a, const Pattern& 
       if (a.dtype != "any" && a.dtype != dtype_name(k.dtype)) continue;
       if (!k.exact) continue;  // approximations are not held to the oracle's tolerance
       if (!k.serves(probe)) continue;
+      if (!serves_bits(k, needed)) continue;  // it would refuse (or miscompute) the problem
       out.push_back(&k);
     }
     if (out.empty())
-      notes.push_back(fmt::format("{} auto: no exact kernel{}{} serves {}", impl_arg,
+      notes.push_back(fmt::format("{} auto: no exact kernel{}{} serves {}{}", impl_arg,
                                   a.target.empty() ? "" : " of target " + a.target,
-                                  a.dtype == "any" ? "" : " in " + a.dtype, describe(probe.spec)));
+                                  a.dtype == "any" ? "" : " in " + a.dtype, describe(probe.spec),
+                                  needed == kPlain ? "" : " with " + feature_names(needed)));
     if (a.target == "cuda" || a.target.empty()) {
       bool any_cuda = false;
       for (const Kernel& k : kernels()) any_cuda |= k.target == Target::cuda;
@@ -125,6 +142,9 @@ std::vector<const Kernel*> choose_kernels(const SweepRequest& a, const Pattern& 
             "is an approximation; sweep times only kernels held to the oracle's tolerance");
     require(k->serves(probe), impl_arg, name,
             std::string("does not serve ") + describe(probe.spec) + " (it serves " + k->patterns + ")");
+    require(serves_bits(*k, needed), impl_arg, name,
+            "does not serve " + feature_names(needed & ~k->features) +
+                " (contract §2.7-§2.9); " + impl_arg + " auto picks the kernels that do");
     require(a.target.empty() || a.target == target_name(k->target), impl_arg, name,
             "is not a " + spell_flag("--target", s) + " " + a.target + " kernel");
     require(a.dtype == "any" || a.dtype == dtype_name(k->dtype), impl_arg, name,
@@ -153,9 +173,19 @@ SweepConfig plan_sweep(const SweepRequest& a, std::vector<std::string>& notes, S
   require(std::isfinite(a.max_seconds) && a.max_seconds > 0, spell_flag("--max-seconds", s),
           a.max_seconds, "must be a number of seconds > 0");
 
+  const int64_t kv_heads = a.num_kv_heads == 0 ? a.num_heads : a.num_kv_heads;
+  require(kv_heads >= 1 && kv_heads <= a.num_heads && a.num_heads % kv_heads == 0,
+          spell_flag("--num-kv-heads", s), kv_heads,
+          fmt::format("must be an integer in [1, {}] that divides {} {} (grouped-query heads, "
+                      "contract §2.7)",
+                      a.num_heads, spell_flag("--num-heads", s), a.num_heads));
+  validate_score_mods(a.mods, 1, a.num_heads);  // FieldError(softcap, alibi_slopes, sinks)
+
   SweepConfig c;
   c.spec = a.spec;
   c.num_heads = a.num_heads;
+  c.num_kv_heads = kv_heads;
+  c.mods = a.mods;
   c.head_dim = a.head_dim;
   c.seq_lens = a.seq_lens;
   c.repeats = static_cast<int>(a.repeats);
@@ -165,15 +195,28 @@ SweepConfig plan_sweep(const SweepRequest& a, std::vector<std::string>& notes, S
   // serves() is a property of the pattern kind and parameters; the smallest n decides it
   // (and reports a pattern that cannot be built before anything runs).
   const Pattern probe = materialize(c.spec, {1, c.num_heads, a.seq_lens.front(), a.seq_lens.front()});
-  c.kernels = choose_kernels(a, probe, notes, s);
+  const unsigned dense_needed = needed_bits(c.num_heads, c.num_kv_heads, c.mods);
+  const unsigned needed = dense_needed | needed_pattern_features(probe);
+  c.kernels = choose_kernels(a, probe, needed, notes, s);
+  // The baseline runs on the dense pattern with the same heads and modifiers (dense_needed).
   const std::string baseline_arg = spell_flag("--dense-baseline", s);
   if (a.dense_baseline == "auto") {
     if (c.spec.kind != PatternKind::dense || c.spec.causal)
       for (const Kernel& k : kernels())
-        if (std::string(k.name) == "cpu_k01_dense_flash") c.dense_baseline = &k;
+        if (std::string(k.name) == "cpu_k01_dense_flash") {
+          if (serves_bits(k, dense_needed))
+            c.dense_baseline = &k;
+          else
+            notes.push_back(fmt::format("{} auto: {} does not serve {}; no baseline",
+                                        baseline_arg, k.name,
+                                        feature_names(dense_needed & ~k.features)));
+        }
   } else if (a.dense_baseline != "none") {
     c.dense_baseline = &find_kernel(a.dense_baseline);
     require(c.dense_baseline->exact, baseline_arg, a.dense_baseline, "must be an exact kernel");
+    require(serves_bits(*c.dense_baseline, dense_needed), baseline_arg, a.dense_baseline,
+            "does not serve " + feature_names(dense_needed & ~c.dense_baseline->features) +
+                " (contract §2.7-§2.9)");
   }
   if (c.kernels.empty() && c.dense_baseline == nullptr) {
     std::string why;
@@ -211,6 +254,9 @@ SweepResult run_sweep(const SweepConfig& c) {
   require(c.num_heads >= 1, "--num-heads", c.num_heads, "must be an integer >= 1");
   for (size_t i = 1; i < c.seq_lens.size(); ++i)
     require(c.seq_lens[i] > c.seq_lens[i - 1], "--seq-len", c.seq_lens[i], "must ascend");
+  const int64_t kv_heads = c.num_kv_heads == 0 ? c.num_heads : c.num_kv_heads;
+  require(kv_heads >= 1 && c.num_heads % kv_heads == 0, "--num-kv-heads", kv_heads,
+          "must divide --num-heads (contract §2.7)");
 
   std::vector<Series> series;
   for (const Kernel* k : c.kernels) series.push_back({k, false, true, {}});
@@ -232,8 +278,9 @@ SweepResult run_sweep(const SweepConfig& c) {
       }
       std::unique_ptr<Instance>& slot = s.dense ? dense_inst : inst;
       if (!slot)
-        slot = std::make_unique<Instance>(
-            make_instance(s.dense ? dense_spec : c.spec, c.num_heads, n, c.head_dim));
+        slot = std::make_unique<Instance>(make_instance(s.dense ? dense_spec : c.spec,
+                                                        c.num_heads, kv_heads, n, c.head_dim,
+                                                        c.mods));
       Instance& in = *slot;
       if (c.progress) {
         const double elapsed = seconds_since(t_start);
@@ -270,6 +317,13 @@ SweepResult run_sweep(const SweepConfig& c) {
         s.active = false;
         result.notes.push_back(fmt::format("{}: does not serve the pattern at seq_len {}; not run",
                                            s.kernel->name, n));
+        continue;
+      }
+      if (!s.kernel->serves_features(in.problem)) {
+        s.active = false;
+        result.notes.push_back(fmt::format(
+            "{}: does not serve {} at seq_len {}; not run", s.kernel->name,
+            feature_names(needed_features(in.problem) & ~s.kernel->features), n));
         continue;
       }
       if (!in.oracle) in.oracle = std::make_unique<api::Oracle>(api::make_oracle(in.problem));

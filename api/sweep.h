@@ -5,6 +5,10 @@
 // seq_len² <= 2048², sampled rows with the oracle's formula above), and fit log(time)
 // over log(n). The figures are the command line's (cli/sweep.h).
 //
+// Every point's problem carries the request's score modifiers and grouped kv heads (contract
+// §2.7–§2.9: k and v with num_kv_heads heads, softcap, ALiBi slopes, sinks), and its oracle
+// is the oracle of that problem: a kernel is checked, and timed, on attention with them.
+//
 // A point is one (kernel, seq_len): one untimed call whose output is checked and whose
 // extra heap is measured when the caller has a heap counter (SweepConfig::heap), then
 // `repeats` timed calls of the kernel
@@ -25,6 +29,7 @@
 
 #include "api/measure.h"
 #include "core/field.h"
+#include "core/score_mods.h"
 #include "pattern/pattern.h"
 #include "registry/registry.h"
 
@@ -34,8 +39,11 @@ struct SweepConfig {
   PatternSpec spec;                        // materialized at every seq_len
   int64_t num_heads = 1;
   int64_t head_dim = 64;
+  int64_t num_kv_heads = 0;                // of k and v, divides num_heads; 0: num_heads (§2.7)
+  ScoreMods mods;                          // softcap, ALiBi slopes [H] / sinks [H] (§2.8–§2.9)
   std::vector<int64_t> seq_lens;           // ascending
-  std::vector<const Kernel*> kernels;      // each must serve spec (checked per point)
+  // Each must serve spec and the features of num_kv_heads and mods (checked per point).
+  std::vector<const Kernel*> kernels;
   // Timed on the dense pattern with the same q, k, v (the speedup figure's denominator);
   // nullptr: none.
   const Kernel* dense_baseline = nullptr;
@@ -54,22 +62,30 @@ struct SweepRequest {
   PatternSpec spec;
   int64_t num_heads = 1;
   int64_t head_dim = 64;
+  int64_t num_kv_heads = 0;            // in [1, num_heads], divides it; 0: num_heads (§2.7)
+  ScoreMods mods;                      // validated for batch 1, num_heads (§2.8–§2.9)
   std::vector<int64_t> seq_lens;       // ascending, each >= 1
-  std::string impl = "auto";           // "auto" (every exact kernel serving spec) or NAME[,NAME...]
+  // "auto" (every exact kernel serving spec, num_kv_heads and mods) or NAME[,NAME...]
+  std::string impl = "auto";
   std::string target;                  // "" (any), "cpu", "reference" or "cuda"
   std::string dtype = "any";           // any|float32|float64|float16|bfloat16
   int64_t repeats = 5;                 // in [1, 1000]
   double max_seconds = 30.0;           // finite, > 0
-  std::string dense_baseline = "auto";  // auto (cpu_k01_dense_flash unless spec is dense), none, NAME
+  // auto (cpu_k01_dense_flash unless spec is dense, and only if it serves the features),
+  // none, NAME; the baseline runs with the same kv heads and mods.
+  std::string dense_baseline = "auto";
   int64_t fit_from = 0;                // >= 0
 };
 
-// The SweepConfig of a request: the kernels chosen (named ones must be exact and serve the
-// pattern, match target and dtype; "auto" every exact registry kernel that serves it) and
+// The SweepConfig of a request: the kernels chosen (named ones must be exact, serve the
+// pattern and the features num_kv_heads and mods need (Kernel::features, needed_features),
+// match target and dtype; "auto" every exact registry kernel that serves them all) and
 // the dense baseline; `notes` receives why "auto" found none. Throws InvalidArgument naming
 // the argument as `spelling` writes its flag (spell_flag: "--max-seconds" on the command
-// line, "max_seconds" in Python) for a bad value or when no kernel is left to run, and
-// FieldError(impl) for an unknown kernel name.
+// line, "max_seconds" in Python) for a bad value (num_kv_heads not dividing num_heads
+// included) or when no kernel is left to run, FieldError(impl) for an unknown kernel name
+// and FieldError(softcap, alibi_slopes, sinks) for modifiers out of range
+// (validate_score_mods: the front end spells the field).
 SweepConfig plan_sweep(const SweepRequest& request, std::vector<std::string>& notes,
                        Spelling spelling);
 

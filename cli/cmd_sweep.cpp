@@ -4,9 +4,11 @@
 //                    [--num-heads H] [--head-dim D] [--dtype any|float32|float64|float16|bfloat16]
 //                    [--repeats R] [--max-seconds S] [--dense-baseline auto|none|NAME]
 //                    [--fit-from N] [--out DIR] [--quiet] [pattern flags | --pattern-file P.json]
+//                    [--num-kv-heads H_KV] [--softcap C] [--sinks S.npy] [--alibi-slopes A.npy]
 //
 // Every (kernel, seq_len) is validated against the float64 oracle before it is timed
-// (cli/sweep.h says how); DIR receives sweep.json, sweep.csv and four figures (PNG + SVG):
+// (cli/sweep.h says how), with the grouped kv heads and score modifiers given (contract
+// §2.7–§2.9: the problem and its oracle carry them; only kernels serving them run); DIR receives sweep.json, sweep.csv and four figures (PNG + SVG):
 // time_vs_seq_len (log-log, fitted slope in the legend), memory_vs_seq_len,
 // speedup_vs_dense, fraction_of_peak. Exit status 1 when a kernel failed validation
 // (the files are still written: the failure is in them).
@@ -21,6 +23,7 @@
 #include "api/inputs.h"
 #include "api/pattern_file.h"
 #include "api/peak_probe.h"
+#include "api/score_flags.h"
 #include "api/seq_range.h"
 #include "cli/sweep.h"
 #include "core/error.h"
@@ -39,6 +42,8 @@ struct SweepArgs {
   std::string target;
   std::string num_heads = "1";   // integers as text: parsed as decimal (parse_count)
   std::string head_dim = "64";
+  std::string num_kv_heads;      // "" = num_heads (contract §2.7)
+  ScoreFlags score;              // --softcap, --alibi-slopes, --sinks (contract §2.8-§2.9)
   std::string dtype = "any";
   std::string repeats = "5";
   std::string max_seconds = "30";
@@ -73,6 +78,11 @@ void run_sweep_command(const SweepArgs& a) {
   const int64_t file_heads = pattern_file_heads(a.pattern);
   req.num_heads = num_heads == 1 && file_heads > 0 ? file_heads : num_heads;
   req.head_dim = head_dim;
+  // Divisibility is plan_sweep's check (it names --num-kv-heads and --num-heads).
+  req.num_kv_heads = a.num_kv_heads.empty() ? 0 : parse_count("--num-kv-heads", a.num_kv_heads, 1, 1 << 16);
+  AttentionShape shape;  // what the modifiers are checked against: batch 1, H_q heads
+  shape.num_heads = req.num_heads;
+  req.mods = to_score_mods(a.score, shape);
   req.seq_lens = seq_lens;
   req.impl = a.impl;
   req.target = a.target;
@@ -105,6 +115,8 @@ void run_sweep_command(const SweepArgs& a) {
   doc["pattern_flags"] = a.pattern.pattern_file.empty() ? flags_to_json(a.pattern)
                                                         : nlohmann::json{{"pattern_file", a.pattern.pattern_file}};
   doc["num_heads"] = c.num_heads;
+  doc["num_kv_heads"] = c.num_kv_heads;
+  doc["score_mods"] = describe(c.mods);  // "" when none (contract §2.8-§2.9)
   doc["head_dim"] = c.head_dim;
   doc["batch"] = 1;
   doc["seq_lens"] = seq_lens;
@@ -125,15 +137,18 @@ void run_sweep_command(const SweepArgs& a) {
   write_text_atomic(csv_path, points_csv(r.points));
 
   std::string why;
-  const std::string title = fmt::format("{}; H {}, D {}, batch 1, {} OpenMP threads",
-                                        describe(c.spec), c.num_heads, c.head_dim,
+  const std::string modern =
+      (c.num_kv_heads != c.num_heads ? fmt::format(", H_kv {}", c.num_kv_heads) : "") +
+      (c.mods.any() ? ", " + describe(c.mods) : "");
+  const std::string title = fmt::format("{}; H {}{}, D {}, batch 1, {} OpenMP threads",
+                                        describe(c.spec), c.num_heads, modern, c.head_dim,
                                         doc["omp_threads"].get<int>());
   const std::vector<std::string> figures =
       write_sweep_figures(r, c.fit_from, peak.gflops, title, a.out, &why);
 
   std::cout << fmt::format("pattern     {}\n", describe(c.spec))
-            << fmt::format("sizes       num_heads {}, head_dim {}, batch 1; seq_len {}\n", c.num_heads,
-                           c.head_dim, a.seq_len)
+            << fmt::format("sizes       num_heads {}{}, head_dim {}, batch 1; seq_len {}\n",
+                           c.num_heads, modern, c.head_dim, a.seq_len)
             << fmt::format("peak        {:.1f} GFLOP/s (FMA probe, {} threads); load average {}\n",
                            peak.gflops, doc["omp_threads"].get<int>(),
                            doc.contains("load_average") ? doc["load_average"].dump() : "unknown");
@@ -196,6 +211,10 @@ void register_sweep(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--out", a->out, "DIR: sweep.json, sweep.csv and the figures")->capture_default_str();
   cmd->add_flag("--quiet", a->quiet, "no progress line on stderr");
+  cmd->add_option("--num-kv-heads", a->num_kv_heads,
+                  "H_KV: heads of k and v, an integer in [1, num_heads] that divides it "
+                  "(grouped-query heads, contract §2.7); default num_heads");
+  add_score_flags(cmd, a->score);  // every point's problem and oracle carry them
   add_pattern_flags(cmd, a->pattern);
   cmd->callback([a] { run_sweep_command(*a); });
 }

@@ -92,6 +92,11 @@ class SweepResult:
         The pattern's description.
     num_heads, head_dim : int
         The sizes every point ran at (batch 1).
+    num_kv_heads : int
+        Heads of k and v (grouped-query heads when fewer than ``num_heads``, contract §2.7).
+    score_mods : str
+        The score modifiers every point ran with, e.g. ``"softcap=50, sinks"``; ``""`` for
+        none (contract §2.8–§2.9).
     seq_lens : list of int
         The sequence lengths asked for, ascending.
     repeats : int
@@ -128,6 +133,8 @@ class SweepResult:
     skipped: List[Tuple[str, str]]
     failures: int
     context: Dict[str, Any] = field(default_factory=dict)
+    num_kv_heads: int = 0
+    score_mods: str = ""
 
     def fit(self, impl: str, pattern: str = "pattern") -> Optional[SweepFit]:
         """The fit of ``impl`` on ``pattern`` (``"pattern"`` or ``"dense"``), or None."""
@@ -144,7 +151,9 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
           target: Optional[str] = None, num_heads: Optional[int] = None, head_dim: int = 64,
           dtype: str = "any", repeats: int = 5, max_seconds: float = 30.0,
           dense_baseline: str = "auto", fit_from: int = 0, quiet: bool = True,
-          key_padding_mask: Any = None) -> SweepResult:
+          key_padding_mask: Any = None, num_kv_heads: Optional[int] = None,
+          softcap: Optional[float] = None, alibi_slopes: Any = None,
+          sinks: Any = None) -> SweepResult:
     """Times every chosen kernel on ``pattern`` over ``seq_len``, each point validated
     against the float64 oracle first: ``sparseattn sweep`` (docs/benchmarks.md).
 
@@ -152,7 +161,10 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
     (docs/contract.md §4; the whole output while seq_len² <= 2048², sampled rows above),
     then ``repeats`` timed calls of the kernel alone on inputs prepared once. A kernel that
     fails validation is reported and never timed; a kernel stops growing seq_len when its
-    next point is predicted to take longer than ``max_seconds``.
+    next point is predicted to take longer than ``max_seconds``. With ``num_kv_heads``,
+    ``softcap``, ``alibi_slopes`` or ``sinks`` every point's problem and its oracle carry
+    them (docs/contract.md §2.7–§2.9), and only kernels whose registry features serve them
+    run.
 
     Parameters
     ----------
@@ -188,6 +200,16 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
     key_padding_mask : array of bool, shape [1, seq_len], optional
         True = real token (``sweep --key-padding-mask``); its length fixes the sequence, so
         ``seq_len`` must then be that one length.
+    num_kv_heads : int, optional
+        Heads of k and v, in [1, num_heads], dividing ``num_heads`` (grouped-query heads,
+        contract §2.7; ``sweep --num-kv-heads``); default ``num_heads``.
+    softcap : float, optional
+        Logit softcap ``c``, finite, > 0: each allowed scaled score ``s`` becomes
+        ``c * tanh(s / c)`` (contract §2.8; ``sweep --softcap``).
+    alibi_slopes : array, [num_heads], optional
+        ALiBi slopes, finite: each allowed score gets ``-slope * |p - j|`` (contract §2.8).
+    sinks : array, [num_heads], optional
+        One learned sink logit per query head, finite (contract §2.9).
 
     Returns
     -------
@@ -221,11 +243,16 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
     seconds = _arrays.real("max_seconds", max_seconds)
     if not isinstance(quiet, bool):
         raise _arrays.invalid("quiet", quiet, "must be True or False")
+    kv_heads = 0 if num_kv_heads is None else _arrays.integer("num_kv_heads", num_kv_heads, 1)
+    cap = None if softcap is None else _arrays.real("softcap", softcap)
+    slopes = None if alibi_slopes is None else _arrays.float_array(alibi_slopes, "alibi_slopes")
+    sink_logits = None if sinks is None else _arrays.float_array(sinks, "sinks")
     d = _C.sweep(pattern._spec, pattern._heads(num_heads), _arrays.integer("head_dim", head_dim, 1),
                  lens, impl, target or "", dtype, _arrays.integer("repeats", repeats, 1),
                  seconds, dense_baseline, _arrays.integer("fit_from", fit_from, 0), quiet,
                  None if key_padding_mask is None
-                 else _arrays.mask_array(key_padding_mask, "key_padding_mask"))
+                 else _arrays.mask_array(key_padding_mask, "key_padding_mask"),
+                 kv_heads, cap, slopes, sink_logits)
     return SweepResult(
         pattern=d["pattern"], num_heads=d["num_heads"], head_dim=d["head_dim"],
         seq_lens=list(d["seq_lens"]), repeats=d["repeats"], max_seconds=d["max_seconds"],
@@ -233,4 +260,5 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
         points=[SweepPoint(**p) for p in d["points"]],
         fits=[SweepFit(**f) for f in d["fits"]], notes=list(d["notes"]),
         skipped=[(s["impl"], s["reason"]) for s in d["skipped"]], failures=d["failures"],
-        context={k: d[k] for k in _CONTEXT_KEYS if k in d})
+        context={k: d[k] for k in _CONTEXT_KEYS if k in d},
+        num_kv_heads=d["num_kv_heads"], score_mods=d["score_mods"])

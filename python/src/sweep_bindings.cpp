@@ -39,8 +39,16 @@ py::object sweep(const PatternSpec& spec, int64_t num_heads, int64_t head_dim,
                  const py::object& seq_len, const std::string& impl, const std::string& target,
                  const std::string& dtype, int64_t repeats, double max_seconds,
                  const std::string& dense_baseline, int64_t fit_from, bool quiet,
-                 std::optional<py::array> key_padding_mask) {
+                 std::optional<py::array> key_padding_mask, int64_t num_kv_heads,
+                 std::optional<double> softcap, std::optional<py::array> alibi_slopes,
+                 std::optional<py::array> sinks) {
   api::SweepRequest req;
+  // As `sweep --num-kv-heads --softcap --alibi-slopes --sinks` (contract §2.7-§2.9), read
+  // with the GIL held; plan_sweep checks them (errors spelled as the keywords).
+  req.num_kv_heads = num_kv_heads;  // 0: num_heads
+  req.mods.softcap = softcap;
+  if (alibi_slopes) req.mods.alibi_slopes = to_tensor(float_view(*alibi_slopes, "alibi_slopes"));
+  if (sinks) req.mods.sinks = to_tensor(float_view(*sinks, "sinks"));
   req.spec = spec;
   // As `sweep --key-padding-mask`: [1, seq_len], so one seq_len only.
   if (key_padding_mask) req.spec.key_padding_mask = mask_tensor(*key_padding_mask, "key_padding_mask");
@@ -67,6 +75,8 @@ py::object sweep(const PatternSpec& spec, int64_t num_heads, int64_t head_dim,
     doc = api::run_context();
     doc["pattern"] = describe(c.spec);
     doc["num_heads"] = c.num_heads;
+    doc["num_kv_heads"] = c.num_kv_heads;
+    doc["score_mods"] = describe(c.mods);
     doc["head_dim"] = c.head_dim;
     doc["batch"] = 1;
     doc["seq_lens"] = c.seq_lens;
@@ -93,7 +103,8 @@ void register_sweep_bindings(py::module_& m) {
   m.def("sweep", &sweep, py::arg("spec"), py::arg("num_heads"), py::arg("head_dim"),
         py::arg("seq_len"), py::arg("impl"), py::arg("target"), py::arg("dtype"),
         py::arg("repeats"), py::arg("max_seconds"), py::arg("dense_baseline"),
-        py::arg("fit_from"), py::arg("quiet"), py::arg("key_padding_mask"));
+        py::arg("fit_from"), py::arg("quiet"), py::arg("key_padding_mask"),
+        py::arg("num_kv_heads"), py::arg("softcap"), py::arg("alibi_slopes"), py::arg("sinks"));
 }
 
 }  // namespace sparseattn::python

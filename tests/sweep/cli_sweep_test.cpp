@@ -196,5 +196,89 @@ TEST_F(Sweep, DemoRunsThePatternFlagsOnly) {
   EXPECT_EQ(patterns, (std::set<std::string>{"window"}));
 }
 
+// Contract §2.7–§2.9 through the binary: --num-kv-heads, --softcap, --sinks reach every
+// point's problem and its oracle (the engine's planted liar: sweep_modern_test), auto runs
+// only kernels whose features serve them, a named kernel without them is refused by name,
+// and bad values exit 2 with one line naming the flag.
+class SweepModern : public Sweep {
+ protected:
+  void SetUp() override {
+    Sweep::SetUp();
+    Tensor<double> sinks({4});
+    sinks.data = {0.5, -1.0, 2.0, 1.5};
+    write_npy(path("sinks.npy"), sinks);
+    Tensor<double> three({3});
+    three.data = {0.5, -1.0, 2.0};
+    write_npy(path("sinks3.npy"), three);
+  }
+  std::string base(const std::string& out = "o") const {
+    return "sweep --pattern window --window 8 --num-heads 4 --head-dim 16 --repeats 1 --quiet "
+           "--out " + path(out) + " ";
+  }
+  std::string mods() const {
+    return " --num-kv-heads 2 --softcap 5 --sinks " + path("sinks.npy") + " ";
+  }
+};
+
+TEST_F(SweepModern, EveryPointIsValidatedWithTheModifiers) {
+  const RunResult r = run(base("out") + mods() + "--seq-len 64,128 --impl a6_flash_modern,cpu_k06_generic_tiles");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(path("out/sweep.json")));
+  EXPECT_EQ(j["num_heads"], 4);
+  EXPECT_EQ(j["num_kv_heads"], 2);
+  EXPECT_EQ(j["score_mods"], "softcap=5, sinks");
+  EXPECT_EQ(j["dense_baseline"], "cpu_k01_dense_flash");  // it serves them too
+  EXPECT_EQ(j["failures"], 0);
+  ASSERT_EQ(j["points"].size(), 6u);  // 2 sizes x (2 kernels + the baseline)
+  for (const auto& p : j["points"]) {
+    SCOPED_TRACE(p.dump());
+    EXPECT_EQ(p["validated"], true);
+    EXPECT_EQ(p["oracle"], "full");
+  }
+  EXPECT_NE(r.out.find("num_heads 4, H_kv 2, softcap=5, sinks"), std::string::npos) << r.out;
+}
+
+TEST_F(SweepModern, AutoRunsOnlyKernelsServingTheFeatures) {
+  const RunResult plain = run(base("plain") + "--seq-len 64 --dense-baseline none --target reference");
+  const RunResult modern = run(base("modern") + mods() + "--seq-len 64 --dense-baseline none --target reference");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(modern.exit_code, 0) << modern.err;
+  auto impls = [&](const std::string& dir) {
+    std::set<std::string> out;
+    const nlohmann::json doc = nlohmann::json::parse(slurp(path(dir + "/sweep.json")));
+    for (const auto& p : doc["points"]) {  // doc named: a temporary's points would dangle
+      EXPECT_EQ(p["validated"], true) << p.dump();
+      out.insert(p["impl"].get<std::string>());
+    }
+    return out;
+  };
+  const std::set<std::string> p = impls("plain"), m = impls("modern");
+  EXPECT_TRUE(p.count("a2_sparse_rows") && p.count("a5_flash_tiled"));  // kPlain kernels
+  EXPECT_EQ(m, (std::set<std::string>{"a1_dense_masked", "a6_flash_modern"}));
+}
+
+TEST_F(SweepModern, BadValuesExitTwoWithOneLineNamingTheFlag) {
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {mods() + "--impl a6_flash_modern,a2_sparse_rows",
+            "invalid --impl = a2_sparse_rows: does not serve grouped-query heads, softcap, sinks"},
+           {mods() + "--impl cpu_k06_generic_tiles --dense-baseline a5_flash_tiled",
+            "invalid --dense-baseline = a5_flash_tiled: does not serve grouped-query heads"},
+           {"--softcap 0", "invalid --softcap = 0: must be a finite number > 0"},
+           {"--softcap -2", "invalid --softcap = -2: must be a finite number > 0"},
+           {"--sinks " + path("sinks3.npy"), "invalid --sinks shape = [3]: must be [4]"},
+           {"--num-kv-heads 3", "invalid --num-kv-heads = 3: must be an integer in [1, 4] that "
+                                "divides --num-heads 4"},
+           {"--num-kv-heads 8", "invalid --num-kv-heads = 8: must be an integer in [1, 4]"},
+           {"--num-kv-heads 0", "invalid --num-kv-heads = 0: "},
+       }) {
+    SCOPED_TRACE(args);
+    const RunResult r = run(base() + "--seq-len 64 " + args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("sparseattn: error: " + needle, 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(exists("o/sweep.json"));
+  }
+}
+
 }  // namespace
 }  // namespace sparseattn::testing_cli
