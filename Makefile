@@ -79,6 +79,8 @@ lint:
 	python3 scripts/check_layers.py
 	python3 scripts/check_headers.py --self-test
 	python3 scripts/check_headers.py
+	python3 scripts/check_fuzz_sources.py --self-test
+	python3 scripts/check_fuzz_sources.py
 
 # `make sanitize` (docs/robustness.md): the CPU build (CUDA off) in its own tree with
 # AddressSanitizer + UndefinedBehaviorSanitizer (-DSPARSEATTN_SANITIZE=ON), then the whole
