@@ -157,17 +157,27 @@ GradOutput attend_layout_grad(const GradKernel& grad, const LayoutCall& call,
   return attend_varlen_grad(grad, varlen_inputs(call), dout);
 }
 
+namespace {
+
+// q's shape as bhsd [B, H, L_q, d] (a cache's q under --layout bshd is [B, L_q, H, d]); shape
+// arithmetic only: no copy of the tensors.
+Shape cache_q_bhsd(const LayoutCall& call) {
+  const Shape q = as_rank4(call.q.shape, "q");
+  return call.conv.bshd ? Shape{q[0], q[2], q[1], q[3]} : q;
+}
+
+}  // namespace
+
 Shape layout_o_shape(const LayoutCall& call) {
   if (call.layout.varlen) return {call.q.dim(0), call.q.dim(1), call.v.dim(2)};
-  const CacheInputs in = cache_inputs(call);
-  const Shape q = as_rank4(in.q.shape, "q");
-  const int64_t dv = in.v.shape.back();
+  const Shape q = cache_q_bhsd(call);
+  const int64_t dv = call.v.shape.back();
   return call.conv.bshd ? Shape{q[0], q[2], q[1], dv} : Shape{q[0], q[1], q[2], dv};
 }
 
 Shape layout_lse_shape(const LayoutCall& call) {
   if (call.layout.varlen) return {call.q.dim(1), call.q.dim(0)};
-  const Shape q = as_rank4(cache_inputs(call).q.shape, "q");
+  const Shape q = cache_q_bhsd(call);
   return {q[0], q[1], q[2]};
 }
 
@@ -334,12 +344,12 @@ CheckResult check_layout(const LayoutCall& call, const Tensor<double>& o, Tolera
     r.shape.seq_len_q = call.layout.varlen->total_q();
     r.shape.seq_len_k = call.layout.varlen->total_k();
   } else {
-    const CacheInputs in = cache_inputs(call);
-    r.shape.batch = in.q.dim(0);
-    r.shape.seq_len_q = in.q.dim(2);
-    r.shape.seq_len_k = call.layout.cache->paged()
-                            ? call.layout.cache->max_pages * in.k.dim(2)
-                            : in.k.dim(2);
+    const Shape q = cache_q_bhsd(call);
+    const Shape k = as_rank4(call.k.shape, "k");
+    const int64_t slots = call.conv.bshd ? k[1] : k[2];  // L_cache, or page_size of the pools
+    r.shape.batch = q[0];
+    r.shape.seq_len_q = q[2];
+    r.shape.seq_len_k = call.layout.cache->paged() ? call.layout.cache->max_pages * slots : slots;
   }
   r.pass = r.o.pass && (!r.lse || r.lse->pass);
   if (r.pass) r.probable_cause.clear();

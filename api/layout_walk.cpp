@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "api/cache_shapes.h"
 #include "api/inputs.h"
 #include "api/results.h"
 #include "core/error.h"
@@ -44,6 +45,17 @@ void fill_masked_lse(Tensor<T>& lse, const ScoreMods& mods, int64_t heads, int64
                      int64_t len, int64_t head_stride) {
   for (int64_t h = 0; h < heads; ++h)
     std::fill_n(lse.ptr() + h * head_stride + row0, len, static_cast<T>(mods.sink(h)));
+}
+
+// Sequence b of a packed batch as the problem every kernel reads: its rows of q, k, v, its
+// pattern (built by the caller, who keeps it alive) and its mods.
+Problem sequence_problem(const VarlenInputs& in, int64_t b, const Pattern& pattern) {
+  const Varlen& vl = in.varlen;
+  const int64_t q0 = vl.cu_seqlens_q[static_cast<size_t>(b)], k0 = vl.cu_seqlens_k[static_cast<size_t>(b)];
+  return make_problem(packed_rows(in.q, q0, q0 + vl.seq_len_q(b)),
+                      packed_rows(in.k, k0, k0 + vl.seq_len_k(b)),
+                      packed_rows(in.v, k0, k0 + vl.seq_len_k(b)), pattern, in.scale,
+                      sequence_mods(in.mods, b));
 }
 
 void require_serves(const Kernel& kernel, const Pattern& pattern, const char* unit, int64_t b) {
@@ -154,7 +166,7 @@ Output attend_varlen(const Kernel& kernel, const VarlenInputs& in) {
   }
   for (int64_t b = 0; b < vl.num_sequences(); ++b) {
     const int64_t q0 = vl.cu_seqlens_q[static_cast<size_t>(b)], lq = vl.seq_len_q(b);
-    const int64_t k0 = vl.cu_seqlens_k[static_cast<size_t>(b)], lk = vl.seq_len_k(b);
+    const int64_t lk = vl.seq_len_k(b);
     if (lq == 0) continue;  // an empty sequence has no rows
     if (lk == 0) {          // queries without keys: fully masked rows (contract §2.3, §2.9)
       if (f64) fill_masked_lse(out.lse, in.mods, hq, q0, lq, tq);
@@ -163,9 +175,7 @@ Output attend_varlen(const Kernel& kernel, const VarlenInputs& in) {
     }
     const Pattern pattern = sequence_pattern(in.spec, hq, lq, lk);
     require_serves(kernel, pattern, "sequence", b);
-    const Problem problem =
-        make_problem(packed_rows(in.q, q0, q0 + lq), packed_rows(in.k, k0, k0 + lk),
-                     packed_rows(in.v, k0, k0 + lk), pattern, in.scale, sequence_mods(in.mods, b));
+    const Problem problem = sequence_problem(in, b, pattern);
     Output ob;
     kernel.run(problem, ob);
     if (f64) {
@@ -208,9 +218,7 @@ GradOutput attend_varlen_grad(const GradKernel& grad, const VarlenInputs& in,
     if (lq == 0 || lk == 0) continue;
     const Pattern pattern = sequence_pattern(in.spec, hq, lq, lk);
     require_serves(fwd, pattern, "sequence", b);
-    const Problem problem =
-        make_problem(packed_rows(in.q, q0, q0 + lq), packed_rows(in.k, k0, k0 + lk),
-                     packed_rows(in.v, k0, k0 + lk), pattern, in.scale, sequence_mods(in.mods, b));
+    const Problem problem = sequence_problem(in, b, pattern);
     Output ob;
     fwd.run(problem, ob);
     const GradOutput gb = run_backward(grad, problem, ob, packed_rows(dout, q0, q0 + lq), fwd.name);
@@ -234,33 +242,8 @@ void validate_cache_inputs(CacheInputs& in) {
   in.q.shape = as_rank4(in.q.shape, "q");
   in.k.shape = as_rank4(in.k.shape, "k");
   in.v.shape = as_rank4(in.v.shape, "v");
-  // make_cache_problem's shape and cache checks, on a pattern-free copy of the sizes.
-  const Shape& qs = in.q.shape;
-  const Shape& ks = in.k.shape;
-  const Shape& vs = in.v.shape;
-  const bool paged = in.cache.paged();
-  const std::string kind = paged ? "page pools [num_pages, num_kv_heads, page_size, "
-                                 : "a cache [batch, num_kv_heads, seq_len_cache, ";
-  require(ks[0] == vs[0] && ks[1] == vs[1] && ks[2] == vs[2], "v shape", shape_text(vs),
-          "must be " + kind + "head_dim_v] matching k " + shape_text(ks));
-  require(ks[3] == qs[3], "k shape", shape_text(ks),
-          "must have q's head_dim " + std::to_string(qs[3]) + " last");
-  require(ks[1] >= 1 && qs[1] % ks[1] == 0, "k shape", shape_text(ks),
-          "must have num_kv_heads dividing q's num_heads " + std::to_string(qs[1]) +
-              " (contract §2.7)");
-  require(qs[2] >= 1 && qs[3] >= 1 && vs[3] >= 1, "q shape", shape_text(qs),
-          "must have seq_len_q >= 1 and head_dim >= 1");
-  if (paged) {
-    in.cache.num_pages = ks[0];
-    in.cache.page_size = ks[2];
-  } else {
-    require(ks[0] == qs[0], "k shape", shape_text(ks),
-            "must be a cache [batch, num_kv_heads, seq_len_cache, head_dim] with q's batch " +
-                std::to_string(qs[0]));
-    in.cache.seq_len_cache = ks[2];
-  }
-  validate_kv_cache(in.cache, qs[0]);
-  validate_score_mods(in.mods, qs[0], qs[1]);
+  complete_cache_shapes(in.q.shape, in.k.shape, in.v.shape, in.cache);
+  validate_score_mods(in.mods, in.q.dim(0), in.q.dim(1));
 }
 
 Output attend_cache(const Kernel& kernel, const CacheInputs& given) {

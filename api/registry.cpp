@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/field.h"
 #include "core/numerics.h"
+#include "api/cache_shapes.h"
 #include "reference/validate.h"
 
 namespace sparseattn {
@@ -121,13 +122,12 @@ void Kernel::run(const Problem& problem, Output& out) const {
   run_kernel(problem, out);
 }
 
-Problem make_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
-                     const Pattern& pattern, const double* scale, ScoreMods mods) {
-  Problem p;
-  q.shape = as_rank4(q.shape, "q");
-  k.shape = as_rank4(k.shape, "k");
-  v.shape = as_rank4(v.shape, "v");
-  p.shape = validate_attention(q.shape, k.shape, v.shape, pattern, KvHeads::grouped);
+namespace {
+
+// What make_problem and make_cache_problem share once the shape is known: the scale, the
+// validated mods, the float32 roundings and the inputs themselves.
+void fill_problem(Problem& p, Tensor<double> q, Tensor<double> k, Tensor<double> v,
+                  const Pattern& pattern, const double* scale, ScoreMods mods) {
   p.scale = resolve_scale(scale, p.shape.head_dim);
   validate_score_mods(mods, p.shape.batch, p.shape.num_heads);
   p.mods = std::move(mods);
@@ -138,6 +138,18 @@ Problem make_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
   p.k = std::move(k);
   p.v = std::move(v);
   p.pattern = &pattern;
+}
+
+}  // namespace
+
+Problem make_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
+                     const Pattern& pattern, const double* scale, ScoreMods mods) {
+  Problem p;
+  q.shape = as_rank4(q.shape, "q");
+  k.shape = as_rank4(k.shape, "k");
+  v.shape = as_rank4(v.shape, "v");
+  p.shape = validate_attention(q.shape, k.shape, v.shape, pattern, KvHeads::grouped);
+  fill_problem(p, std::move(q), std::move(k), std::move(v), pattern, scale, std::move(mods));
   return p;
 }
 
@@ -146,9 +158,26 @@ Problem make_cache_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
   q.shape = as_rank4(q.shape, "q");
   k.shape = as_rank4(k.shape, "k");
   v.shape = as_rank4(v.shape, "v");
-  const Shape& qs = q.shape;
-  const Shape& ks = k.shape;
-  const Shape& vs = v.shape;
+  api::complete_cache_shapes(q.shape, k.shape, v.shape, cache);
+  Problem p;
+  p.shape.batch = q.shape[0];
+  p.shape.num_heads = q.shape[1];
+  p.shape.seq_len_q = q.shape[2];
+  p.shape.seq_len_k = cache.capacity();
+  p.shape.head_dim = q.shape[3];
+  p.shape.head_dim_v = v.shape[3];
+  p.shape.num_kv_heads = k.shape[1];
+  const PatternSizes& built = pattern.sizes;
+  require(built.seq_len_q == p.shape.seq_len_q && built.seq_len_k == p.shape.seq_len_k, "pattern",
+          std::to_string(built.seq_len_q) + "x" + std::to_string(built.seq_len_k),
+          "must be built for seq_len_q x the cache's capacity (" +
+              std::to_string(p.shape.seq_len_q) + "x" + std::to_string(p.shape.seq_len_k) + ")");
+  fill_problem(p, std::move(q), std::move(k), std::move(v), pattern, scale, std::move(mods));
+  p.cache = std::move(cache);
+  return p;
+}
+
+void api::complete_cache_shapes(const Shape& qs, const Shape& ks, const Shape& vs, KvCache& cache) {
   const std::string kind = cache.paged() ? "page pools [num_pages, num_kv_heads, page_size, "
                                          : "a cache [batch, num_kv_heads, seq_len_cache, ";
   require(ks[0] == vs[0] && ks[1] == vs[1] && ks[2] == vs[2], "v shape", shape_text(vs),
@@ -158,6 +187,8 @@ Problem make_cache_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
   require(ks[1] >= 1 && qs[1] % ks[1] == 0, "k shape", shape_text(ks),
           "must have num_kv_heads dividing q's num_heads " + std::to_string(qs[1]) +
               " (contract §2.7)");
+  require(qs[2] >= 1 && qs[3] >= 1 && vs[3] >= 1, "q shape", shape_text(qs),
+          "must have seq_len_q >= 1 and head_dim >= 1");
   if (cache.paged()) {
     cache.num_pages = ks[0];
     cache.page_size = ks[2];
@@ -168,31 +199,6 @@ Problem make_cache_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
     cache.seq_len_cache = ks[2];
   }
   validate_kv_cache(cache, qs[0]);
-  Problem p;
-  p.shape.batch = qs[0];
-  p.shape.num_heads = qs[1];
-  p.shape.seq_len_q = qs[2];
-  p.shape.seq_len_k = cache.capacity();
-  p.shape.head_dim = qs[3];
-  p.shape.head_dim_v = vs[3];
-  p.shape.num_kv_heads = ks[1];
-  const PatternSizes& built = pattern.sizes;
-  require(built.seq_len_q == p.shape.seq_len_q && built.seq_len_k == p.shape.seq_len_k, "pattern",
-          std::to_string(built.seq_len_q) + "x" + std::to_string(built.seq_len_k),
-          "must be built for seq_len_q x the cache's capacity (" +
-              std::to_string(p.shape.seq_len_q) + "x" + std::to_string(p.shape.seq_len_k) + ")");
-  p.scale = resolve_scale(scale, p.shape.head_dim);
-  validate_score_mods(mods, p.shape.batch, p.shape.num_heads);
-  p.mods = std::move(mods);
-  p.q32 = tensor_cast<float>(q);
-  p.k32 = tensor_cast<float>(k);
-  p.v32 = tensor_cast<float>(v);
-  p.q = std::move(q);
-  p.k = std::move(k);
-  p.v = std::move(v);
-  p.pattern = &pattern;
-  p.cache = std::move(cache);
-  return p;
 }
 
 }  // namespace sparseattn

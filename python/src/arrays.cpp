@@ -71,6 +71,15 @@ Tensor<int64_t> int_tensor(const py::array& a, const std::string& name) {
   return t;
 }
 
+ScoreMods score_mods(std::optional<double> softcap, const std::optional<py::array>& alibi,
+                     const std::optional<py::array>& sinks) {
+  ScoreMods m;
+  m.softcap = softcap;
+  if (alibi) m.alibi_slopes = to_tensor(float_view(*alibi, "alibi_slopes"));
+  if (sinks) m.sinks = to_tensor(float_view(*sinks, "sinks"));
+  return m;
+}
+
 template <class T>
 py::array to_numpy(Tensor<T>&& t, const Shape& shape) {
   int64_t n = 1;

@@ -12,8 +12,10 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "core/score_mods.h"
 #include "core/tensor.h"
 
 namespace sparseattn::python {
@@ -38,6 +40,12 @@ Tensor<double> to_tensor(const ArrayView& view);
 // masks, random tables, segment ids; small next to q/k/v).
 Tensor<uint8_t> mask_tensor(const py::array& a, const std::string& name);
 Tensor<int64_t> int_tensor(const py::array& a, const std::string& name);
+
+// softcap=, alibi_slopes=, sinks= (contract §2.8–§2.9), read with the GIL held; their ranges
+// are checked against the shapes later, by make_problem or the oracle (FieldError, spelled as
+// the keyword).
+ScoreMods score_mods(std::optional<double> softcap, const std::optional<py::array>& alibi,
+                     const std::optional<py::array>& sinks);
 
 // Moves `t`'s storage into a NumPy array of shape `shape` (same number of elements).
 template <class T>

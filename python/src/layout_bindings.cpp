@@ -40,13 +40,9 @@ std::vector<int64_t> index_list(const py::array& a, Field field, const char* sha
   return t.data;
 }
 
-ScoreMods mods_of(std::optional<double> softcap, const std::optional<py::array>& alibi,
-                  const std::optional<py::array>& sinks) {
-  ScoreMods m;
-  m.softcap = softcap;
-  if (alibi) m.alibi_slopes = to_tensor(float_view(*alibi, "alibi_slopes"));
-  if (sinks) m.sinks = to_tensor(float_view(*sinks, "sinks"));
-  return m;
+// A kernel's output in its own dtype, as NumPy (float64 kernels fill x64, the others x32).
+py::array either(Tensor<double>& x64, Tensor<float>& x32) {
+  return x64.numel() > 0 || x32.numel() == 0 ? to_numpy(std::move(x64)) : to_numpy(std::move(x32));
 }
 
 // The call as `attend`/`check` describe it; the layout keywords checked as read_layout checks
@@ -94,7 +90,7 @@ api::LayoutCall layout_call(const py::array& q, const py::array& k, const py::ar
   call.k = to_tensor(float_view(k, "k"));
   call.v = to_tensor(float_view(v, "v"));
   call.scale = scale;
-  call.mods = mods_of(softcap, alibi, sinks);
+  call.mods = score_mods(softcap, alibi, sinks);
   api::require_finite_layout(call, "");  // a cache's empty slots are never read
   return call;
 }
@@ -120,9 +116,6 @@ py::tuple attend_layout(const py::array& q, const py::array& k, const py::array&
     if (grad != nullptr) g = api::attend_layout_grad(*grad, call, *d);
     out = api::attend_layout(kernel, call);
   }
-  auto either = [](Tensor<double>& x64, Tensor<float>& x32) {
-    return x64.numel() > 0 || x32.numel() == 0 ? to_numpy(std::move(x64)) : to_numpy(std::move(x32));
-  };
   if (grad == nullptr) return py::make_tuple(either(out.o, out.o32),
                                              either(out.lse, out.lse32));
   py::object dsinks = py::none();
@@ -213,9 +206,6 @@ py::tuple time_layout(const py::array& q, const py::array& k, const py::array& v
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   }
-  auto either = [](Tensor<double>& x64, Tensor<float>& x32) {
-    return x64.numel() > 0 || x32.numel() == 0 ? to_numpy(std::move(x64)) : to_numpy(std::move(x32));
-  };
   return py::make_tuple(seconds, either(out.o, out.o32), either(out.lse, out.lse32));
 }
 

@@ -274,17 +274,6 @@ Inputs read_inputs(const ArrayView& q, const ArrayView& k, const ArrayView* v) {
 
 const double* scale_ptr(const std::optional<double>& scale) { return scale ? &*scale : nullptr; }
 
-// softcap=, alibi_slopes=, sinks= (contract §2.8–§2.9), read with the GIL held; their ranges
-// are checked against the shapes by make_problem / the oracle (FieldError, spelled as the
-// keyword).
-ScoreMods score_mods(std::optional<double> softcap, const std::optional<py::array>& alibi,
-                     const std::optional<py::array>& sinks) {
-  ScoreMods m;
-  m.softcap = softcap;
-  if (alibi) m.alibi_slopes = to_tensor(float_view(*alibi, "alibi_slopes"));
-  if (sinks) m.sinks = to_tensor(float_view(*sinks, "sinks"));
-  return m;
-}
 
 template <class T>
 int64_t count_nan(const Tensor<T>& x) {
