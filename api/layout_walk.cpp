@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/field.h"
 #include "reference/compat.h"
+#include "reference/validate.h"
 
 namespace sparseattn::api {
 
@@ -56,6 +57,51 @@ Problem sequence_problem(const VarlenInputs& in, int64_t b, const Pattern& patte
                       packed_rows(in.k, k0, k0 + vl.seq_len_k(b)),
                       packed_rows(in.v, k0, k0 + vl.seq_len_k(b)), pattern, in.scale,
                       sequence_mods(in.mods, b));
+}
+
+// Whether `kernel`'s entry reads only a problem's float32 copies: the optimized CPU forward
+// entries, whose float32 guard bounds q32/k32/v32 when q/k/v are absent (float32_guard.h).
+bool reads_float32_only(const Kernel& kernel) {
+  return kernel.target == Target::cpu && kernel.dtype != DType::float64;
+}
+
+// Rows [lo, hi) of the packed x [total, H, d] into y as [1, H, hi − lo, d], converted to
+// D; y's buffer is reused (no fill: every element is written). One thread: on the OpenMP
+// team (three more parallel regions per sequence) the walk was slower — window 256 mix,
+// walk / one by one 1.40 against 1.20 serial (bench_varlen, 2 threads, load 1.4-3.0).
+template <class S, class D>
+void rows_into(const Tensor<S>& x, int64_t lo, int64_t hi, Tensor<D>& y) {
+  const int64_t heads = x.dim(1), d = x.dim(2), len = hi - lo;
+  y.shape = {1, heads, len, d};
+  y.data.resize(static_cast<size_t>(heads * len * d));
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < len; ++i) {
+      const S* src = x.ptr() + ((lo + i) * heads + h) * d;
+      D* dst = y.ptr() + (h * len + i) * d;
+      for (int64_t c = 0; c < d; ++c) dst[c] = static_cast<D>(src[c]);
+    }
+}
+
+template <class D>
+void rows_into(const Tensor<double>& x64, const Tensor<float>& x32, int64_t lo, int64_t hi,
+               Tensor<D>& y) {
+  if (x32.data.empty()) rows_into(x64, lo, hi, y);
+  else rows_into(x32, lo, hi, y);
+}
+
+// Sequence b as a float32-only problem (reads_float32_only): p's buffers are refilled, its
+// float64 inputs stay empty. The checks are make_problem's.
+void sequence_problem32(const VarlenInputs& in, int64_t b, const Pattern& pattern, Problem& p) {
+  const Varlen& vl = in.varlen;
+  const int64_t q0 = vl.cu_seqlens_q[static_cast<size_t>(b)], k0 = vl.cu_seqlens_k[static_cast<size_t>(b)];
+  rows_into(in.q, in.q32, q0, q0 + vl.seq_len_q(b), p.q32);
+  rows_into(in.k, in.k32, k0, k0 + vl.seq_len_k(b), p.k32);
+  rows_into(in.v, in.v32, k0, k0 + vl.seq_len_k(b), p.v32);
+  p.shape = validate_attention(p.q32.shape, p.k32.shape, p.v32.shape, pattern, KvHeads::grouped);
+  p.scale = resolve_scale(in.scale, p.shape.head_dim);
+  p.mods = sequence_mods(in.mods, b);
+  validate_score_mods(p.mods, 1, p.shape.num_heads);
+  p.pattern = &pattern;
 }
 
 void require_serves(const Kernel& kernel, const Pattern& pattern, const char* unit, int64_t b) {
@@ -128,6 +174,12 @@ ScoreMods sequence_mods(const ScoreMods& mods, int64_t b) {
   return m;
 }
 
+void round_varlen_inputs(VarlenInputs& in) {
+  in.q32 = tensor_cast<float>(in.q);
+  in.k32 = tensor_cast<float>(in.k);
+  in.v32 = tensor_cast<float>(in.v);
+}
+
 void validate_varlen_inputs(const VarlenInputs& in) {
   auto rank3 = [](const Tensor<double>& x, const char* what, const char* shape) {
     require(x.rank() == 3, std::string(what) + " shape", shape_text(x.shape),
@@ -145,6 +197,13 @@ void validate_varlen_inputs(const VarlenInputs& in) {
               " (contract §2.7)");
   require(in.q.dim(2) >= 1 && in.v.dim(2) >= 1, "q shape", shape_text(in.q.shape),
           "must have head_dim >= 1");
+  auto same = [](const Tensor<float>& x32, const Tensor<double>& x, const char* what) {
+    require(x32.data.empty() || x32.shape == x.shape, std::string(what) + " shape",
+            shape_text(x32.shape), "must be the float64 input's " + shape_text(x.shape));
+  };
+  same(in.q32, in.q, "q32");
+  same(in.k32, in.k, "k32");
+  same(in.v32, in.v, "v32");
   validate_varlen(in.varlen, in.q.dim(0), in.k.dim(0));
   validate_spec(in.spec);
   require_layout_spec(in.spec, SeqLayout{in.varlen, std::nullopt});
@@ -164,6 +223,8 @@ Output attend_varlen(const Kernel& kernel, const VarlenInputs& in) {
     out.o32 = Tensor<float>({tq, hq, dv}, 0.0f);
     out.lse32 = Tensor<float>({hq, tq}, -INFINITY);
   }
+  const bool f32_only = reads_float32_only(kernel);
+  Problem p32;  // the float32-only path's buffers, reused from sequence to sequence
   for (int64_t b = 0; b < vl.num_sequences(); ++b) {
     const int64_t q0 = vl.cu_seqlens_q[static_cast<size_t>(b)], lq = vl.seq_len_q(b);
     const int64_t lk = vl.seq_len_k(b);
@@ -175,9 +236,13 @@ Output attend_varlen(const Kernel& kernel, const VarlenInputs& in) {
     }
     const Pattern pattern = sequence_pattern(in.spec, hq, lq, lk);
     require_serves(kernel, pattern, "sequence", b);
-    const Problem problem = sequence_problem(in, b, pattern);
     Output ob;
-    kernel.run(problem, ob);
+    if (f32_only) {
+      sequence_problem32(in, b, pattern, p32);
+      kernel.run(p32, ob);
+    } else {
+      kernel.run(sequence_problem(in, b, pattern), ob);
+    }
     if (f64) {
       scatter_packed_rows(ob.o, out.o, q0);
       scatter_packed_lse(ob.lse, out.lse, q0);

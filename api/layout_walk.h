@@ -44,17 +44,27 @@ ScoreMods sequence_mods(const ScoreMods& mods, int64_t b);
 
 // The packed inputs of contract §2.10: q [total_q, H_q, d], k [total_k, H_kv, d],
 // v [total_k, H_kv, d_v] (float64), their cu_seqlens, the spec and the score parameters.
+// q32, k32, v32: optionally their float32 roundings in the same packed shapes
+// (round_varlen_inputs), prepared once for a caller that runs the same batch through
+// float32 kernels repeatedly (a benchmark); empty: the walk rounds each sequence's rows as
+// it reads them.
 struct VarlenInputs {
   Tensor<double> q, k, v;
+  Tensor<float> q32, k32, v32;
   Varlen varlen;
   PatternSpec spec;
   const double* scale = nullptr;  // nullptr: 1/sqrt(head_dim)
   ScoreMods mods;
 };
 
+// Fills in.q32, k32, v32 with float(q), float(k), float(v) (round to nearest; an element
+// beyond float32's range becomes ±inf, which the float32 kernels refuse by name).
+void round_varlen_inputs(VarlenInputs& in);
+
 // Validates the packed shapes (rank 3, heads dividing, head_dim equal, total rows matching
 // cu_seqlens: validate_varlen), the spec (require_layout_spec) and the mods ([B, H_q]
-// slopes with B = the number of sequences). Throws InvalidArgument naming q/k/v, FieldError
+// slopes with B = the number of sequences); q32/k32/v32, when given, have q/k/v's shapes.
+// Throws InvalidArgument naming q/k/v, FieldError
 // naming cu_seqlens_q/cu_seqlens_k, a pattern field or a score field.
 void validate_varlen_inputs(const VarlenInputs& in);
 
@@ -62,6 +72,11 @@ void validate_varlen_inputs(const VarlenInputs& in);
 // [H_q, total_q] in the kernel's dtype (o/lse for float64 kernels, o32/lse32 otherwise);
 // empty sequences contribute nothing, sequences without keys fully masked rows (§2.3,
 // §2.9). Throws what the kernel's refusals throw (a pattern it does not serve names --impl).
+// An optimized CPU kernel (target cpu, float32 or bf16: its entry reads only the float32
+// copies, registry/float32_guard.h) gets each sequence's rows in float32 only — sliced from
+// q32/k32/v32 when given, else rounded from q/k/v while being read — into buffers reused
+// from one sequence to the next; every other kernel (the oracle among them) gets float64
+// rows (make_problem).
 Output attend_varlen(const Kernel& kernel, const VarlenInputs& in);
 
 // The backward pass of a packed batch (contract §7.8): `grad` on every sequence after its

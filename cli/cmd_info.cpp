@@ -11,6 +11,16 @@
 // paper's count) against dense attention's 4 * H * N * M * head_dim. Parameters beyond the
 // sequence are shown as materialize() canonicalized them, each change on a "clamped" line.
 // The numbers and both renderings (text, --json) are api/info_result.h's.
+//
+//   sparseattn info --cu-seqlens-q Q.npy --cu-seqlens-k K.npy [--num-heads H] [--head-dim D]
+//                   [--json] [pattern flags]            (a packed batch, contract §2.10)
+//   sparseattn info --cache-seqlens S.npy --seq-len L_q [--num-heads H] [--head-dim D]
+//                   [--json] [pattern flags]            (a filled KV cache, contract §2.11)
+//
+// Under a layout the counts are summed over the sequences, each one's pattern built for its
+// own lengths, with a line per sequence (api/layout_info.h); a packed batch also gives the
+// pairs an explicit block-diagonal mask of the same batch would span. --block-table is
+// refused: paging moves keys, never changes a count (give --cache-seqlens alone).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,6 +30,8 @@
 
 #include "cli/commands.h"
 #include "api/info_result.h"
+#include "api/layout_flags.h"
+#include "api/layout_info.h"
 #include "cli/presets.h"
 #include "api/inputs.h"
 #include "api/results.h"
@@ -37,6 +49,7 @@ struct InfoArgs {
   int64_t head_dim = 64;
   bool json = false;
   PatternFlags pattern;
+  LayoutFlags layout;  // --cu-seqlens-q/-k, --cache-seqlens (contract §2.10-§2.11)
   std::string preset;  // --preset NAME (cli/presets.h), with --layer L
   int64_t layer = 0;
   CLI::Option* layer_flag = nullptr;
@@ -57,9 +70,39 @@ void run_info(const InfoArgs& a, nlohmann::json* rows = nullptr) {
   else std::cout << j.dump(2) << "\n";
 }
 
+// A packed batch or a filled cache (api/layout_info.h).
+void run_info_layout(const InfoArgs& a) {
+  require(a.preset.empty(), "--preset", a.preset,
+          "must not be given with a sequence layout (a preset fixes its own lengths)");
+  require(!a.layer_flag->count(), "--layer", a.layer, "selects a layer of a --preset; give --preset");
+  require(a.layout.block_table.empty(), "--block-table", a.layout.block_table,
+          "must not be given to info: paging moves keys but changes no count; give "
+          "--cache-seqlens alone (contract §2.12)");
+  require(!a.sizes.seq_len_k_flag->count(), "--seq-len-k", a.sizes.seq_len_k,
+          "must not be given with a sequence layout: the layout gives each sequence's keys");
+  const SeqLayout layout = read_layout(a.layout);
+  int64_t seq_len_q = 0;
+  if (layout.varlen) {
+    require(a.sizes.seq_len_text.empty(), "--seq-len", a.sizes.seq_len_text,
+            "must not be given with --cu-seqlens-q/-k: the lists give each sequence's lengths");
+  } else {
+    require(!a.sizes.seq_len_text.empty() && !is_seq_len_sweep(a.sizes.seq_len_text), "--seq-len",
+            a.sizes.seq_len_text.empty() ? "missing" : a.sizes.seq_len_text,
+            "must be one length L_q >= 1 (the queries of each element) with --cache-seqlens");
+    seq_len_q = parse_seq_lens("--seq-len", a.sizes.seq_len_text).front();
+  }
+  const LayoutInfo r =
+      layout_info(to_spec(a.pattern), a.sizes.num_heads, a.head_dim, layout, seq_len_q);
+  if (a.json) std::cout << layout_info_json(r).dump(2) << "\n";
+  else std::cout << layout_info_text(r);
+}
+
 // --seq-len N, or a sweep (A:B, A,B,C): one table row, or with --json one object of a JSON
 // array, per n.
 void run_info_command(const InfoArgs& a) {
+  if (a.layout.requested()) return run_info_layout(a);
+  require(!a.sizes.seq_len_text.empty(), "--seq-len", "missing",
+          "is required: N >= 1, a sweep A:B or A,B,C (or give --cu-seqlens-q/-k or --cache-seqlens)");
   if (!a.preset.empty()) {
     std::vector<std::string> fixed = pattern_flag_names();
     for (const char* f : {"--num-heads", "--head-dim", "--seq-len-k"}) fixed.push_back(f);
@@ -105,13 +148,14 @@ void register_info(CLI::App& app) {
   auto args = std::make_shared<InfoArgs>();
   CLI::App* cmd = app.add_subcommand(
       "info", "a pattern's nnz, density, keys per row, tiles and FLOPs versus dense");
-  add_size_flags(cmd, args->sizes, /*allow_range=*/true);
+  add_size_flags(cmd, args->sizes, /*allow_range=*/true, /*seq_len_required=*/false);
   cmd->add_option("--head-dim", args->head_dim, "D: head dimension for the FLOP count, integer >= 1")
       ->capture_default_str();
   cmd->add_flag("--json", args->json,
                 "print one JSON object instead of the table (a JSON array, one object per n, for "
                 "a --seq-len sweep)");
   add_pattern_flags(cmd, args->pattern);
+  add_layout_flags(cmd, args->layout);
   cmd->add_option("--preset", args->preset,
                   "NAME: a model's attention stack from models/NAME.json (`sparseattn models` "
                   "lists them): FLOPs and KV-cache bytes per layer and in total vs all-dense");

@@ -44,21 +44,24 @@ namespace detail {
 //   - A row's plain sum of squares cannot overflow once |x| <= FLT_MAX (checked by the
 //     caller before it uses the norm): x² <= 1.2e77. A row whose sum underflows toward
 //     float64's denormals (< 1e-290) is recomputed scaled by its largest element.
+//   - T = float: the float32 copies, read in float64 arithmetic (a problem without float64
+//     inputs, below).
 struct Bound {
   double max_abs = 0.0;
   double max_row_norm = 0.0;
 };
-[[gnu::noinline]] inline Bound bound_of(const Tensor<double>& t, int64_t dim) {
+template <class T>
+[[gnu::noinline]] Bound bound_of(const Tensor<T>& t, int64_t dim) {
   Bound b;
-  const double* x = t.data.data();
+  const T* x = t.data.data();
   const int64_t n = t.numel();
   const int64_t len = dim > 0 ? dim : n;  // without norms: one "row", the whole tensor
   for (int64_t r0 = 0; len > 0 && r0 + len <= n; r0 += len) {
-    const double* row = x + r0;
+    const T* row = x + r0;
     double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0, s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int64_t d = 0;
     for (; d + 4 <= len; d += 4) {
-      const double x0 = row[d], x1 = row[d + 1], x2 = row[d + 2], x3 = row[d + 3];
+      const double x0 = row[d], x1 = row[d + 1], x2 = row[d + 2], x3 = row[d + 3];  // exact
       a0 = std::fabs(x0) > a0 ? std::fabs(x0) : a0;
       a1 = std::fabs(x1) > a1 ? std::fabs(x1) : a1;
       a2 = std::fabs(x2) > a2 ? std::fabs(x2) : a2;
@@ -69,8 +72,9 @@ struct Bound {
       s3 += x3 * x3;
     }
     for (; d < len; ++d) {
-      a0 = std::fabs(row[d]) > a0 ? std::fabs(row[d]) : a0;
-      s0 += row[d] * row[d];
+      const double x0 = row[d];
+      a0 = std::fabs(x0) > a0 ? std::fabs(x0) : a0;
+      s0 += x0 * x0;
     }
     const double a01 = a1 > a0 ? a1 : a0, a23 = a3 > a2 ? a3 : a2;
     const double big = a23 > a01 ? a23 : a01;
@@ -80,7 +84,7 @@ struct Bound {
     double norm = std::sqrt(ss);
     if (!(ss >= 1e-290)) {  // tiny (or NaN): scaled by the largest element
       ss = 0.0;
-      for (d = 0; d < len; ++d) ss += (row[d] / big) * (row[d] / big);
+      for (d = 0; d < len; ++d) ss += (double(row[d]) / big) * (double(row[d]) / big);
       norm = big * std::sqrt(ss);
     }
     b.max_row_norm = norm > b.max_row_norm ? norm : b.max_row_norm;
@@ -99,11 +103,19 @@ struct Float32Plan {
 
 // Applies the rule above for kernel `kernel_name`. Throws FieldError (Field::scale, q, k or
 // v; core/field.h) before any work. O(numel(q) + numel(k) + numel(v)).
+// A problem built without float64 inputs (p.q empty, q32 filled: the packed walk's float32
+// path, api/layout_walk.h) is bounded on its float32 copies: an input beyond float32's range
+// is inf there (refused as such: |x| = inf), the norms differ from the float64 ones by at
+// most ~1e-7 relative (far inside the limit's headroom), and a scale folded into q is
+// folded into the float32 copy (float(float(q)·scale), one more rounding).
 inline void plan_float32(const Problem& p, const char* kernel_name, Float32Plan& plan) {
+  const bool f32_only = p.q.data.empty() && !p.q32.data.empty();
   // One pass per tensor: max |x| (all three) and the largest row norm (q and k).
-  const detail::Bound bq = detail::bound_of(p.q, p.shape.head_dim);
-  const detail::Bound bk = detail::bound_of(p.k, p.shape.head_dim);
-  const detail::Bound bv = detail::bound_of(p.v, 0);
+  const detail::Bound bq = f32_only ? detail::bound_of(p.q32, p.shape.head_dim)
+                                    : detail::bound_of(p.q, p.shape.head_dim);
+  const detail::Bound bk = f32_only ? detail::bound_of(p.k32, p.shape.head_dim)
+                                    : detail::bound_of(p.k, p.shape.head_dim);
+  const detail::Bound bv = f32_only ? detail::bound_of(p.v32, 0) : detail::bound_of(p.v, 0);
   const std::string why = std::string(" is beyond float32's range (3.4e38): the float32 kernel ") +
                           kernel_name + " cannot hold it; use a float64 kernel (a1_dense_masked)";
   const struct { Field field; double max_abs; } inputs[] = {
@@ -128,9 +140,10 @@ inline void plan_float32(const Problem& p, const char* kernel_name, Float32Plan&
   plan.q32 = &p.q32;
   plan.scale32 = static_cast<float>(p.scale);
   if (s != 0.0 && s < FLT_MIN) {  // float32 would round the scale to a subnormal or 0
-    plan.prescaled = Tensor<float>(p.q.shape);
-    for (size_t i = 0; i < p.q.data.size(); ++i)
-      plan.prescaled.data[i] = static_cast<float>(p.q.data[i] * p.scale);
+    plan.prescaled = Tensor<float>(p.q32.shape);
+    for (size_t i = 0; i < p.q32.data.size(); ++i)
+      plan.prescaled.data[i] = static_cast<float>(
+          (f32_only ? static_cast<double>(p.q32.data[i]) : p.q.data[i]) * p.scale);
     plan.q32 = &plan.prescaled;
     plan.scale32 = 1.0f;
   }

@@ -457,6 +457,53 @@ void expect_field(Field field, const std::function<void()>& f, const std::string
   }
 }
 
+// The walk's float32 path (a CPU kernel gets float32 rows only, api/layout_walk.h): the same
+// bits as the kernel on make_problem's problems of the sliced sequences, whether the
+// roundings are prepared (round_varlen_inputs) or made while reading; and the float32
+// guard's refusals still name q and scale.
+TEST(Varlen, TheFloat32PathEqualsMakeProblemBitForBitAndRefusesTheSame) {
+  const std::vector<int64_t> cu_q = {0, 3, 3, 20, 29}, cu_k = {0, 5, 7, 24, 40};
+  VarlenInputs in;
+  in.q = grid_tensor({cu_q.back(), 4, 8}, 40);
+  in.k = grid_tensor({cu_k.back(), 2, 8}, 41);
+  in.v = grid_tensor({cu_k.back(), 2, 8}, 42);
+  in.varlen = {cu_q, cu_k};
+  in.spec = window(2, true);
+  for (const char* name : {"cpu_k02_window_band", "cpu_k06_generic_tiles_bf16"}) {
+    SCOPED_TRACE(name);
+    const Kernel& kernel = find_kernel(name);
+    VarlenInputs rounded = in;
+    round_varlen_inputs(rounded);
+    const Output walk = attend_varlen(kernel, in), walk32 = attend_varlen(kernel, rounded);
+    EXPECT_EQ(walk.o32.data, walk32.o32.data);
+    EXPECT_EQ(walk.lse32.data, walk32.lse32.data);
+    for (int64_t b = 0; b < in.varlen.num_sequences(); ++b) {
+      const int64_t q0 = cu_q[b], q1 = cu_q[b + 1], k0 = cu_k[b], k1 = cu_k[b + 1];
+      if (q1 == q0) continue;
+      const Pattern pattern = sequence_pattern(in.spec, 4, q1 - q0, k1 - k0);
+      const Problem p = make_problem(packed_rows(in.q, q0, q1), packed_rows(in.k, k0, k1),
+                                     packed_rows(in.v, k0, k1), pattern, nullptr);
+      Output ob;
+      kernel.run(p, ob);
+      EXPECT_EQ(packed_rows(walk.o32, q0, q1).data, ob.o32.data) << "sequence " << b;
+    }
+  }
+  const Kernel& k02 = find_kernel("cpu_k02_window_band");
+  VarlenInputs big = in;
+  big.q.data[static_cast<size_t>(25 * 4 * 8)] = 1e39;  // in sequence 3
+  expect_field(Field::q, [&] { attend_varlen(k02, big); }, "beyond float32's range");
+  round_varlen_inputs(big);
+  expect_field(Field::q, [&] { attend_varlen(k02, big); }, "beyond float32's range");
+  static const double huge = 1e36;
+  VarlenInputs scaled = in;
+  scaled.scale = &huge;
+  round_varlen_inputs(scaled);
+  expect_field(Field::scale, [&] { attend_varlen(k02, scaled); }, "float32");
+  VarlenInputs wrong = in;
+  wrong.q32 = Tensor<float>({2, 2});
+  EXPECT_THROW(attend_varlen(k02, wrong), InvalidArgument);
+}
+
 TEST(Varlen, BadCuSeqlensAreNamed) {
   auto with = [](std::vector<int64_t> q, std::vector<int64_t> k) {
     VarlenInputs in = hand_varlen();

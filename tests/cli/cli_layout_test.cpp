@@ -230,6 +230,81 @@ TEST_F(Varlen, MaskWritesTheBlockDiagonalAllowedSet) {
 
 // --- bad input (contract §5.1) -------------------------------------------------------------
 
+// --- info under a layout (api/layout_info.h) ------------------------------------------------
+
+// Hand-counted: window 2, causal, each sequence bottom-right against its own keys.
+// Sequence 0 (5 queries at positions 2..6 of 7 keys): 3 keys each = 15; sequence 1 (no
+// rows): 0; sequence 2 (8 against 8): 1 + 2 + 6·3 = 21. Per head 36, two heads 72.
+TEST_F(Varlen, InfoSumsEachSequencesOwnPattern) {
+  const std::string lists =
+      " --cu-seqlens-q " + path("cu_q.npy") + " --cu-seqlens-k " + path("cu_k.npy");
+  RunResult r = run("info" + lists + " --pattern window --window 2 --causal --num-heads 2 "
+                    "--head-dim 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = json_of(r);
+  EXPECT_EQ(j["layout"], "varlen");
+  EXPECT_EQ(j["num_sequences"].get<int64_t>(), 3);
+  EXPECT_EQ(j["total_q"].get<int64_t>(), kTq);
+  EXPECT_EQ(j["total_k"].get<int64_t>(), kTk);
+  EXPECT_EQ(j["nnz"].get<int64_t>(), 72);
+  EXPECT_EQ(j["empty_rows"].get<int64_t>(), 0);
+  EXPECT_EQ(j["flops"].get<double>(), 4.0 * 72 * 8);
+  EXPECT_EQ(j["dense_flops"].get<double>(), 4.0 * 2 * (5 * 7 + 0 * 2 + 8 * 8) * 8);
+  EXPECT_EQ(j["mask_pairs"].get<int64_t>(), 2 * kTq * kTk);
+  const std::vector<int64_t> nnz = {30, 0, 42};
+  for (size_t b = 0; b < 3; ++b) EXPECT_EQ(j["sequences"][b]["nnz"].get<int64_t>(), nnz[b]) << b;
+  EXPECT_EQ(j["sequences"][0]["seq_len_k"].get<int64_t>(), 7);
+  r = run("info" + lists + " --pattern window --window 2 --causal --num-heads 2 --head-dim 8");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("nnz"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("72"), std::string::npos) << r.out;
+}
+
+// Two queries per element, dense causal: element 0 (5 keys) 4 + 5 = 9; element 1 (no key)
+// two empty rows; element 2 (1 key) query 0 at position -1 sees nothing, query 1 one key.
+TEST_F(Layouts, InfoCountsACacheByItsFilledSlots) {
+  write_npy(path("lens.npy"), ints({3}, {5, 0, 1}));
+  const RunResult r = run("info --cache-seqlens " + path("lens.npy") +
+                          " --seq-len 2 --pattern dense --causal --num-heads 2 --head-dim 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = json_of(r);
+  EXPECT_EQ(j["layout"], "kv_cache");
+  EXPECT_EQ(j["total_q"].get<int64_t>(), 6);
+  EXPECT_EQ(j["total_k"].get<int64_t>(), 6);
+  EXPECT_EQ(j["nnz"].get<int64_t>(), 2 * (9 + 0 + 1));
+  EXPECT_EQ(j["empty_rows"].get<int64_t>(), 2 * (0 + 2 + 1));
+  EXPECT_EQ(j["flops"].get<double>(), 4.0 * 20 * 4);
+  EXPECT_FALSE(j.contains("mask_pairs"));
+}
+
+TEST_F(Varlen, InfoRefusesBadLayoutsNamingTheFlag) {
+  write_npy(path("cu_bad.npy"), ints({4}, {0, 6, 5, kTq}));
+  write_npy(path("lens.npy"), ints({2}, {3, -1}));
+  write_npy(path("table.npy"), ints({2, 1}, {0, 1}));
+  const std::string lists =
+      " --cu-seqlens-q " + path("cu_q.npy") + " --cu-seqlens-k " + path("cu_k.npy");
+  struct Case {
+    std::string flags, says;
+  };
+  const std::vector<Case> cases = {
+      {" --cu-seqlens-q " + path("cu_bad.npy") + " --cu-seqlens-k " + path("cu_k.npy"),
+       "--cu-seqlens-q[2] = 5"},
+      {lists + " --seq-len 4", "--seq-len = 4"},
+      {lists + " --seq-len-k 4", "--seq-len-k"},
+      {" --cache-seqlens " + path("lens.npy") + " --seq-len 1", "--cache-seqlens[1] = -1"},
+      {" --cache-seqlens " + path("cu_q.npy"), "--seq-len = missing"},
+      {" --cache-seqlens " + path("cu_q.npy") + " --block-table " + path("table.npy") + " --seq-len 1",
+       "--block-table"},
+      {"", "--seq-len = missing"},
+  };
+  for (const Case& c : cases) {
+    const RunResult r = run("info" + c.flags + " --pattern dense");
+    EXPECT_EQ(r.exit_code, 2) << c.flags << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.flags << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
 TEST_F(Varlen, BadLayoutsExitTwoNamingTheFlagAndWriteNothing) {
   Tensor<double> floats({4}, 0.0);
   write_npy(path("cu_float.npy"), floats);
