@@ -113,18 +113,18 @@ nlohmann::json layout_info_json(const LayoutInfo& r) {
 std::string layout_info_text(const LayoutInfo& r) {
   const bool varlen = r.layout == "varlen";
   std::string out;
-  out += fmt::format("{:<22}{}\n", "layout", varlen ? "packed batch (cu_seqlens, contract §2.10)"
+  out += fmt::format("{:<27}{}\n", "layout", varlen ? "packed batch (cu_seqlens, contract §2.10)"
                                                     : "KV cache (cache_seqlens, contract §2.11)");
-  out += fmt::format("{:<22}{}\n", "pattern", r.pattern);
-  out += fmt::format("{:<22}{}\n", varlen ? "sequences" : "batch", r.sequences.size());
-  out += fmt::format("{:<22}{}\n", "total_q", r.total_q);
-  out += fmt::format("{:<22}{}\n", "total_k", r.total_k);
-  out += fmt::format("{:<22}{}\n", "nnz", r.nnz);
-  out += fmt::format("{:<22}{}\n", "empty rows", r.empty_rows);
-  out += fmt::format("{:<22}{:.6g} ({:.6f} of dense per sequence)\n", "FLOPs", r.flops,
+  out += fmt::format("{:<27}{}\n", "pattern", r.pattern);
+  out += fmt::format("{:<27}{}\n", varlen ? "sequences" : "batch", r.sequences.size());
+  out += fmt::format("{:<27}{}\n", "total_q", r.total_q);
+  out += fmt::format("{:<27}{}\n", "total_k", r.total_k);
+  out += fmt::format("{:<27}{}\n", "nnz", r.nnz);
+  out += fmt::format("{:<27}{}\n", "empty rows", r.empty_rows);
+  out += fmt::format("{:<27}{:.6g} ({:.6f} of the sequences' dense FLOPs)\n", "FLOPs", r.flops,
                      ratio(r.flops, r.dense_flops));
   if (varlen)
-    out += fmt::format("{:<22}{} (nnz / mask pairs {:.6f})\n", "block-diagonal mask pairs",
+    out += fmt::format("{:<27}{} (nnz / mask pairs {:.6f})\n", "block-diagonal mask pairs",
                        r.mask_pairs, ratio(static_cast<double>(r.nnz), static_cast<double>(r.mask_pairs)));
   out += fmt::format("{:>8} {:>10} {:>10} {:>14} {:>10} {:>12}\n", varlen ? "sequence" : "element",
                      "seq_len_q", "seq_len_k", "nnz", "empty", "FLOPs");
