@@ -320,7 +320,13 @@ Output attend_cache(const Kernel& kernel, const CacheInputs& given) {
   if ((kernel.features & needs) == needs && cache.capacity() >= 1) {  // read in place
     const Pattern pattern = sequence_pattern(in.spec, hq, lq, cache.capacity());
     require_serves(kernel, pattern, "the cache of capacity", cache.capacity());
-    const Problem problem = make_cache_problem(in.q, in.k, in.v, cache, pattern, in.scale, in.mods);
+    Problem problem = make_cache_problem(std::move(in.q), std::move(in.k), std::move(in.v), cache,
+                                         pattern, in.scale, in.mods);
+    if (reads_float32_only(kernel)) {  // its float32 copies are all it reads (float32_guard.h)
+      problem.q = {};
+      problem.k = {};
+      problem.v = {};
+    }
     Output out;
     kernel.run(problem, out);
     return out;

@@ -105,7 +105,9 @@ void validate_cache_inputs(CacheInputs& in);
 // Runs `kernel` on the cache (contract §2.11–§2.12): in place when its entry lists the
 // features the cache needs (kKvCache, with a block table kPaged), else one element at a
 // time on a copy of its cache_seqlens[b] keys. Returns o [B, H_q, L_q, d_v] and lse
-// [B, H_q, L_q] in the kernel's dtype. Only the filled slots are read.
+// [B, H_q, L_q] in the kernel's dtype. Only the filled slots are read. In place, an
+// optimized CPU kernel's problem keeps only the float32 copies of the cache (the float64
+// ones, this call's own copy of the inputs, are released before it runs).
 Output attend_cache(const Kernel& kernel, const CacheInputs& in);
 
 // `mask --cu-seqlens-q ... --cu-seqlens-k ...`: the allowed set of a packed batch,

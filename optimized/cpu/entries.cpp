@@ -195,8 +195,8 @@ namespace {
 
 // f(row) for every K (or V) row of `x` that some element holds: all of [B, H_kv, L_k, w]
 // without a cache, element b's first n_b slots of the cache, or its pages' slots < n_b.
-template <class F>
-void for_each_filled_row(const Problem& p, int64_t width, const double* x, F f) {
+template <class T, class F>
+void for_each_filled_row(const Problem& p, int64_t width, const T* x, F f) {
   const int64_t hkv = p.shape.num_kv_heads;
   if (!p.cache) {
     for (int64_t r = 0; r < p.shape.batch * hkv * p.shape.seq_len_k; ++r) f(x + r * width);
@@ -216,13 +216,15 @@ void for_each_filled_row(const Problem& p, int64_t width, const double* x, F f) 
 struct RowBound {
   double max_abs = 0.0, max_norm = 0.0;
 };
-RowBound filled_bound(const Problem& p, const Tensor<double>& x, int64_t width) {
+template <class T>
+RowBound filled_bound(const Problem& p, const Tensor<T>& x, int64_t width) {
   RowBound b;
-  for_each_filled_row(p, width, x.ptr(), [&](const double* row) {
+  for_each_filled_row(p, width, x.ptr(), [&](const T* row) {
     double ss = 0.0, big = 0.0;
     for (int64_t c = 0; c < width; ++c) {
-      big = std::max(big, std::fabs(row[c]));
-      ss += row[c] * row[c];
+      const double e = row[c];
+      big = std::max(big, std::fabs(e));
+      ss += e * e;
     }
     b.max_abs = std::max(b.max_abs, big);
     b.max_norm = std::max(b.max_norm, std::sqrt(ss));
@@ -230,20 +232,31 @@ RowBound filled_bound(const Problem& p, const Tensor<double>& x, int64_t width) 
   return b;
 }
 
-// plan_float32 on the rows k09 reads: q whole, k and v their filled rows.
-void plan_float32_decode(const Problem& p, const char* name, Float32Plan& plan) {
-  if (!p.cache) return plan_float32(p, name, plan);
+// plan_float32 on the rows k09 reads: q whole, k and v their filled rows — of the float32
+// copies when the problem has no float64 inputs (as plan_float32, float32_guard.h).
+template <class T>
+RowBound q_bound(const Tensor<T>& q, int64_t head_dim) {
   RowBound bq;
-  for (size_t i = 0; i < p.q.data.size(); i += static_cast<size_t>(p.shape.head_dim)) {
+  for (size_t i = 0; i < q.data.size(); i += static_cast<size_t>(head_dim)) {
     double ss = 0.0;
-    for (int64_t c = 0; c < p.shape.head_dim; ++c) {
-      bq.max_abs = std::max(bq.max_abs, std::fabs(p.q.data[i + c]));
-      ss += p.q.data[i + c] * p.q.data[i + c];
+    for (int64_t c = 0; c < head_dim; ++c) {
+      const double e = q.data[i + c];
+      bq.max_abs = std::max(bq.max_abs, std::fabs(e));
+      ss += e * e;
     }
     bq.max_norm = std::max(bq.max_norm, std::sqrt(ss));
   }
-  const RowBound bk = filled_bound(p, p.k, p.shape.head_dim);
-  const RowBound bv = filled_bound(p, p.v, p.shape.head_dim_v);
+  return bq;
+}
+
+void plan_float32_decode(const Problem& p, const char* name, Float32Plan& plan) {
+  if (!p.cache) return plan_float32(p, name, plan);
+  const bool f32_only = p.q.data.empty() && !p.q32.data.empty();
+  const RowBound bq = f32_only ? q_bound(p.q32, p.shape.head_dim) : q_bound(p.q, p.shape.head_dim);
+  const RowBound bk = f32_only ? filled_bound(p, p.k32, p.shape.head_dim)
+                               : filled_bound(p, p.k, p.shape.head_dim);
+  const RowBound bv = f32_only ? filled_bound(p, p.v32, p.shape.head_dim_v)
+                               : filled_bound(p, p.v, p.shape.head_dim_v);
   const std::string why = std::string(" is beyond float32's range (3.4e38): the float32 kernel ") +
                           name + " cannot hold it; use a float64 kernel (a1_dense_masked)";
   const std::pair<Field, double> inputs[] = {
@@ -260,9 +273,10 @@ void plan_float32_decode(const Problem& p, const char* name, Float32Plan& plan) 
   plan.q32 = &p.q32;
   plan.scale32 = static_cast<float>(p.scale);
   if (s != 0.0 && s < FLT_MIN) {  // as plan_float32: the scale folded into q in float64
-    plan.prescaled = Tensor<float>(p.q.shape);
-    for (size_t i = 0; i < p.q.data.size(); ++i)
-      plan.prescaled.data[i] = static_cast<float>(p.q.data[i] * p.scale);
+    plan.prescaled = Tensor<float>(p.q32.shape);
+    for (size_t i = 0; i < p.q32.data.size(); ++i)
+      plan.prescaled.data[i] = static_cast<float>(
+          (f32_only ? static_cast<double>(p.q32.data[i]) : p.q.data[i]) * p.scale);
     plan.q32 = &plan.prescaled;
     plan.scale32 = 1.0f;
   }
@@ -277,8 +291,8 @@ std::vector<uint16_t> to_bfloat16_filled(const Problem& p, const Tensor<float>& 
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < x.numel(); ++i) h[i] = float_to_bfloat16(x.data[i]);
   const float* base = x.ptr();
-  for_each_filled_row(p, width, p.k.ptr(), [&](const double* row) {
-    const int64_t at = row - p.k.ptr();  // the same offset in x (k's and v's layout agree)
+  for_each_filled_row(p, width, base, [&](const float* row) {
+    const int64_t at = row - base;
     for (int64_t c = 0; c < width; ++c)
       if ((h[at + c] & 0x7FFF) == 0x7F80 && std::isfinite(base[at + c]))
         throw InvalidArgument(what, "a tensor with |x| = " + to_text(std::fabs(base[at + c])),

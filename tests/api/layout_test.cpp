@@ -504,6 +504,32 @@ TEST(Varlen, TheFloat32PathEqualsMakeProblemBitForBitAndRefusesTheSame) {
   EXPECT_THROW(attend_varlen(k02, wrong), InvalidArgument);
 }
 
+// In place, k09's problem keeps only the float32 copies of the cache (attend_cache): its
+// guard still bounds the filled slots only — an empty slot beyond float32's range (inf in
+// the float32 copy) is never read, a filled one is refused naming k or v.
+TEST(KvCache, TheFloat32CacheProblemBoundsOnlyTheFilledSlots) {
+  const CacheCase c = cache_case({0, 1, 20, 2}, 8, 1, 3, dense(true));
+  const int64_t cap = 20, D = 8;
+  auto at = [&](int64_t b, int64_t t) { return static_cast<size_t>((b * 1 * cap + t) * D); };
+  for (const char* name : {"cpu_k09_decode", "cpu_k09_decode_bf16"}) {
+    SCOPED_TRACE(name);
+    const Kernel& k09 = find_kernel(name);
+    const Output clean = attend_cache(k09, c.contiguous);
+    CacheInputs stale = c.contiguous;
+    stale.k.data[at(3, 5)] = 1e39;  // element 3 holds 2 keys: slot 5 is empty
+    stale.v.data[at(3, 7)] = -1e39;
+    const Output got = attend_cache(k09, stale);
+    EXPECT_EQ(got.o32.data, clean.o32.data);
+    EXPECT_EQ(got.lse32.data, clean.lse32.data);
+    CacheInputs filled = c.contiguous;
+    filled.k.data[at(3, 1)] = 1e39;
+    expect_field(Field::k, [&] { attend_cache(k09, filled); }, "float32");
+    filled = c.contiguous;
+    filled.v.data[at(2, 19)] = 1e39;
+    expect_field(Field::v, [&] { attend_cache(k09, filled); }, "float32");
+  }
+}
+
 TEST(Varlen, BadCuSeqlensAreNamed) {
   auto with = [](std::vector<int64_t> q, std::vector<int64_t> k) {
     VarlenInputs in = hand_varlen();
