@@ -5,6 +5,7 @@
 
 #include <sys/utsname.h>
 #include <omp.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +19,8 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
+#include <thread>
 
 #include "api/measure.h"
 #include "core/error.h"
@@ -33,6 +36,29 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
+
+// CPU seconds of this process so far, all threads summed.
+double process_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// The OpenMP thread count for the sweep's duration, the caller's restored after.
+struct ScopedThreads {
+  int saved;
+  explicit ScopedThreads(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ScopedThreads() { omp_set_num_threads(saved); }
+};
+
+std::string fmt_count(double x) { return std::isfinite(x) ? fmt::format("{:.1f}", x) : "?"; }
 
 // One problem (pattern, inputs, oracle) per seq_len, shared by every kernel at that n.
 struct Instance {
@@ -172,6 +198,8 @@ SweepConfig plan_sweep(const SweepRequest& a, std::vector<std::string>& notes, S
   require(a.fit_from >= 0, spell_flag("--fit-from", s), a.fit_from, "must be an integer >= 0");
   require(std::isfinite(a.max_seconds) && a.max_seconds > 0, spell_flag("--max-seconds", s),
           a.max_seconds, "must be a number of seconds > 0");
+  require(a.threads >= 0 && a.threads <= 1024, spell_flag("--threads", s), a.threads,
+          "must be auto (0) or an integer in [1, 1024]");
 
   const int64_t kv_heads = a.num_kv_heads == 0 ? a.num_heads : a.num_kv_heads;
   require(kv_heads >= 1 && kv_heads <= a.num_heads && a.num_heads % kv_heads == 0,
@@ -191,6 +219,15 @@ SweepConfig plan_sweep(const SweepRequest& a, std::vector<std::string>& notes, S
   c.repeats = static_cast<int>(a.repeats);
   c.max_seconds = a.max_seconds;
   c.fit_from = a.fit_from;
+  if (a.threads > 0) {
+    c.threads = static_cast<int>(a.threads);
+  } else {
+    const double others = other_runnable(sample_procs_running(5));
+    c.threads = auto_threads(others, omp_get_num_procs());
+    notes.push_back(fmt::format("{} auto: {} of {} cores ({} other runnable threads)",
+                                spell_flag("--threads", s), c.threads, omp_get_num_procs(),
+                                fmt_count(others)));
+  }
 
   // serves() is a property of the pattern kind and parameters; the smallest n decides it
   // (and reports a pattern that cannot be built before anything runs).
@@ -262,7 +299,13 @@ SweepResult run_sweep(const SweepConfig& c) {
   for (const Kernel* k : c.kernels) series.push_back({k, false, true, {}});
   if (c.dense_baseline) series.push_back({c.dense_baseline, true, true, {}});
 
+  require(c.threads >= 1, "--threads", c.threads, "must be an integer >= 1");
+  const ScopedThreads scoped_threads(c.threads);
+
   SweepResult result;
+  double load[3] = {NAN, NAN, NAN};
+  if (::getloadavg(load, 3) >= 1) result.load_average_start = load[0];
+  std::vector<int> procs;  // every point's procs_running samples
   const auto t_start = Clock::now();
   const size_t total = series.size() * c.seq_lens.size();
   size_t done = 0;
@@ -329,11 +372,28 @@ SweepResult run_sweep(const SweepConfig& c) {
       if (!in.oracle) in.oracle = std::make_unique<api::Oracle>(api::make_oracle(in.problem));
       pt.oracle_full = in.oracle->full;
 
+      // Who else wants the cores, just before this point (the last point's threads idle).
+      const std::vector<int> here = sample_procs_running(3);
+      procs.insert(procs.end(), here.begin(), here.end());
+      pt.others_runnable = other_runnable(here);
+
       // The harness: one call, checked, its extra heap measured, never timed; then, only
-      // when it passed, the kernel alone `repeats` times.
+      // when it passed, the kernel alone `repeats` times, each call on both clocks (a fresh
+      // Output per call, as the harness's own loop).
       api::TimingPlan plan;
       plan.repeats = c.repeats;
       plan.heap = c.heap;
+      std::vector<double> wall, cpu;
+      plan.timed_section = [&] {
+        for (int r = 0; r < c.repeats; ++r) {
+          Output fresh;
+          const double c0 = process_cpu_seconds();
+          const auto t = Clock::now();
+          s.kernel->run(in.problem, fresh);
+          wall.push_back(seconds_since(t));
+          cpu.push_back(process_cpu_seconds() - c0);
+        }
+      };
       api::Measurement m;
       try {
         m = api::measure(*s.kernel, in.problem, *in.oracle, plan);
@@ -359,10 +419,13 @@ SweepResult run_sweep(const SweepConfig& c) {
         continue;
       }
       pt.validated = true;
-      pt.repeats = static_cast<int>(m.seconds.size());
-      pt.median_s = m.median();
-      pt.min_s = m.best();
-      pt.max_s = m.worst_time();
+      pt.repeats = static_cast<int>(wall.size());
+      pt.median_s = median_of(wall);
+      pt.min_s = *std::min_element(wall.begin(), wall.end());
+      pt.max_s = *std::max_element(wall.begin(), wall.end());
+      pt.cpu_median_s = median_of(cpu);
+      pt.cpu_min_s = *std::min_element(cpu.begin(), cpu.end());
+      pt.cpu_max_s = *std::max_element(cpu.begin(), cpu.end());
       s.timed.emplace_back(static_cast<double>(n), pt.median_s);
       result.points.push_back(pt);
 
@@ -384,23 +447,132 @@ SweepResult run_sweep(const SweepConfig& c) {
     }
   }
   if (c.progress) *c.progress << "\n";
+  result.load = judge_load(other_runnable(procs), result.load_average_start,
+                           omp_get_num_procs(), c.threads);
   return result;
 }
 
+const char* measure_name(TimeMeasure m) { return m == TimeMeasure::cpu ? "CPU time" : "wall time"; }
+const char* measure_key(TimeMeasure m) { return m == TimeMeasure::cpu ? "cpu" : "wall"; }
+
+int parse_procs_running(const std::string& proc_stat) {
+  std::istringstream in(proc_stat);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("procs_running ", 0) == 0) {
+      const std::string v = line.substr(14);
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 9)
+        return -1;
+      return std::stoi(v);
+    }
+  return -1;
+}
+
+double other_runnable(const std::vector<int>& procs_running) {
+  double sum = 0;
+  int m = 0;
+  for (int p : procs_running)
+    if (p >= 0) sum += std::max(p - 1, 0), ++m;
+  return m > 0 ? sum / m : NAN;
+}
+
+std::vector<int> sample_procs_running(int samples) {
+  std::vector<int> out;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (int i = 0; i < samples; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::ifstream f("/proc/stat");
+    if (!f) return {};
+    std::stringstream text;
+    text << f.rdbuf();
+    const int p = parse_procs_running(text.str());
+    if (p < 0) return {};
+    out.push_back(p);
+  }
+  return out;
+}
+
+LoadVerdict judge_load(double others_procs, double load_average, int cores, int threads) {
+  LoadVerdict v;
+  v.cores = std::max(cores, 1);
+  v.threads = std::max(threads, 1);
+  if (std::isfinite(others_procs)) {
+    v.others = others_procs;
+    v.source = "procs_running";
+  } else if (std::isfinite(load_average)) {
+    v.others = load_average;
+    v.source = "load average";
+  }
+  v.busy = std::isfinite(v.others) && v.others > v.cores - v.threads + 0.5;
+  v.measure = v.busy ? TimeMeasure::cpu : TimeMeasure::wall;
+  return v;
+}
+
+std::string load_line(const LoadVerdict& v) {
+  return fmt::format("slopes fitted on {}: {} other runnable threads ({}) beside {} sweep "
+                     "thread{} on {} cores{}",
+                     measure_name(v.measure), fmt_count(v.others), v.source, v.threads,
+                     v.threads == 1 ? "" : "s", v.cores, v.busy ? ": busy" : "");
+}
+
+std::string load_warning(const LoadVerdict& v) {
+  if (!v.busy) return "";
+  std::string w = fmt::format("warning: busy machine: {} other runnable threads want the {} cores "
+                              "beside the sweep's {}; wall times count the scheduler's slices, "
+                              "so the slopes are fitted on CPU time",
+                              fmt_count(v.others), v.cores, v.threads);
+  // A thread whose partner waits for a core spins at the region's end: CPU time, not work.
+  if (v.threads > 1)
+    w += fmt::format(", which with {} threads counts their spinning at barriers too unless "
+                     "OMP_WAIT_POLICY=passive (or --threads 1)",
+                     v.threads);
+  return w;
+}
+
+nlohmann::json load_json(const LoadVerdict& v) {
+  return {{"busy", v.busy},
+          {"fit_measure", measure_key(v.measure)},
+          {"others_runnable", std::isfinite(v.others) ? nlohmann::json(v.others) : nlohmann::json(nullptr)},
+          {"source", v.source},
+          {"cores", v.cores},
+          {"threads", v.threads}};
+}
+
+int auto_threads(double others, int cores) {
+  cores = std::max(cores, 1);
+  if (!std::isfinite(others)) return cores;
+  const double free = std::round(cores - others);
+  return static_cast<int>(std::clamp(free, 1.0, static_cast<double>(cores)));
+}
+
+double fit_seconds(const SweepPoint& p, TimeMeasure m) {
+  return m == TimeMeasure::cpu ? p.cpu_median_s : p.median_s;
+}
+
 nlohmann::json sweep_fits(const SweepResult& r, int64_t fit_from) {
-  std::map<std::pair<std::string, std::string>, std::vector<std::pair<double, double>>> xy;
+  using XY = std::vector<std::pair<double, double>>;
+  std::map<std::pair<std::string, std::string>, std::pair<XY, XY>> xy;  // (time, flops)
   std::vector<std::pair<std::string, std::string>> order;
+  const TimeMeasure m = r.load.measure;
   for (const SweepPoint& p : r.points) {
     const auto key = std::make_pair(p.impl, p.pattern);
     if (std::find(order.begin(), order.end(), key) == order.end()) order.push_back(key);
-    if (p.validated && p.seq_len >= fit_from) xy[key].emplace_back(double(p.seq_len), p.median_s);
+    if (p.validated && p.seq_len >= fit_from) {
+      xy[key].first.emplace_back(double(p.seq_len), fit_seconds(p, m));
+      xy[key].second.emplace_back(double(p.seq_len), p.pattern == "dense" ? p.dense_flops : p.flops);
+    }
   }
+  const auto slope_json = [](const LogLogFit& f) {
+    return f.points >= 2 ? nlohmann::json(f.slope) : nlohmann::json(nullptr);
+  };
   nlohmann::json out = nlohmann::json::array();
   for (const auto& key : order) {
-    const LogLogFit f = fit_loglog(xy[key]);
+    const LogLogFit f = fit_loglog(xy[key].first);
     out.push_back({{"impl", key.first},
                    {"pattern", key.second},
-                   {"slope", f.points >= 2 ? nlohmann::json(f.slope) : nlohmann::json(nullptr)},
+                   {"slope", slope_json(f)},
+                   {"flop_slope", slope_json(fit_loglog(xy[key].second))},
+                   {"measure", measure_key(m)},
                    {"points", f.points}});
   }
   return out;
@@ -419,12 +591,18 @@ nlohmann::json points_json(const std::vector<SweepPoint>& points) {
                         {"flops", p.flops},
                         {"dense_flops", p.dense_flops},
                         {"density", p.density}};
+    j["others_runnable"] =
+        std::isfinite(p.others_runnable) ? nlohmann::json(p.others_runnable) : nlohmann::json(nullptr);
     if (p.validated) {
       j["median_s"] = p.median_s;
       j["min_s"] = p.min_s;
       j["max_s"] = p.max_s;
+      j["cpu_median_s"] = p.cpu_median_s;
+      j["cpu_min_s"] = p.cpu_min_s;
+      j["cpu_max_s"] = p.cpu_max_s;
     } else {
       j["median_s"] = j["min_s"] = j["max_s"] = nullptr;  // never timed
+      j["cpu_median_s"] = j["cpu_min_s"] = j["cpu_max_s"] = nullptr;
       j["failure"] = p.failure;
     }
     a.push_back(j);
@@ -434,12 +612,16 @@ nlohmann::json points_json(const std::vector<SweepPoint>& points) {
 
 std::string points_csv(const std::vector<SweepPoint>& points) {
   std::string s =
-      "impl,pattern,seq_len,validated,median_s,min_s,max_s,peak_bytes,flops,dense_flops,density\n";
+      "impl,pattern,seq_len,validated,median_s,min_s,max_s,peak_bytes,flops,dense_flops,density,"
+      "cpu_median_s,cpu_min_s,cpu_max_s,others_runnable\n";
   for (const SweepPoint& p : points) {
     const auto t = [&](double v) { return p.validated ? fmt::format("{:.9g}", v) : std::string(); };
-    s += fmt::format("{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g}\n", p.impl, p.pattern, p.seq_len,
-                     p.validated ? 1 : 0, t(p.median_s), t(p.min_s), t(p.max_s), p.peak_bytes,
-                     p.flops, p.dense_flops, p.density);
+    const std::string others =
+        std::isfinite(p.others_runnable) ? fmt::format("{:.3g}", p.others_runnable) : "";
+    s += fmt::format("{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{},{},{}\n", p.impl,
+                     p.pattern, p.seq_len, p.validated ? 1 : 0, t(p.median_s), t(p.min_s),
+                     t(p.max_s), p.peak_bytes, p.flops, p.dense_flops, p.density,
+                     t(p.cpu_median_s), t(p.cpu_min_s), t(p.cpu_max_s), others);
   }
   return s;
 }

@@ -17,8 +17,20 @@
 // the sweep goes on without it. Growth stops for a kernel when its next point is predicted
 // (last time × (n_next / n)^slope, slope fitted on its points so far, 2 before it has two)
 // to take longer than `max_seconds` in all, and a note says so.
+//
+// Honest on a busy machine: every timed call reads two clocks, the wall clock (steady) and
+// the process's CPU time (all its threads summed, CLOCK_PROCESS_CPUTIME_ID). Before each
+// point the sweep counts the other runnable threads (/proc/stat procs_running, less the
+// reading thread; the 1-minute load average where /proc/stat is unreadable). When they
+// would share the cores the sweep's threads use (judge_load), the wall clock measures the
+// scheduler's time slices, not the kernel, and the slopes are fitted on CPU time instead;
+// the report says which measure it fitted and warns in one line (load_warning). CPU time
+// is the kernel's work alone only with one thread: with several, a thread spinning at a
+// barrier while its partner waits for a core is counted too, so the default thread count
+// (auto_threads) leaves the busy cores to their owners.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -54,6 +66,7 @@ struct SweepConfig {
   // The heap counter of the validation call (api/alloc_tracker.h's heap_probe() where the
   // program links it: the CLI, bench/); none (the Python module): peak_bytes stays 0.
   HeapProbe heap;
+  int threads = 1;                         // OpenMP threads of every call, >= 1 (set for the run)
 };
 
 // What a front end asks for, before the kernels are chosen: `sparseattn sweep`'s flags,
@@ -75,6 +88,8 @@ struct SweepRequest {
   // none, NAME; the baseline runs with the same kv heads and mods.
   std::string dense_baseline = "auto";
   int64_t fit_from = 0;                // >= 0
+  // OpenMP threads, in [1, 1024]; 0: auto_threads(other runnable threads now, cores online).
+  int64_t threads = 0;
 };
 
 // The SweepConfig of a request: the kernels chosen (named ones must be exact, serve the
@@ -98,7 +113,10 @@ struct SweepPoint {
   bool oracle_full = false;  // whole output checked (else sampled rows)
   std::string failure;       // why validation failed or the kernel threw ("" when validated)
   int repeats = 0;           // timed calls made
-  double median_s = 0.0, min_s = 0.0, max_s = 0.0;
+  double median_s = 0.0, min_s = 0.0, max_s = 0.0;  // wall clock
+  // Process CPU time per call (all threads summed), over the same calls.
+  double cpu_median_s = 0.0, cpu_min_s = 0.0, cpu_max_s = 0.0;
+  double others_runnable = NAN;  // other runnable threads before the point (NaN: unreadable)
   int64_t peak_bytes = 0;    // extra heap of the validation call, outputs included
   double flops = 0.0;        // 4 · nnz · head_dim (pattern_stats / attention_flops)
   double dense_flops = 0.0;  // 4 · H · n² · head_dim
@@ -113,11 +131,64 @@ struct LogLogFit {
 // Fits `xy` (pairs with x > 0 and y > 0; others are skipped). Exact for y = c · x^k.
 LogLogFit fit_loglog(const std::vector<std::pair<double, double>>& xy);
 
+// ---- The load a sweep runs under, and which clock its slopes are fitted on ----------------
+
+// The clock a slope is fitted on: the wall clock, or the process's CPU time.
+enum class TimeMeasure { wall, cpu };
+// "wall time" or "CPU time" (the report's words); measure_key: "wall" or "cpu" (JSON).
+const char* measure_name(TimeMeasure m);
+const char* measure_key(TimeMeasure m);
+
+// The `procs_running N` line of /proc/stat's text (runnable threads now, the reader
+// included); -1 when the text has none.
+int parse_procs_running(const std::string& proc_stat);
+
+// Other runnable threads from samples of procs_running: the mean of (sample - 1), each
+// sample counting the thread that read it. NaN for no samples; negative samples skipped.
+double other_runnable(const std::vector<int>& procs_running);
+
+// `samples` readings of /proc/stat's procs_running, 2 ms apart, after a 5 ms pause (an
+// OpenMP worker still spinning after the last parallel region would count as runnable);
+// empty where /proc/stat is unreadable (not Linux).
+std::vector<int> sample_procs_running(int samples);
+
+// Whether a sweep with `threads` threads on `cores` online cores is disturbed: it is busy
+// when the other runnable threads would share the cores its threads use, i.e.
+// others > cores - threads + 0.5 (half a thread of slack for a sampling accident). `others`
+// is procs_running's count when finite, else `load_average` (the 1-minute figure, taken
+// before the sweep ran: later it counts the sweep itself); neither finite: not busy, source
+// "none". Busy: the slopes are fitted on CPU time, else on wall time.
+struct LoadVerdict {
+  bool busy = false;
+  TimeMeasure measure = TimeMeasure::wall;
+  double others = NAN;       // the count judged
+  std::string source = "none";  // "procs_running", "load average" or "none"
+  int cores = 1, threads = 1;
+};
+LoadVerdict judge_load(double others_procs, double load_average, int cores, int threads);
+
+// The report's line on it, e.g. "slopes fitted on wall time: 0.2 other runnable threads
+// (procs_running) beside 1 sweep thread on 2 cores".
+std::string load_line(const LoadVerdict& v);
+// One warning line when busy ("" when not): what was seen and which clock was fitted;
+// with several threads, that CPU time counts their spinning unless OMP_WAIT_POLICY=passive.
+std::string load_warning(const LoadVerdict& v);
+// The verdict as JSON: {"busy", "fit_measure", "others_runnable", "source", "cores",
+// "threads"}.
+nlohmann::json load_json(const LoadVerdict& v);
+
+// The default thread count: the cores the other runnable threads leave free,
+// round(cores - others), in [1, cores]; cores when others is NaN (nothing known). On 2 cores
+// with one busy neighbour: 1 thread, whose wall time the neighbour does not slice.
+int auto_threads(double others, int cores);
+
 struct SweepResult {
   std::vector<SweepPoint> points;                         // in the order measured
   std::vector<std::string> notes;                         // stopped growing, skipped, failed
   std::vector<std::pair<std::string, std::string>> skipped;  // (impl, reason): never ran
   int failures = 0;                                       // points that failed validation
+  LoadVerdict load;  // judged on every point's procs_running samples; decides the fits
+  double load_average_start = NAN;  // 1-minute load average before the first point
 };
 
 // Runs the sweep. Throws InvalidArgument for a bad config (empty lists, repeats < 1, ...)
@@ -125,8 +196,13 @@ struct SweepResult {
 // device" is skipped with that reason; any other throw counts as a failed point.
 SweepResult run_sweep(const SweepConfig& config);
 
+// The seconds per call a fit reads from a point: median_s (wall) or cpu_median_s.
+double fit_seconds(const SweepPoint& p, TimeMeasure m);
+
 // Fitted slope of each series (impl on its pattern), from the timed points with
-// seq_len >= fit_from: {"impl": ..., "pattern": ..., "slope": ..., "points": ...}.
+// seq_len >= fit_from, on result.load.measure's clock, beside the slope of its FLOP count
+// over the same points (what the time slope should match): {"impl", "pattern", "slope",
+// "flop_slope", "measure" ("wall" or "cpu"), "points"}.
 nlohmann::json sweep_fits(const SweepResult& result, int64_t fit_from);
 
 // The points as JSON objects and as CSV text (header first).

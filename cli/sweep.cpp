@@ -48,16 +48,22 @@ std::vector<std::string> write_sweep_figures(const SweepResult& r, int64_t fit_f
   const std::string head = "set title \"" + quoted + "\" noenhanced font ',10'\n" +
                            "set logscale x 2\nset xlabel 'seq\\_len'\n";
 
-  // 1. time vs n, log-log, fitted slope in the legend.
+  // 1. time vs n, log-log, fitted slope in the legend: on the clock the fits use (wall time,
+  // or CPU time on a busy machine: api/sweep.h judge_load).
+  const api::TimeMeasure measure = r.load.measure;
   write_figure(dir, "time_vs_seq_len", [&](Gnuplot& gp) {
-    gp << head << "set logscale y 10\nset ylabel 'seconds per call (median)'\n";
+    gp << head << "set logscale y 10\nset ylabel '"
+       << (measure == api::TimeMeasure::cpu ? "CPU seconds per call (median, all threads; busy machine)"
+                                            : "seconds per call (median wall time)")
+       << "'\n";
     if (fit_from > 0) gp << "set key title 'slopes fitted on seq\\_len >= " << fit_from << "'\n";
     std::vector<FigureLine> lines;
     for (const auto& key : order) {
       std::vector<std::pair<double, double>> xy, fit_xy;
       for (const SweepPoint* p : pts[key]) {
-        xy.emplace_back(double(p->seq_len), p->median_s);
-        if (p->seq_len >= fit_from) fit_xy.emplace_back(double(p->seq_len), p->median_s);
+        const double t = api::fit_seconds(*p, measure);
+        xy.emplace_back(double(p->seq_len), t);
+        if (p->seq_len >= fit_from) fit_xy.emplace_back(double(p->seq_len), t);
       }
       const LogLogFit f = fit_loglog(fit_xy);
       lines.emplace_back(label(key) + (f.points >= 2 ? fmt::format("  slope {:.2f}", f.slope)

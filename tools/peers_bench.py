@@ -46,6 +46,34 @@ peer's call; sparseattn.time_impl around the registry kernel's `run`, prepared i
              scatters into it stay counted).
              Vs cpu_k05_bigbird_blocks on Pattern.bigbird(64, 3, random_table=HF's table).
 
+  flex_causal, flex_window, flex_longformer, flex_bigbird
+             FlexAttention on the CPU: torch.compile(flex_attention) (inductor's C++
+             template, inference) with a BlockMask, vs cpu_k01_dense_flash on
+             Pattern.dense(causal=True), cpu_k02_window_band, cpu_k04_longformer
+             (window w plus the first --num-global tokens, global both ways) and
+             cpu_k05_bigbird_blocks. The BlockMask: create_block_mask of the named predicate
+             (causal_mod, window_mod, window_global_mod below; block 128) for the first
+             three; for BigBird, sparseattn's own export Pattern.block_mask (at the
+             pattern's block size) through BlockMask.from_kv_blocks, its mask_mod a lookup
+             of Pattern.mask. The predicates are checked against Pattern.mask exactly
+             (python/tests/test_peers_bench.py). The first call compiles: its time
+             (compile included) is reported as `first_call_s`, never in the ratio.
+  flex_softcap, flex_sinks
+             The same compiled FlexAttention, causal BlockMask, with a score_mod:
+             softcap c·tanh(s / c) (c = --softcap; contract §2.8), vs cpu_k01_dense_flash
+             with softcap; and sinks (one logit per head in every row's denominator,
+             contract §2.9). FlexAttention has no sink term and, compiled for the CPU, no
+             return_lse, so the sink case appends one key (value 0, made once, untimed)
+             whose score the score_mod replaces by the head's sink logit and which every
+             query may attend (sink_mod below): it adds exp(sink) to each row's
+             denominator, nothing to its numerator; vs cpu_k01_dense_flash with sinks.
+  gqa_dense, gqa_causal
+             Grouped-query heads (contract §2.7): k and v with heads / --gqa-group heads;
+             SDPA(enable_gqa=True) (is_causal for gqa_causal) vs cpu_k01_dense_flash on the
+             same grouped k, v.
+  decode     One query token per head (L_q 1) over a cache of --cache-len keys, grouped
+             heads as above: SDPA(enable_gqa=True) vs cpu_k09_decode (Pattern.dense()).
+
 Before timing, each side runs once untimed and the outputs are compared (max abs
 difference, printed and stored): dense and window compute the same function; Longformer's
 local path equals the window pattern without padding; BigBird's listing equals the
@@ -75,7 +103,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 OUT_DEFAULT = os.path.join(ROOT, "build", "peers")
-CASES = ("dense", "window", "longformer", "bigbird")
+CASES = ("dense", "window", "longformer", "bigbird", "flex_causal", "flex_window",
+         "flex_longformer", "flex_bigbird", "gqa_dense", "gqa_causal", "decode",
+         "flex_softcap", "flex_sinks")
 
 
 # ---- pure logic (tested without torch: python/tests/test_peers_bench.py) -------------------
@@ -114,6 +144,45 @@ def band_mask(seq_len, window):
     import numpy as np
     i = np.arange(seq_len)
     return np.abs(i[:, None] - i[None, :]) <= window
+
+
+# FlexAttention's mask_mod predicates (True = may attend), written with operators only so
+# that they take torch index tensors (FlexAttention) and NumPy index grids (the test that
+# each equals Pattern.mask) alike.
+def causal_mod(b, h, q_idx, kv_idx):
+    """Pattern.dense(causal=True): keys at or before the query."""
+    return q_idx >= kv_idx
+
+
+def window_mod(window):
+    """Pattern.window(window): |i - j| <= window (one-sided)."""
+    def mod(b, h, q_idx, kv_idx):
+        return abs(q_idx - kv_idx) <= window
+    return mod
+
+
+def window_global_mod(window, num_global):
+    """Pattern.longformer(window, global_tokens=range(num_global)): the band, plus rows and
+    columns of the first num_global tokens (global both ways)."""
+    def mod(b, h, q_idx, kv_idx):
+        return (abs(q_idx - kv_idx) <= window) | (q_idx < num_global) | (kv_idx < num_global)
+    return mod
+
+
+def sink_mod(mod, seq_len_k):
+    """`mod` over keys 0 .. seq_len_k - 1, plus the appended sink key seq_len_k, which every
+    query may attend (its score is the sink logit, its value 0: flex_sinks)."""
+    def with_sink(b, h, q_idx, kv_idx):
+        return (kv_idx == seq_len_k) | mod(b, h, q_idx, kv_idx)
+    return with_sink
+
+
+def kv_heads_of(heads, group):
+    """Heads of k and v for `group` query heads per kv head (grouped-query, contract §2.7)."""
+    if group < 1 or heads % group:
+        raise ValueError(f"invalid --gqa-group = {group}: must be an integer >= 1 that divides "
+                         f"--heads {heads}")
+    return heads // group
 
 
 def hf_bigbird_listing(q_block, num_blocks, rand_row):
@@ -160,6 +229,9 @@ def markdown_table(results):
             f"{r['ratio_min']:.2f}–{r['ratio_max']:.2f} | {diff} |")
     notes = []
     for r in results:
+        if r.get("first_call_s") is not None:
+            notes.append(f"- {r['case']}: first FlexAttention call (torch.compile included, not "
+                         f"in the ratio) {r['first_call_s']:.1f} s.")
         for key, alt in sorted(r.items()):
             if key.startswith("without_"):
                 notes.append(f"- {r['case']}: {alt['means']}: peer {fmt_ms(alt['peer_median_s'])} ms, "
@@ -322,19 +394,120 @@ def bigbird_case(torch, sa, q, k, v, block, r, seed):
                       "HF's time less torch.zeros of its dense [B, H, L, L] probabilities")}
 
 
-def run_case(torch, sa, case, q, k, v, rounds, warmup):
-    """Validates once, `warmup` untimed calls of each side, then interleaved rounds;
-    returns the case's result dict."""
+def flex_case(torch, sa, flex, q, k, v, name, args):
+    """FlexAttention (compiled once by the caller: `flex`) vs the matching kernel."""
     import numpy as np
+    from torch.nn.attention.flex_attention import BlockMask, create_block_mask
+    B, H, L, d = q.shape
+    tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
+    ours_kwargs = {}
+    score_mod = None
+    sinks = None
+    if name in ("flex_causal", "flex_softcap", "flex_sinks"):
+        pattern, impl, mod, what = sa.Pattern.dense(causal=True), "cpu_k01_dense_flash", causal_mod, "causal"
+    elif name == "flex_window":
+        pattern, impl, mod, what = (sa.Pattern.window(args.window), "cpu_k02_window_band",
+                                    window_mod(args.window), f"window {args.window}")
+    elif name == "flex_longformer":
+        g = args.num_global
+        pattern, impl, mod, what = (sa.Pattern.longformer(args.window, global_tokens=list(range(g))),
+                                    "cpu_k04_longformer", window_global_mod(args.window, g),
+                                    f"window {args.window} + {g} global tokens")
+    else:  # flex_bigbird: sparseattn's own block-sparse export
+        pattern = sa.Pattern.bigbird(args.block_size, args.num_random_blocks, seed=args.seed)
+        impl, what = "cpu_k05_bigbird_blocks", f"BigBird {args.block_size}/{args.num_random_blocks}"
+        dense = torch.from_numpy(np.ascontiguousarray(pattern.mask(L, num_heads=H).reshape(H, L, L)))
+        mod = lambda b, h, q_idx, kv_idx: dense[h, q_idx, kv_idx]  # noqa: E731
+    if name == "flex_bigbird":
+        bm = pattern.block_mask(L, num_heads=H)
+        t = lambda a: torch.from_numpy(np.ascontiguousarray(a))  # noqa: E731
+        block_mask = BlockMask.from_kv_blocks(t(bm.kv_num_blocks), t(bm.kv_indices),
+                                              t(bm.full_kv_num_blocks), t(bm.full_kv_indices),
+                                              BLOCK_SIZE=bm.block_size, mask_mod=mod)
+        source = f"sparseattn block_mask export, block {bm.block_size}"
+    else:
+        block_mask = create_block_mask(mod, 1, 1, L, L, device="cpu")
+        source = "create_block_mask, block 128"
+    if name == "flex_softcap":
+        cap = float(args.softcap)
+        ours_kwargs["softcap"] = cap
+        score_mod = lambda score, b, h, q_idx, kv_idx: cap * torch.tanh(score / cap)  # noqa: E731
+        what += f", softcap {cap:g} (score_mod)"
+    if name == "flex_sinks":
+        # FlexAttention has no sink term and, compiled for the CPU, no return_lse; its
+        # score_mod gives one: a key appended at position L, value 0, whose score is the
+        # head's sink logit, allowed to every query (sink_mod). It adds exp(sink) to each
+        # row's denominator and nothing to the numerator: attention with sinks, exactly.
+        rng = np.random.default_rng(args.seed + 7)
+        sinks = rng.standard_normal(H).astype(np.float32)
+        ours_kwargs["sinks"] = sinks
+        tsink = torch.from_numpy(sinks)
+        pad = torch.zeros(B, H, 1, d)
+        tk, tv = torch.cat([tk, pad], dim=2), torch.cat([tv, pad], dim=2)  # once, untimed
+        block_mask = create_block_mask(sink_mod(causal_mod, L), 1, 1, L, L + 1, device="cpu")
+        score_mod = lambda score, b, h, q_idx, kv_idx: torch.where(  # noqa: E731
+            kv_idx == L, tsink[h], score)
+        what += ", sinks (score_mod on an appended key)"
+
+    def run():
+        return flex(tq, tk, tv, score_mod=score_mod, block_mask=block_mask)
+    return {"peer": f"FlexAttention CPU ({what}; {source})", "impl": impl, "pattern": pattern,
+            "run_peer": run, "peer_to_bhld": lambda o: o.numpy(), "ours_kwargs": ours_kwargs,
+            "flex": True, "notes": {"block_mask": source}}
+
+
+def gqa_case(torch, sa, q, k, v, name, args):
+    """SDPA(enable_gqa=True) vs cpu_k01_dense_flash (gqa_*) or cpu_k09_decode (decode)."""
+    import numpy as np
+    F = torch.nn.functional
+    B, H, L, d = q.shape
+    hk = kv_heads_of(H, args.gqa_group)
+    rng = np.random.default_rng(args.seed + 11)
+    if name == "decode":
+        shape = (B, hk, args.cache_len, d)
+        qd = rng.standard_normal((B, H, 1, d), dtype=np.float32)
+        kd, vd = (rng.standard_normal(shape, dtype=np.float32) for _ in range(2))
+        tq, tk, tv = (torch.from_numpy(x) for x in (qd, kd, vd))
+        run = lambda: F.scaled_dot_product_attention(tq, tk, tv, enable_gqa=True)  # noqa: E731
+        return {"peer": f"torch SDPA enable_gqa (L_q 1, cache {args.cache_len}, {H}/{hk} heads)",
+                "impl": "cpu_k09_decode", "pattern": sa.Pattern.dense(), "run_peer": run,
+                "peer_to_bhld": lambda o: o.numpy(), "ours_qkv": (qd, kd, vd),
+                "notes": {"num_kv_heads": hk, "cache_len": args.cache_len}}
+    kg, vg = (np.ascontiguousarray(x[:, ::args.gqa_group]) for x in (k, v))  # [B, H_kv, L, d]
+    tq, tk, tv = (torch.from_numpy(x) for x in (q, kg, vg))
+    causal = name == "gqa_causal"
+    run = lambda: F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, enable_gqa=True)  # noqa: E731
+    return {"peer": f"torch SDPA enable_gqa{', is_causal' if causal else ''} ({H}/{hk} heads)",
+            "impl": "cpu_k01_dense_flash", "pattern": sa.Pattern.dense(causal=causal),
+            "run_peer": run, "peer_to_bhld": lambda o: o.numpy(), "ours_qkv": (q, kg, vg),
+            "notes": {"num_kv_heads": hk}}
+
+
+def run_case(torch, sa, case, q, k, v, rounds, warmup, max_abs_diff=math.inf):
+    """Validates once, `warmup` untimed calls of each side, then interleaved rounds;
+    returns the case's result dict. A FlexAttention case's first call compiles: timed
+    alone (`first_call_s`), before the check."""
+    import numpy as np
+    q, k, v = case.get("ours_qkv", (q, k, v))
+    kw = case.get("ours_kwargs", {})
+    first_call_s = None
     with torch.inference_mode():
+        if case.get("flex"):
+            first_call_s, _ = timed(case["run_peer"])
         peer_o = case["peer_to_bhld"](case["run_peer"]())
-    ours = sa.time_impl(q, k, v, case["pattern"], case["impl"], repeats=1, warmup=0)
+    ours = sa.time_impl(q, k, v, case["pattern"], case["impl"], repeats=1, warmup=0, **kw)
     diff = float(np.max(np.abs(peer_o.astype(np.float64) - ours.o.astype(np.float64))))
     del peer_o
+    # HF BigBird listing a block twice computes another function (docs/peers.md): its
+    # difference is recorded beside the count, as the one case not gated.
+    known_other = case["notes"].get("repeated_listings", 0) > 0
+    if not known_other and not diff <= max_abs_diff:  # NaN refused too
+        raise RuntimeError(f"{case['peer']} and {case['impl']} disagree: max abs diff {diff:.3g} "
+                           f"> --max-abs-diff {max_abs_diff:g}; not timed")
     for _ in range(warmup):
         with torch.inference_mode():
             case["run_peer"]()
-        sa.time_impl(q, k, v, case["pattern"], case["impl"], repeats=1, warmup=0)
+        sa.time_impl(q, k, v, case["pattern"], case["impl"], repeats=1, warmup=0, **kw)
     peer_s, ours_s, probe_s, orders = [], [], [], []
     probe = case.get("probe")
     for r in range(rounds):
@@ -352,9 +525,10 @@ def run_case(torch, sa, case, q, k, v, rounds, warmup):
                         probe_s.append(s)
             else:
                 ours_s.append(float(sa.time_impl(q, k, v, case["pattern"], case["impl"],
-                                                 repeats=1, warmup=0).seconds[0]))
+                                                 repeats=1, warmup=0, **kw).seconds[0]))
     res = {"peer": case["peer"], "impl": case["impl"], "max_abs_diff": diff,
-           "peer_s": peer_s, "sparseattn_s": ours_s, "first_in_round": orders}
+           "peer_s": peer_s, "sparseattn_s": ours_s, "first_in_round": orders,
+           "first_call_s": first_call_s}
     res.update(summarize(peer_s, ours_s))
     if probe:
         # The ratio with the probe's time taken off the peer's, round by round.
@@ -378,6 +552,12 @@ def main():
     ap.add_argument("--window", type=int, default=256, help="one-sided window (HF attention_window = 2x)")
     ap.add_argument("--block-size", type=int, default=64)
     ap.add_argument("--num-random-blocks", type=int, default=3)
+    ap.add_argument("--num-global", type=int, default=4, help="flex_longformer: global tokens 0..G-1")
+    ap.add_argument("--gqa-group", type=int, default=4, help="query heads per kv head (gqa_*, decode)")
+    ap.add_argument("--cache-len", type=int, default=32768, help="decode: keys in the cache")
+    ap.add_argument("--softcap", type=float, default=50.0, help="flex_softcap: the cap c")
+    ap.add_argument("--max-abs-diff", type=float, default=1e-4,
+                    help="a case whose outputs differ by more is refused, never timed")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--warmup", type=int, default=1, help="untimed calls per side after the check")
@@ -387,10 +567,17 @@ def main():
     for c in cases:
         if c not in CASES:
             ap.error(f"invalid --cases = {args.cases}: each must be one of {', '.join(CASES)}")
-    for name in ("batch", "heads", "seq_len", "head_dim", "window", "block_size", "threads", "rounds"):
+    for name in ("batch", "heads", "seq_len", "head_dim", "window", "block_size", "threads", "rounds",
+                 "gqa_group", "cache_len"):
         if getattr(args, name) < 1:
             ap.error(f"invalid --{name.replace('_', '-')} = {getattr(args, name)}: must be an integer >= 1")
-    for name in ("num_random_blocks", "warmup", "seed"):
+    if not (math.isfinite(args.softcap) and args.softcap > 0):
+        ap.error(f"invalid --softcap = {args.softcap}: must be a finite number > 0")
+    if not (math.isfinite(args.max_abs_diff) and args.max_abs_diff > 0):
+        ap.error(f"invalid --max-abs-diff = {args.max_abs_diff}: must be a finite number > 0")
+    if args.heads % args.gqa_group:
+        ap.error(f"invalid --gqa-group = {args.gqa_group}: must divide --heads {args.heads}")
+    for name in ("num_random_blocks", "warmup", "seed", "num_global"):
         if getattr(args, name) < 0:
             ap.error(f"invalid --{name.replace('_', '-')} = {getattr(args, name)}: must be an integer >= 0")
     if args.venv:
@@ -422,14 +609,22 @@ def main():
     q, k, v = (rng.standard_normal(shape, dtype=np.float32) for _ in range(3))
     load_before = os.getloadavg()
     results = []
+    flex = None
+    if any(c.startswith("flex_") for c in cases):
+        from torch.nn.attention.flex_attention import flex_attention
+        flex = torch.compile(flex_attention, dynamic=False)
     for name in cases:
-        if name in ("dense", "window"):
+        if name.startswith("flex_"):
+            case = flex_case(torch, sa, flex, q, k, v, name, args)
+        elif name in ("gqa_dense", "gqa_causal", "decode"):
+            case = gqa_case(torch, sa, q, k, v, name, args)
+        elif name in ("dense", "window"):
             case = sdpa_case(torch, sa, q, k, v, None if name == "dense" else args.window)
         elif name == "longformer":
             case = longformer_case(torch, sa, q, k, v, args.window)
         else:
             case = bigbird_case(torch, sa, q, k, v, args.block_size, args.num_random_blocks, args.seed)
-        res = run_case(torch, sa, case, q, k, v, args.rounds, args.warmup)
+        res = run_case(torch, sa, case, q, k, v, args.rounds, args.warmup, args.max_abs_diff)
         res["case"] = name
         results.append(res)
         print(f"peers_bench: {name}: {res['peer']} {fmt_ms(res['peer_median_s'])} ms, "
@@ -449,7 +644,8 @@ def main():
                      "sparseattn": sa.__version__},
         "shape": {"batch": args.batch, "num_heads": args.heads, "seq_len": args.seq_len,
                   "head_dim": args.head_dim, "dtype": "float32"},
-        "window": args.window, "rounds": args.rounds, "warmup": args.warmup, "seed": args.seed,
+        "window": args.window, "num_global": args.num_global, "gqa_group": args.gqa_group,
+        "cache_len": args.cache_len, "softcap": args.softcap, "rounds": args.rounds, "warmup": args.warmup, "seed": args.seed,
         "ratio": "peer seconds / sparseattn seconds per round (> 1: sparseattn faster)",
     }
     out = os.path.abspath(args.out)

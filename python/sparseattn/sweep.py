@@ -34,7 +34,13 @@ class SweepPoint:
     repeats : int
         Timed calls made.
     median_s, min_s, max_s : float or None
-        Seconds per call; None when not validated (never timed).
+        Wall-clock seconds per call; None when not validated (never timed).
+    cpu_median_s, cpu_min_s, cpu_max_s : float or None
+        The process's CPU seconds per call (all threads summed) over the same calls: what
+        the fits read on a busy machine (:attr:`SweepResult.fit_measure`).
+    others_runnable : float or None
+        Other runnable threads just before the point (/proc/stat procs_running less the
+        reader; None where unreadable).
     flops, dense_flops : float
         4 · nnz · head_dim and its dense count, per batch element.
     density : float
@@ -60,11 +66,16 @@ class SweepPoint:
     density: float
     failure: Optional[str] = None
     peak_bytes: Optional[int] = None
+    cpu_median_s: Optional[float] = None
+    cpu_min_s: Optional[float] = None
+    cpu_max_s: Optional[float] = None
+    others_runnable: Optional[float] = None
 
 
 @dataclass(frozen=True)
 class SweepFit:
-    """The fitted time law of one series: log(median_s) over log(seq_len).
+    """The fitted time law of one series: log(time) over log(seq_len), time the median
+    wall time or, on a busy machine, the median CPU time (``measure``).
 
     Attributes
     ----------
@@ -74,12 +85,18 @@ class SweepFit:
         The fitted exponent (1 for O(n), 2 for O(n²)); None with fewer than two points.
     points : int
         Timed points with ``seq_len >= fit_from`` the fit used.
+    flop_slope : float or None
+        The exponent of the FLOP count over the same points: what ``slope`` should match.
+    measure : str
+        ``"wall"`` or ``"cpu"``: the clock fitted.
     """
 
     impl: str
     pattern: str
     slope: Optional[float]
     points: int
+    flop_slope: Optional[float] = None
+    measure: str = "wall"
 
 
 @dataclass(frozen=True)
@@ -117,6 +134,13 @@ class SweepResult:
     context : dict
         Where and when: ``machine``, ``date``, ``commit``, ``load_average``,
         ``omp_threads``, ``omp_wait_policy``.
+    threads : int
+        OpenMP threads of every call.
+    fit_measure : str
+        ``"wall"`` or ``"cpu"``: the clock the fits read; ``"cpu"`` when the machine was busy.
+    load : dict
+        The verdict: ``busy``, ``fit_measure``, ``others_runnable``, ``source``
+        (``"procs_running"``, ``"load average"`` or ``"none"``), ``cores``, ``threads``.
     """
 
     pattern: str
@@ -135,6 +159,9 @@ class SweepResult:
     context: Dict[str, Any] = field(default_factory=dict)
     num_kv_heads: int = 0
     score_mods: str = ""
+    threads: int = 1
+    fit_measure: str = "wall"
+    load: Dict[str, Any] = field(default_factory=dict)
 
     def fit(self, impl: str, pattern: str = "pattern") -> Optional[SweepFit]:
         """The fit of ``impl`` on ``pattern`` (``"pattern"`` or ``"dense"``), or None."""
@@ -153,7 +180,7 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
           dense_baseline: str = "auto", fit_from: int = 0, quiet: bool = True,
           key_padding_mask: Any = None, num_kv_heads: Optional[int] = None,
           softcap: Optional[float] = None, alibi_slopes: Any = None,
-          sinks: Any = None) -> SweepResult:
+          sinks: Any = None, threads: Union[int, str, None] = None) -> SweepResult:
     """Times every chosen kernel on ``pattern`` over ``seq_len``, each point validated
     against the float64 oracle first: ``sparseattn sweep`` (docs/benchmarks.md).
 
@@ -210,6 +237,11 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
         ALiBi slopes, finite: each allowed score gets ``-slope * |p - j|`` (contract §2.8).
     sinks : array, [num_heads], optional
         One learned sink logit per query head, finite (contract §2.9).
+    threads : int or "auto", optional
+        OpenMP threads of every call, in [1, 1024] (``sweep --threads``); default (None or
+        ``"auto"``) the cores
+        the other runnable threads leave free (/proc/stat), at least 1. The caller's thread
+        count is restored afterwards.
 
     Returns
     -------
@@ -224,6 +256,8 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
 
     Notes
     -----
+    On a busy machine (other runnable threads would share the sweep's cores) the fits read
+    CPU time instead of wall time, :attr:`SweepResult.fit_measure` says so and a note warns.
     The sweep runs with the GIL released. ``peak_bytes`` is not measured here (see
     :class:`SweepPoint`); ``sparseattn sweep`` measures it.
     """
@@ -247,12 +281,15 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
     cap = None if softcap is None else _arrays.real("softcap", softcap)
     slopes = None if alibi_slopes is None else _arrays.float_array(alibi_slopes, "alibi_slopes")
     sink_logits = None if sinks is None else _arrays.float_array(sinks, "sinks")
+    n_threads = (0 if threads is None or (isinstance(threads, str) and threads == "auto")
+                 else _arrays.integer("threads", threads, 1, 1024,
+                                      "must be 'auto' or an integer in [1, 1024]"))
     d = _C.sweep(pattern._spec, pattern._heads(num_heads), _arrays.integer("head_dim", head_dim, 1),
                  lens, impl, target or "", dtype, _arrays.integer("repeats", repeats, 1),
                  seconds, dense_baseline, _arrays.integer("fit_from", fit_from, 0), quiet,
                  None if key_padding_mask is None
                  else _arrays.mask_array(key_padding_mask, "key_padding_mask"),
-                 kv_heads, cap, slopes, sink_logits)
+                 kv_heads, cap, slopes, sink_logits, n_threads)
     return SweepResult(
         pattern=d["pattern"], num_heads=d["num_heads"], head_dim=d["head_dim"],
         seq_lens=list(d["seq_lens"]), repeats=d["repeats"], max_seconds=d["max_seconds"],
@@ -261,4 +298,5 @@ def sweep(pattern: Pattern, seq_len: Union[int, str, Sequence[int]], *, impl: st
         fits=[SweepFit(**f) for f in d["fits"]], notes=list(d["notes"]),
         skipped=[(s["impl"], s["reason"]) for s in d["skipped"]], failures=d["failures"],
         context={k: d[k] for k in _CONTEXT_KEYS if k in d},
-        num_kv_heads=d["num_kv_heads"], score_mods=d["score_mods"])
+        num_kv_heads=d["num_kv_heads"], score_mods=d["score_mods"], threads=d["threads"],
+        fit_measure=d["fit_measure"], load=dict(d["load"]))

@@ -41,7 +41,7 @@ py::object sweep(const PatternSpec& spec, int64_t num_heads, int64_t head_dim,
                  const std::string& dense_baseline, int64_t fit_from, bool quiet,
                  std::optional<py::array> key_padding_mask, int64_t num_kv_heads,
                  std::optional<double> softcap, std::optional<py::array> alibi_slopes,
-                 std::optional<py::array> sinks) {
+                 std::optional<py::array> sinks, int64_t threads) {
   api::SweepRequest req;
   // As `sweep --num-kv-heads --softcap --alibi-slopes --sinks` (contract §2.7-§2.9), read
   // with the GIL held; plan_sweep checks them (errors spelled as the keywords).
@@ -62,6 +62,7 @@ py::object sweep(const PatternSpec& spec, int64_t num_heads, int64_t head_dim,
   req.max_seconds = max_seconds;
   req.dense_baseline = dense_baseline;
   req.fit_from = fit_from;
+  req.threads = threads;  // 0: auto (api/sweep.h auto_threads)
   nlohmann::json doc;
   {
     py::gil_scoped_release nogil;
@@ -85,6 +86,10 @@ py::object sweep(const PatternSpec& spec, int64_t num_heads, int64_t head_dim,
     doc["dense_baseline"] =
         c.dense_baseline ? nlohmann::json(c.dense_baseline->name) : nlohmann::json(nullptr);
     doc["fit_from"] = c.fit_from;
+    doc["omp_threads"] = c.threads;  // run_sweep ran on these (the caller's count restored)
+    doc["threads"] = c.threads;
+    doc["load"] = api::load_json(r.load);
+    doc["fit_measure"] = api::measure_key(r.load.measure);
     doc["fits"] = api::sweep_fits(r, c.fit_from);
     doc["notes"] = r.notes;
     doc["failures"] = r.failures;
@@ -104,7 +109,8 @@ void register_sweep_bindings(py::module_& m) {
         py::arg("seq_len"), py::arg("impl"), py::arg("target"), py::arg("dtype"),
         py::arg("repeats"), py::arg("max_seconds"), py::arg("dense_baseline"),
         py::arg("fit_from"), py::arg("quiet"), py::arg("key_padding_mask"),
-        py::arg("num_kv_heads"), py::arg("softcap"), py::arg("alibi_slopes"), py::arg("sinks"));
+        py::arg("num_kv_heads"), py::arg("softcap"), py::arg("alibi_slopes"), py::arg("sinks"),
+        py::arg("threads"));
 }
 
 }  // namespace sparseattn::python

@@ -1,6 +1,8 @@
 """tools/peers_bench.py's pure logic (`make peers-bench`, docs/benchmarks.md "Peers"):
-median, ratio summary, round order, the SDPA band mask, HF BigBird's listing and its
-repeat count, the Markdown table and the atomic write. Runs without torch."""
+median, ratio summary, round order, the SDPA band mask, FlexAttention's mask predicates
+(each equal to the sparseattn pattern its case compares against), the appended sink key, the
+grouped kv heads, HF BigBird's listing and its repeat count, the Markdown table and the
+atomic write. Runs without torch."""
 from __future__ import annotations
 
 import importlib.util
@@ -54,6 +56,71 @@ def test_band_mask_is_sparseattns_window_pattern(seq_len, window):
     np.testing.assert_array_equal(got, want)
 
 
+def _grid(mod, seq_len):
+    """A mask_mod evaluated on NumPy index grids: [L, L] bool, as Pattern.mask."""
+    i = np.arange(seq_len)
+    return np.asarray(mod(0, 0, i[:, None], i[None, :]), dtype=bool)
+
+
+@pytest.mark.parametrize("seq_len", [1, 7, 64, 130])
+def test_flex_mask_mods_are_the_patterns_they_are_timed_against(seq_len):
+    # What FlexAttention's BlockMask is built from equals the pattern of the sparseattn
+    # kernel it races (contract §3), exactly, at awkward lengths too.
+    np.testing.assert_array_equal(_grid(pb.causal_mod, seq_len),
+                                  sa.Pattern.dense(causal=True).mask(seq_len))
+    for w in (0, 3, 256):
+        np.testing.assert_array_equal(_grid(pb.window_mod(w), seq_len),
+                                      sa.Pattern.window(w).mask(seq_len))
+    for w, g in ((2, 1), (5, 4), (16, 0)):
+        globals_ = [t for t in range(g) if t < seq_len]
+        np.testing.assert_array_equal(
+            _grid(pb.window_global_mod(w, g), seq_len),
+            sa.Pattern.longformer(w, global_tokens=globals_).mask(seq_len))
+    # A planted mistake: a causal predicate off by one differs from the pattern.
+    if seq_len > 1:
+        shifted = _grid(lambda b, h, q, kv: q > kv, seq_len)
+        assert not np.array_equal(shifted, sa.Pattern.dense(causal=True).mask(seq_len))
+
+
+def test_an_appended_sink_key_is_attention_with_sinks():
+    # flex_sinks: key L appended, value 0, score replaced by the head's sink logit, allowed
+    # to every query. Its mask is the causal pattern plus that column ...
+    L = 6
+    i, j = np.arange(L), np.arange(L + 1)
+    got = np.asarray(pb.sink_mod(pb.causal_mod, L)(0, 0, i[:, None], j[None, :]), dtype=bool)
+    want = np.concatenate([sa.Pattern.dense(causal=True).mask(L), np.ones((L, 1), bool)], 1)
+    np.testing.assert_array_equal(got, want)
+    # ... and its softmax, written out in NumPy, is sparseattn's attention with sinks
+    # (contract §2.9): the sink adds exp(sink) to the denominator, nothing to the sum.
+    rng = np.random.default_rng(5)
+    H, d = 2, 4
+    q, k, v = (rng.standard_normal((1, H, L, d)) for _ in range(3))
+    sinks = np.array([0.3, -1.2])
+    s = np.einsum("bhid,bhjd->bhij", q, k) / np.sqrt(d)
+    s = np.concatenate([s, np.broadcast_to(sinks[None, :, None, None], (1, H, L, 1))], -1)
+    s = np.where(got[None, None], s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    o = np.einsum("bhij,bhjd->bhid", p, np.concatenate([v, np.zeros((1, H, 1, d))], 2))
+    ref_o, _lse = sa.attend(q, k, v, sa.Pattern.dense(causal=True), sinks=sinks)
+    np.testing.assert_allclose(o, ref_o, rtol=1e-12, atol=1e-12)
+
+
+def test_kv_heads_of_groups_divide_the_heads():
+    assert pb.kv_heads_of(12, 4) == 3
+    assert pb.kv_heads_of(12, 1) == 12
+    with pytest.raises(ValueError, match="gqa-group = 5"):
+        pb.kv_heads_of(12, 5)
+    with pytest.raises(ValueError, match="gqa-group = 0"):
+        pb.kv_heads_of(12, 0)
+
+
+def test_case_list_names_every_peer_case():
+    assert pb.CASES == ("dense", "window", "longformer", "bigbird", "flex_causal",
+                        "flex_window", "flex_longformer", "flex_bigbird", "gqa_dense",
+                        "gqa_causal", "decode", "flex_softcap", "flex_sinks")
+
+
 def test_hf_bigbird_listing_rows():
     nb = 8
     assert pb.hf_bigbird_listing(1, nb, [5, 6]) == [0, 1, 2, 7, 5, 6]
@@ -92,6 +159,10 @@ def test_markdown_table_rows_and_notes():
                         "| 1.00–2.50 | 3.6e-07 |")
     assert lines[3] == "| bigbird | HF | `cpu_k05_bigbird_blocks` | 1000.0 | 500.0 | **2.00×** | 2.00–2.00 | — |"
     assert lines[5] == "- bigbird: less the probe: peer 200.0 ms, ratio 1.00× (0.50–2.00)."
+    flex = dict(res, case="flex_causal", first_call_s=123.4)
+    assert pb.markdown_table([flex]).splitlines()[-1] == (
+        "- flex_causal: first FlexAttention call (torch.compile included, not in the ratio) "
+        "123.4 s.")
 
 
 def test_atomic_write_replaces_whole_and_leaves_no_temp(tmp_path):

@@ -63,6 +63,37 @@ TEST_F(Sweep, TinySweepFromAPatternFileWritesJsonCsvAndFigures) {
   EXPECT_NE(slurp(path("out/time_vs_seq_len.svg")).find("slope"), std::string::npos);
 }
 
+TEST_F(Sweep, TheReportSaysWhichClockItFittedAndEveryPointHasBoth) {
+  const RunResult r = run("sweep --pattern window --window 8 --seq-len 64,128 --impl "
+                          "cpu_k06_generic_tiles --head-dim 16 --repeats 2 --threads 1 "
+                          "--dense-baseline none --quiet --out " + path("out"));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(path("out/sweep.json")));
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_EQ(j["omp_threads"], 1);
+  const nlohmann::json& load = j["load"];
+  EXPECT_EQ(load["threads"], 1);
+  EXPECT_EQ(load["source"], "procs_running");
+  const bool busy = load["busy"].get<bool>();
+  const std::string measure = busy ? "cpu" : "wall";
+  EXPECT_EQ(j["fit_measure"], measure);
+  EXPECT_EQ(j["fits"][0]["measure"], measure);
+  EXPECT_TRUE(j["fits"][0]["flop_slope"].is_number());
+  // The text says the same, in one line, and warns only when busy.
+  EXPECT_NE(r.out.find(std::string("load        slopes fitted on ") +
+                       (busy ? "CPU time" : "wall time") + ": "),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("warning: busy machine") != std::string::npos, busy) << r.out;
+  EXPECT_NE(r.out.find("FLOP slope"), std::string::npos);
+  for (const auto& p : j["points"]) {
+    EXPECT_GT(p["cpu_median_s"].get<double>(), 0.0) << p.dump();
+    EXPECT_GE(p["others_runnable"].get<double>(), 0.0) << p.dump();
+  }
+  EXPECT_NE(slurp(path("out/sweep.csv")).find(",cpu_median_s,cpu_min_s,cpu_max_s,others_runnable\n"),
+            std::string::npos);
+}
+
 TEST_F(Sweep, BadArgumentsExitTwoWithOneLine) {
   write("p.json", kPerHead);
   const std::string base = "sweep --pattern-file " + path("p.json") + " --out " + path("o") + " ";
@@ -76,6 +107,9 @@ TEST_F(Sweep, BadArgumentsExitTwoWithOneLine) {
            {"--seq-len 64 --max-seconds nan", "--max-seconds"},
            {"--seq-len 64 --target gpu", "--target"},
            {"--seq-len 64 --window 3", "--window"},  // beside --pattern-file
+           {"--seq-len 64 --threads 0", "--threads"},
+           {"--seq-len 64 --threads 1025", "--threads"},
+           {"--seq-len 64 --threads two", "--threads"},
        }) {
     SCOPED_TRACE(args);
     const RunResult r = run(base + args);
