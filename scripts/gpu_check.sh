@@ -12,10 +12,11 @@
 #              folder, build googletest, Google Benchmark and {fmt} from source there;
 #   configure  CMake (Ninja when ninja exists), Release, nvcc, sm_80 + sm_90;
 #   build      cuda_tiling_test cuda_kernels_test cuda_backward_test bench_cuda cuda_block_mask;
-#   tests      cuda_tiling_test, then cuda_kernels_test once per kernel family (c01 ... c08,
+#   tests      cuda_tiling_test, then cuda_kernels_test once per kernel family (c01 ... c10,
 #              the device-free tests, and Modern/*: grouped kv heads, softcap, ALiBi and
 #              sinks on every pattern kind), EACH IN ITS OWN PROCESS (--gtest_filter), so a
 #              fault that poisons one CUDA context cannot hide the other families' results;
+#              c09: decode against a KV cache and paged KV, c10: token-level selected),
 #              accounting from --gtest_output=json: a skip is never a pass, and the only
 #              skip allowed is the no-device test (tools/gpu_report.py, EXPECTED_SKIPS);
 #   memcheck   compute-sanitizer memcheck on a small case of every kernel family, then
@@ -36,7 +37,10 @@
 # expected skip, an unexpected skip and a failure, a process that died, a compute-sanitizer
 # refusal, a truncated benchmark JSON, PyTorch lines with a FlexAttention error — and a
 # step killed at the deadline, then checks the results file against
-# tests/cuda/fixtures/expected.json. Exit status: 0 when everything matches.
+# tests/cuda/fixtures/expected.json. With nvcc it also lists the GPU run's test steps and
+# the tests of each family (cuda_kernels_test --gtest_list_tests, no device needed) and
+# fails when a family of the binary has no step of its own. Exit status: 0 when everything
+# matches.
 #
 # --only tests,memcheck,bench,torch (any of them): run just those after the build — e.g. a
 # second call on a machine still warm, whose build folder is kept: `--only bench,torch`.
@@ -248,12 +252,30 @@ step build build 420 -- cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]
 cp -f "$BUILD/cuda_resources.md" "$WORK/" 2>/dev/null && report
 
 # ---------------------------------------------------------------- tests, one family per process
-FAMILIES=(c01 c02 c03 c04 c05 c06 c07 c08)
+FAMILIES=(c01 c02 c03 c04 c05 c06 c07 c08 c09 c10)
+DRY_FAIL=0
+if [ $DRY -eq 1 ] && [ -x "$BUILD/cuda_kernels_test" ]; then
+  # What the GPU run will run, from the binary itself: every family it instantiates (cNN/)
+  # must have its own step, or its tests would run nowhere.
+  LISTED=$("$BUILD/cuda_kernels_test" --gtest_list_tests 2>/dev/null |
+    awk '/^[^ ]/ { suite = $1 } /^  / { split(suite, p, "/"); if (p[1] ~ /^c[0-9][0-9]$/) n[p[1]]++ }
+         END { for (f in n) print f, n[f] }' | sort)
+  say "dry run: the GPU run's test steps: tests_tiling tests_common tests_modern $(printf 'tests_%s ' "${FAMILIES[@]}")tests_backward"
+  while read -r fam count; do
+    [ -z "$fam" ] && continue
+    if [[ " ${FAMILIES[*]} " == *" $fam "* ]]; then
+      say "dry run: tests_$fam runs $count tests of cuda_kernels_test --gtest_filter=$fam/*"
+    else
+      say "dry run: family $fam ($count tests) has no step in FAMILIES"
+      DRY_FAIL=1
+    fi
+  done <<<"$LISTED"
+fi
 if [ $DRY -eq 0 ] && wants tests; then
   step tests_tiling gtest 60 gtest_tiling.json -- "$BUILD/cuda_tiling_test" \
     --gtest_output="json:$WORK/gtest_tiling.json"
   step tests_common gtest 60 gtest_common.json -- "$BUILD/cuda_kernels_test" \
-    --gtest_filter="-c0*/*:Modern/*" --gtest_output="json:$WORK/gtest_common.json"
+    --gtest_filter="-c0*/*:c1*/*:Modern/*" --gtest_output="json:$WORK/gtest_common.json"
   # Grouped kv heads, softcap, ALiBi and sinks on every pattern kind (c04 ... c08, split-K
   # included; contract §2.7-§2.9): its own process, after the plain families' smoke test.
   step tests_modern gtest 90 gtest_modern.json -- "$BUILD/cuda_kernels_test" \
@@ -281,6 +303,8 @@ SMALL='c0*/CudaVsOracle.*/dense_B1_H2_Lq130_Lk130_D64_Dv64_tile64'
 SMALL+=':c0*/CudaVsOracle.*/window_w7_d2_causal_B1_H1_Lq190_Lk250_D8_Dv8_tile16'
 SMALL+=':c0*/CudaVsOracle.*/longformer_w30_d1_Gx0x5x150x299_B1_H2_Lq300_Lk300_D64_Dv64_tile64*'
 SMALL+=':c0*/CudaVsOracle.*/bigbird_b16_r2_seed4_B3_H1_Lq200_Lk200_D64_Dv64_keypadding*'  # + _splitK
+# Decode on page pools over many splits (c09), the selected gather with padding and repeats (c10).
+SMALL+=':c09/CudaDecodeCache.*/window_6_1_d2_split3_paged8:c10/CudaSelected.*/padding_causal_counted'
 # The modern path: every modifier, grouped heads, key padding, the split-K merge's sink.
 SMALL+=':Modern/CudaModernKinds.*/bigbird_b16_r2_seed4_B3_H2_Lq192_Lk192_D32_Dv32_keypadding*_Hkv1_cap_alibi_sink*'
 if [ $DRY -eq 1 ]; then
@@ -335,6 +359,7 @@ if [ $DRY -eq 1 ]; then
     say "dry run: the check passed an expectation it must refuse"
     rc=1
   fi
+  [ "$DRY_FAIL" -ne 0 ] && rc=1
   say "dry run: $([ "$rc" -eq 0 ] && echo OK || echo FAILED) ($OUT/results.md)"
   exit "$rc"
 fi

@@ -16,6 +16,9 @@ DevicePattern upload_pattern(const Pattern& pattern) {
   d.key_valid.upload(p.key_valid);
   d.schedule.upload(p.schedule);
   d.split_groups.upload(p.split_groups);
+  d.sel_row_ptr.upload(p.sel_row_ptr);
+  d.sel_key.upload(p.sel_key);
+  d.sel_count.upload(p.sel_count);
   std::vector<HeadView> views;
   for (int64_t h = 0; h < p.num_heads; ++h)
     views.push_back(head_view(p, h, d.row_ptr.ptr(), d.col.ptr(), d.bits_at.ptr(), d.bits.ptr()));
@@ -32,6 +35,11 @@ void DevicePattern::bind(AttnArgs& args) const {
   args.num_split_groups = static_cast<int64_t>(packed.split_groups.size());
   args.num_slots = packed.num_slots;
   args.max_tile = packed.max_tile;
+  args.sel_row_ptr = sel_row_ptr.ptr();
+  args.sel_key = sel_key.ptr();
+  args.sel_count = sel_count.ptr();
+  args.sel_batch = packed.sel_batch;
+  args.sel_heads = packed.sel_heads;
   args.band = packed.has_band ? packed.band
                               : dense_band(packed.seq_len_q, packed.seq_len_k, packed.causal);
 }

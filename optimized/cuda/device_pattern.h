@@ -20,9 +20,11 @@ struct DevicePattern {
   DeviceBuffer<int32_t> col;
   DeviceBuffer<uint64_t> bits;
   DeviceBuffer<uint8_t> key_valid;
+  DeviceBuffer<int64_t> sel_row_ptr;              // selected only (PackedPattern::sel_*)
+  DeviceBuffer<int32_t> sel_key, sel_count;
   DeviceBuffer<HeadView> heads;  // [num_heads], pointing into the buffers above
 
-  // Fills the pattern fields of `args` (key_valid, heads, schedule, band).
+  // Fills the pattern fields of `args` (key_valid, heads, schedule, band, the selected lists).
   void bind(AttnArgs& args) const;
 };
 

@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -130,6 +131,22 @@ DeviceProblem upload_problem(const Problem& problem, DType dtype, const char* ke
     d.alibi_per_batch = m.alibi_slopes->rank() == 2;
   }
   if (m.sinks) d.sinks.upload(to_f32(*m.sinks));
+  d.host_pattern = problem.pattern;
+  if (problem.cache) {  // contract §2.11–§2.12 (validated by make_cache_problem)
+    const KvCache& c = *problem.cache;
+    require(c.num_pages <= INT32_MAX, "k", c.num_pages,
+            "the CUDA decode kernel indexes pages with int32: at most 2^31-1 pages");
+    d.cache = c;
+    d.cache_seqlens.upload(std::vector<int32_t>(c.cache_seqlens.begin(), c.cache_seqlens.end()));
+    if (c.paged()) {
+      std::vector<int32_t> table(c.block_table.size(), -1);
+      for (int64_t b = 0; b < c.batch(); ++b)
+        for (int64_t m = 0; m * c.page_size < c.seq_len_k(b); ++m)
+          table[static_cast<size_t>(b * c.max_pages + m)] =
+              static_cast<int32_t>(c.block_table[static_cast<size_t>(b * c.max_pages + m)]);
+      d.block_table.upload(table);
+    }
+  }
   return d;
 }
 

@@ -6,8 +6,10 @@
 
 #include <cuda_runtime.h>
 
+#include <optional>
 #include <string>
 
+#include "optimized/cuda/decode_plan.h"
 #include "optimized/cuda/device_pattern.h"
 #include "optimized/cuda/device_runtime.h"
 #include "optimized/cuda/kernel_args.h"
@@ -30,6 +32,21 @@ struct DeviceProblem {
   float softcap = 0.f;
   DeviceBuffer<float> alibi, sinks;
   bool alibi_per_batch = false;
+  // contract §2.11–§2.12, read by c09 alone (the registry hands a cache problem only to a
+  // kernel listing kKvCache): the cache's description on the host, and on the device
+  // cache_seqlens [B] and block_table [B, max_pages] as int32 (entries of pages past an
+  // element's length are never read and are uploaded as −1). Unset / empty: plain inputs.
+  std::optional<KvCache> cache;
+  DeviceBuffer<int32_t> cache_seqlens, block_table;
+  // The Pattern uploaded, on the host, for launch decisions that need its spec (c09's rows,
+  // c10's list width). It outlives the DeviceProblem (the caller's Problem or benchmark).
+  const Pattern* host_pattern = nullptr;
+  // c09's plan (decode_plan.h) on the device, built by its first launch (and again when the
+  // forced split changes): each row's keys, the work items, each element's first item.
+  DeviceBuffer<DecodeRowKeys> decode_rows;
+  DeviceBuffer<DecodeItem> decode_items;
+  DeviceBuffer<int32_t> decode_item_start;
+  int64_t decode_items_count = 0, decode_split_forced = -1;
 
   AttnArgs args() const;
   // Fills o and lse with NaN so a row a kernel forgets to write fails the checker.

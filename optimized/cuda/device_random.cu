@@ -75,6 +75,7 @@ DeviceProblem random_device_problem(const Pattern& pattern, int64_t batch, int64
   d.o.allocate(static_cast<size_t>(bh * z.seq_len_q * head_dim_v));
   d.lse.allocate(static_cast<size_t>(bh * z.seq_len_q));
   d.pattern = upload_pattern(pattern);
+  d.host_pattern = &pattern;
   CUDA_CHECK(cudaDeviceSynchronize());
   return d;
 }

@@ -45,6 +45,13 @@ struct AttnArgs {
   float* split_o = nullptr;
   float* split_lse = nullptr;
   BandParams band;                         // window-like kinds; dense: dense_band()
+  // selected (contract §3.16; packed_pattern.h: PackedPattern::sel_*): each table row's
+  // distinct keys and multiplicities, row (b_sel, r, i) at sel_row_ptr[(b_sel · sel_heads +
+  // r) · seq_len_q + i]; null for other kinds.
+  const int64_t* sel_row_ptr = nullptr;
+  const int32_t* sel_key = nullptr;
+  const int32_t* sel_count = nullptr;
+  int64_t sel_batch = 0, sel_heads = 0;
 
   // Divisions fixed before the launch (tiling.h: FastDiv), set by DeviceProblem::args():
   // head_dim and head_dim_v as they are (flash_f32.cuh) and padded to 16 (flash_mma.cuh);

@@ -9,6 +9,42 @@
 namespace sparseattn {
 namespace cuda {
 
+namespace {
+
+// The selected kind's lists (PackedPattern::sel_*): causal applied, −1 dropped, repeats
+// merged into a multiplicity (counted only under duplicates = count).
+void pack_selection(const Pattern& pattern, PackedPattern& p) {
+  const Tensor<int64_t>& t = pattern.selection;
+  const int64_t kk = t.dim(3), lq = pattern.sizes.seq_len_q, lk = pattern.sizes.seq_len_k;
+  const bool count = pattern.spec.duplicates == Duplicates::count;
+  p.sel_batch = t.dim(0);
+  p.sel_heads = t.dim(1);
+  p.sel_row_ptr.assign(1, 0);
+  std::vector<int32_t> at(static_cast<size_t>(lk), -1);  // key -> its place in the row, or -1
+  for (int64_t x = 0; x < p.sel_batch * p.sel_heads * lq; ++x) {
+    const int64_t i = x % lq;
+    const int64_t position = i + lk - lq;  // p, contract §3.1
+    const int64_t* list = t.ptr() + x * kk;
+    const size_t first = p.sel_key.size();
+    for (int64_t c = 0; c < kk; ++c) {
+      const int64_t j = list[c];
+      if (j < 0 || (pattern.spec.causal && j > position)) continue;
+      int32_t& slot = at[static_cast<size_t>(j)];
+      if (slot >= 0) {
+        if (count) ++p.sel_count[first + static_cast<size_t>(slot)];
+        continue;
+      }
+      slot = static_cast<int32_t>(p.sel_key.size() - first);
+      p.sel_key.push_back(static_cast<int32_t>(j));
+      p.sel_count.push_back(1);
+    }
+    for (size_t e = first; e < p.sel_key.size(); ++e) at[static_cast<size_t>(p.sel_key[e])] = -1;
+    p.sel_row_ptr.push_back(static_cast<int64_t>(p.sel_key.size()));
+  }
+}
+
+}  // namespace
+
 PackedPattern pack_pattern(const Pattern& pattern) {
   const PatternSizes& s = pattern.sizes;
   require(s.seq_len_q <= INT32_MAX, "seq_len_q", s.seq_len_q,
@@ -56,6 +92,7 @@ PackedPattern pack_pattern(const Pattern& pattern) {
     p.band = pattern.band();
   }
   p.causal = pattern.spec.causal;
+  if (kind == PatternKind::selected) pack_selection(pattern, p);
   plan_schedule(p, split_cap());
   return p;
 }

@@ -50,6 +50,16 @@ struct PackedPattern {
   bool has_band = false;
   BandParams band;
   bool causal = false;  // dense kind: its causal flag
+
+  // selected (contract §3.16), for c10: each row of the index table as the kernel reads it —
+  // −1 slots dropped, j <= p under causal, each distinct key once in order of first listing
+  // with its multiplicity (1, or under duplicates = count the times it is listed). Row
+  // (b_sel, r, i) spans sel_row_ptr[x] .. sel_row_ptr[x + 1], x = (b_sel · sel_heads + r) ·
+  // seq_len_q + i. Key padding is applied by the kernel (it depends on the batch element).
+  // Empty for every other kind.
+  int64_t sel_batch = 0, sel_heads = 0;
+  std::vector<int64_t> sel_row_ptr;
+  std::vector<int32_t> sel_key, sel_count;
 };
 
 // Packs `pattern`. Throws InvalidArgument("seq_len") when a size does not fit the

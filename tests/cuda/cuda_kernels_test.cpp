@@ -17,6 +17,7 @@
 #include "core/check.h"
 #include "core/error.h"
 #include "core/field.h"
+#include "optimized/cuda/decode_plan.h"
 #include "optimized/cuda/device_problem.h"
 #include "optimized/cuda/device_runtime.h"
 #include "optimized/cuda/packed_pattern.h"
@@ -49,10 +50,14 @@ Tolerance tolerance_of(DType dtype) {
   }
 }
 
-// The kernels that must serve a pattern: c08 always, the specialized ones for their kind.
+// The kernels that must serve a pattern: c08 always, the specialized ones for their kind;
+// c09 (decode) every dense, window and chunked pattern without key padding, as its CPU twin.
 std::set<std::string> expected_servers(const Pattern& p) {
   std::set<std::string> names = {"cuda_c08_generic_f32", "cuda_c08_generic_bf16"};
   const PatternSpec& s = p.spec;
+  if ((s.kind == PatternKind::dense || s.kind == PatternKind::window || s.kind == PatternKind::chunked) &&
+      !p.has_key_padding())
+    names.insert({"cuda_c09_decode_f32", "cuda_c09_decode_bf16"});
   switch (s.kind) {
     case PatternKind::dense:
       names.insert({"cuda_c01_naive_dense", "cuda_c02_tiled_dense", "cuda_c03_flash_dense",
@@ -69,6 +74,7 @@ std::set<std::string> expected_servers(const Pattern& p) {
     case PatternKind::bigbird_etc:  // whole tiles only when the global tokens fill whole blocks
       if (cuda::all_tiles_full(p)) names.insert({"cuda_c07_bigbird_f32", "cuda_c07_bigbird_bf16"});
       break;
+    case PatternKind::selected: names.insert("cuda_c10_selected_gather_f32"); break;
     default: break;
   }
   return names;
@@ -76,7 +82,7 @@ std::set<std::string> expected_servers(const Pattern& p) {
 
 TEST(CudaRegistry, LadderIsRegisteredWithItsDtypesTolerance) {
   const std::vector<const Kernel*> list = cuda_kernels();
-  ASSERT_EQ(list.size(), 13u);
+  ASSERT_EQ(list.size(), 16u);
   for (const Kernel* k : list) {
     SCOPED_TRACE(k->name);
     EXPECT_TRUE(k->exact);
@@ -85,6 +91,27 @@ TEST(CudaRegistry, LadderIsRegisteredWithItsDtypesTolerance) {
     EXPECT_EQ(k->atol, tolerance_of(k->dtype).atol);
     EXPECT_EQ(k->rtol, tolerance_of(k->dtype).rtol);
   }
+}
+
+// A selected case (contract §3.16): table [1, hsel, lq, kk] of entries in [−1, lk), about
+// one in five −1 and repeats likely, from a fixed generator.
+Case selected_case(int64_t batch, int64_t heads, int64_t lq, int64_t lk, int64_t d, int64_t dv, int64_t kk,
+                   int64_t hsel, bool causal) {
+  PatternSpec s;
+  s.kind = PatternKind::selected;
+  s.causal = causal;
+  Tensor<int64_t> t({1, hsel, lq, kk});
+  uint64_t x = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(lq * 131 + kk);
+  for (int64_t& e : t.data) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const int64_t u = static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(lk + lk / 4 + 1));
+    e = u >= lk ? -1 : u;
+  }
+  s.kv_indices = std::move(t);
+  Case c = make_case(s, {batch, heads, lq, lk, d, dv});
+  c.name = "selected_H" + std::to_string(heads) + "_hsel" + std::to_string(hsel) + (causal ? "_causal" : "") +
+           "_Lq" + std::to_string(lq) + "_Lk" + std::to_string(lk) + "_K" + std::to_string(kk);
+  return c;
 }
 
 // The grid: the CPU grid, plus shapes sized for the GPU blocks (Br/Bc 32 and 64, head
@@ -101,6 +128,10 @@ std::vector<Case> gpu_cases() {
   c.push_back(make_case(token(K::longformer, 64, 1, false, 64, {0, 1, 333, 599}), {1, 2, 600, 600, 128, 128}));
   c.push_back(make_case(testing_grid::bigbird(64, 3, 11), {1, 2, 1000, 1000, 128, 128}));
   c.push_back(make_case(testing_grid::bigbird(64, 3, 12), {2, 1, 640, 640, 64, 64}, true));
+  // selected (contract §3.16) with one table for the batch and set semantics: c08 reads its
+  // layout, c10 its lists (c10/CudaSelected.* adds the rest of the kind's grid).
+  c.push_back(selected_case(1, 2, 70, 90, 32, 32, 24, 1, false));
+  c.push_back(selected_case(2, 4, 130, 100, 64, 64, 40, 4, true));
   return c;
 }
 
@@ -235,12 +266,14 @@ INSTANTIATE_TEST_SUITE_P(c05, CudaVsOracle, ::testing::ValuesIn(family_cases("c0
 INSTANTIATE_TEST_SUITE_P(c06, CudaVsOracle, ::testing::ValuesIn(family_cases("c06")), family_case_name);
 INSTANTIATE_TEST_SUITE_P(c07, CudaVsOracle, ::testing::ValuesIn(family_cases("c07")), family_case_name);
 INSTANTIATE_TEST_SUITE_P(c08, CudaVsOracle, ::testing::ValuesIn(family_cases("c08")), family_case_name);
+INSTANTIATE_TEST_SUITE_P(c09, CudaVsOracle, ::testing::ValuesIn(family_cases("c09")), family_case_name);
+INSTANTIATE_TEST_SUITE_P(c10, CudaVsOracle, ::testing::ValuesIn(family_cases("c10")), family_case_name);
 
 // Every kernel family has cases (a family left out of the grid would go untested silently).
 TEST(CudaFamilies, EveryKernelFamilyHasOracleCases) {
   std::set<std::string> families;
   for (const Kernel* k : cuda_kernels()) families.insert(std::string(k->name).substr(5, 3));
-  EXPECT_EQ(families, (std::set<std::string>{"c01", "c02", "c03", "c04", "c05", "c06", "c07", "c08"}));
+  EXPECT_EQ(families, (std::set<std::string>{"c01", "c02", "c03", "c04", "c05", "c06", "c07", "c08", "c09", "c10"}));
   for (const std::string& f : families) EXPECT_FALSE(family_cases(f).empty()) << f;
 }
 
@@ -369,7 +402,7 @@ TEST_P(CudaModernKinds, EveryModernKernelServingThePatternMatchesTheOracle) {
     SCOPED_TRACE(kernel->name);
     const std::string name = kernel->name;
     if (name.rfind("cuda_c01_", 0) == 0 || name.rfind("cuda_c02_", 0) == 0) continue;
-    ASSERT_EQ(kernel->features, kModern);
+    ASSERT_EQ(kernel->features & kModern, kModern);  // c09 lists kKvCache | kPaged besides
     ++ran;
     if (!oracles.count(kernel->dtype))
       oracles[kernel->dtype] = a1_dense_masked(as_seen(in.q, kernel->dtype), as_seen(in.k, kernel->dtype),
@@ -438,6 +471,7 @@ TEST(CudaNoDevice, RunThrowsRuntimeErrorSayingNoDevice) {
   patterns.push_back(materialize(token(PatternKind::window, 2, 1, false, 4), sizes));
   patterns.push_back(materialize(token(PatternKind::longformer, 2, 1, false, 4, {0}), sizes));
   patterns.push_back(materialize(testing_grid::bigbird(4, 1, 0), sizes));
+  patterns.push_back(materialize(selected_case(1, 1, 16, 16, 4, 4, 3, 1, false).spec, sizes));
   for (const Kernel* kernel : cuda_kernels()) {
     SCOPED_TRACE(kernel->name);
     const Pattern* served = nullptr;

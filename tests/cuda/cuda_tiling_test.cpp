@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "optimized/cuda/decode_plan.h"
 #include "optimized/cuda/head_view.h"
 #include "reference/attention.h"
 #include "core/seeded_inputs.h"
@@ -538,6 +539,176 @@ TEST(CudaTiling, BigBirdItcLayoutsHoldOnlyFullTiles) {
   const Pattern window = materialize(testing_grid::token(PatternKind::window, 3, 1, false, 16),
                                      PatternSizes{1, 1, 100, 100});
   EXPECT_FALSE(cuda::all_tiles_full(window));
+}
+
+// c09's rows (decode_plan.h) are the pattern's: for every spec it serves, element length n
+// and query i, decode_row_allows(row, j) equals the spec materialized for (L_q, n) — the
+// definition of contract §2.11 (the pattern of an element is the spec's for L_k = n_b).
+PatternSpec decode_spec(PatternKind kind, bool causal, int64_t left, int64_t right, int64_t dilation,
+                        int64_t chunk) {
+  PatternSpec s;
+  s.kind = kind;
+  s.causal = causal;
+  if (kind == PatternKind::window) {
+    s.window_left = left;
+    s.window_right = right;
+    s.dilation = dilation;
+  }
+  if (kind == PatternKind::chunked) s.chunk_size = chunk;
+  return s;
+}
+std::vector<PatternSpec> decode_specs() {
+  using K = PatternKind;
+  return {decode_spec(K::dense, false, 0, 0, 1, 0),    decode_spec(K::dense, true, 0, 0, 1, 0),
+          decode_spec(K::window, false, 3, 2, 1, 0),   decode_spec(K::window, true, 5, 0, 2, 0),
+          decode_spec(K::window, false, -1, 4, 3, 0),  decode_spec(K::window, true, 100, 0, 1, 0),
+          decode_spec(K::chunked, false, 0, 0, 1, 7),  decode_spec(K::chunked, true, 0, 0, 1, 100)};
+}
+
+TEST(CudaDecodePlan, RowsAreTheSpecMaterializedForEachElementsLength) {
+  for (const PatternSpec& spec : decode_specs())
+    for (const int64_t lq : {1, 4, 16, 20})
+      for (const int64_t n : {1, 5, 37, 300}) {
+        SCOPED_TRACE(describe(spec) + " lq " + std::to_string(lq) + " n " + std::to_string(n));
+        const Pattern pattern = materialize(spec, {1, 1, lq, n});
+        ASSERT_TRUE(cuda::decode_serves(pattern));
+        for (int64_t i = 0; i < lq; ++i) {
+          const cuda::DecodeRowKeys r = cuda::decode_row_keys(pattern.spec, lq, n, i);
+          for (int64_t j = 0; j < n; ++j)
+            ASSERT_EQ(cuda::decode_row_allows(r, j), pattern.allowed(0, 0, i, j)) << "query " << i << " key " << j;
+        }
+      }
+}
+
+// The work items: per element its splits in order, contiguous, each at most split_keys
+// long, together the union of its rows' keys; none for an element without keys; the
+// workspace within budget when the split is chosen (not forced).
+TEST(CudaDecodePlan, ItemsPartitionEachElementsSpanInOrder) {
+  const std::vector<int64_t> seqlens = {0, 1, 300, 600, 257};
+  for (const PatternSpec& spec : decode_specs())
+    for (const int64_t forced : {0, 1, 7, 256}) {
+      SCOPED_TRACE(describe(spec) + " split " + std::to_string(forced));
+      const int64_t lq = 4;
+      const cuda::DecodePlan plan = cuda::plan_decode(spec, lq, seqlens, 100, forced);
+      ASSERT_EQ(plan.item_start.size(), seqlens.size() + 1);
+      EXPECT_EQ(plan.split_keys, forced > 0 ? forced : cuda::kDecodeSplitKeys);
+      for (size_t b = 0; b < seqlens.size(); ++b) {
+        int64_t lo = seqlens[b], hi = -1;  // the union of the rows' keys
+        for (int64_t i = 0; i < lq; ++i) {
+          const cuda::DecodeRowKeys& r = plan.rows[b * lq + i];
+          for (int64_t j = 0; j < seqlens[b]; ++j)
+            if (cuda::decode_row_allows(r, j)) lo = std::min(lo, j), hi = std::max(hi, j);
+        }
+        int64_t next = lo;
+        for (int32_t it = plan.item_start[b]; it < plan.item_start[b + 1]; ++it) {
+          const cuda::DecodeItem& item = plan.items[static_cast<size_t>(it)];
+          EXPECT_EQ(item.b, static_cast<int32_t>(b));
+          EXPECT_EQ(item.split, it - plan.item_start[b]);
+          EXPECT_EQ(item.j0, next);
+          EXPECT_GT(item.j1, item.j0);
+          EXPECT_LE(item.j1 - item.j0, plan.split_keys);
+          next = item.j1;
+        }
+        if (hi < lo) EXPECT_EQ(plan.item_start[b], plan.item_start[b + 1]) << "element " << b;
+        else EXPECT_EQ(next, hi + 1) << "element " << b;
+      }
+    }
+  // A budget it cannot meet at 256 keys: the split doubles until it does.
+  const cuda::DecodePlan big = cuda::plan_decode(PatternSpec{}, 1, {1 << 20}, int64_t{1} << 14);
+  EXPECT_GT(big.split_keys, cuda::kDecodeSplitKeys);
+  EXPECT_LE(static_cast<int64_t>(big.items.size()) * (int64_t{1} << 14), cuda::kDecodeWorkspaceFloats);
+}
+
+TEST(CudaDecodePlan, ServesWhatTheCpuTwinServes) {
+  for (const PatternSpec& spec : decode_specs()) EXPECT_TRUE(cuda::decode_serves(materialize(spec, {1, 2, 4, 64})));
+  PatternSpec padded;
+  padded.key_padding_mask = Tensor<uint8_t>({1, 64}, 1);
+  EXPECT_FALSE(cuda::decode_serves(materialize(padded, {1, 2, 4, 64})));
+  EXPECT_FALSE(cuda::decode_serves(materialize(testing_grid::bigbird(4, 1, 0), {1, 1, 16, 16})));
+  EXPECT_FALSE(cuda::decode_serves(
+      materialize(testing_grid::token(PatternKind::longformer, 2, 1, false, 4, {0}), {1, 1, 16, 16})));
+}
+
+// c10's lists (PackedPattern::sel_*) are the pattern's: for every (batch, head, query) the
+// listed keys are distinct and key j appears with weight Pattern::multiplicity (1 or its
+// repeats under duplicates = count), 0 for every key not listed — −1 slots, causal, K > L_k,
+// every H_sel, B_sel = B. (Key padding is the kernel's, applied from key_valid.)
+Tensor<int64_t> selection_table(int64_t bsel, int64_t hsel, int64_t lq, int64_t lk, int64_t kk, uint64_t seed) {
+  Tensor<int64_t> t({bsel, hsel, lq, kk});
+  uint64_t x = seed;
+  for (int64_t& e : t.data) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const int64_t u = static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(lk + lk / 4 + 1));
+    e = u >= lk ? -1 : u;
+  }
+  return t;
+}
+
+TEST(CudaSelectedPacking, ListsCarryEachAllowedKeyOnceWithItsMultiplicity) {
+  struct C { int64_t B, Hq, Hkv, Lq, Lk, K, hsel, bsel; bool causal, count; };
+  const C cases[] = {{2, 2, 2, 9, 7, 16, 2, 1, false, false}, {2, 2, 2, 9, 7, 16, 2, 1, false, true},
+                     {2, 8, 2, 17, 23, 6, 1, 1, false, false}, {2, 6, 2, 17, 23, 6, 2, 1, true, false},
+                     {1, 6, 3, 17, 23, 6, 6, 1, true, true},   {1, 2, 1, 19, 5, 7, 1, 1, true, false},
+                     {2, 4, 1, 13, 13, 20, 1, 2, true, true}};
+  for (const C& c : cases) {
+    PatternSpec s;
+    s.kind = PatternKind::selected;
+    s.kv_indices = selection_table(c.bsel, c.hsel, c.Lq, c.Lk, c.K, static_cast<uint64_t>(c.Lq * 131 + c.K));
+    s.causal = c.causal;
+    s.duplicates = c.count ? Duplicates::count : Duplicates::once;
+    const Pattern pattern = materialize(s, {c.B, c.Hq, c.Lq, c.Lk});
+    const cuda::PackedPattern packed = cuda::pack_pattern(pattern);
+    ASSERT_EQ(packed.sel_batch, c.bsel);
+    ASSERT_EQ(packed.sel_heads, c.hsel);
+    ASSERT_EQ(packed.sel_row_ptr.size(), static_cast<size_t>(c.bsel * c.hsel * c.Lq + 1));
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t h = 0; h < c.Hq; ++h)
+        for (int64_t i = 0; i < c.Lq; ++i) {
+          // The row the kernel reads (c10_selected_gather.cu), from the packed sizes alone.
+          const int64_t row = packed.sel_heads == 1 ? 0 : h / (c.Hq / packed.sel_heads);
+          ASSERT_EQ(row, pattern.selection_row(h));
+          const int64_t x = ((packed.sel_batch == 1 ? 0 : b) * packed.sel_heads + row) * c.Lq + i;
+          std::vector<int64_t> weight(static_cast<size_t>(c.Lk), 0);
+          for (int64_t e = packed.sel_row_ptr[x]; e < packed.sel_row_ptr[x + 1]; ++e) {
+            const int32_t j = packed.sel_key[e];
+            ASSERT_GE(j, 0);
+            ASSERT_LT(j, c.Lk);
+            ASSERT_EQ(weight[j], 0) << "key " << j << " listed twice in the packed row";
+            weight[j] = packed.sel_count[e];
+          }
+          for (int64_t j = 0; j < c.Lk; ++j)
+            ASSERT_EQ(weight[j], pattern.multiplicity(b, h, i, j)) << "b " << b << " h " << h << " i " << i << " j " << j;
+        }
+  }
+  // Every other kind packs no lists.
+  EXPECT_TRUE(cuda::pack_pattern(materialize(PatternSpec{}, {1, 1, 8, 8})).sel_row_ptr.empty());
+}
+
+// Block-level selected (contract §3.17) runs on c08 through the layout: the packed view
+// agrees with the pattern on every (head, query, key), for b_q = b_k = the tile (whole
+// tiles) and for block sizes that are not the tile (bitmasks).
+TEST(CudaSelectedPacking, SelectedBlocksLayoutIsPackedExactly) {
+  struct C { int64_t bq, bk, tile; bool causal; };
+  for (const C& c : {C{16, 16, 16, true}, C{1, 8, 64, true}, C{5, 7, 16, false}}) {
+    const int64_t lq = 70, lk = 90, hq = 4, nk = (lk + c.bk - 1) / c.bk, nq = (lq + c.bq - 1) / c.bq;
+    PatternSpec s;
+    s.kind = PatternKind::selected_blocks;
+    s.block_indices = selection_table(1, 2, nq, nk, 3, static_cast<uint64_t>(c.bq * 7 + c.bk));
+    s.block_size_q = c.bq;
+    s.block_size_k = c.bk;
+    s.causal = c.causal;
+    s.tile = c.tile;
+    const Pattern pattern = materialize(s, {1, hq, lq, lk});
+    const cuda::PackedPattern packed = cuda::pack_pattern(pattern);
+    for (int64_t h = 0; h < hq; ++h) {
+      const cuda::HeadView view = cuda::head_view(packed, h, packed.row_ptr.data(), packed.col.data(),
+                                                  packed.bits_at.data(), packed.bits.data());
+      for (int64_t i = 0; i < lq; ++i)
+        for (int64_t j = 0; j < lk; ++j)
+          ASSERT_EQ(cuda::view_allows(view, i, j), pattern.allowed(0, h, i, j))
+              << "bq " << c.bq << " bk " << c.bk << " head " << h << " query " << i << " key " << j;
+    }
+  }
 }
 
 }  // namespace
