@@ -9,6 +9,9 @@ endif
 # ccache (installed by scripts/setup.sh) lets every build tree of one machine -- the main
 # one, the sanitizer one, a second checkout -- reuse objects compiled once.
 CCACHE  := $(shell command -v ccache 2>/dev/null)
+# Paths under the checkout are hashed relative to the build folder, so that trees at the
+# same depth (build/, build-sanitize/, the wheel's build-wheel/, a second worktree) share hits.
+export CCACHE_BASEDIR ?= $(CURDIR)
 CCACHE_FLAGS :=
 ifneq ($(CCACHE),)
 CCACHE_FLAGS := -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE)
@@ -25,8 +28,15 @@ all: build
 setup:
 	@scripts/setup.sh
 
+# Configuring runs in a second make, after setup: that make reads this file again and so
+# finds the ccache that setup may just have installed (a fresh machine's first build is
+# the one that most needs it, since build-sanitize/ and the wheel of pip-check reuse it).
 $(BUILD)/CMakeCache.txt:
 	@$(MAKE) --no-print-directory setup
+	@$(MAKE) --no-print-directory configure-main
+
+.PHONY: configure-main configure-sanitize configure-fuzz
+configure-main:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
 configure: $(BUILD)/CMakeCache.txt
@@ -93,6 +103,9 @@ SANITIZE_ENV := ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:print_stacktrace=1:s
 
 $(SANITIZE_BUILD)/CMakeCache.txt:
 	@$(MAKE) --no-print-directory setup
+	@$(MAKE) --no-print-directory configure-sanitize
+
+configure-sanitize:
 	cmake -S . -B $(SANITIZE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DSPARSEATTN_CUDA=OFF \
 	  -DSPARSEATTN_SANITIZE=ON -DSPARSEATTN_BUILD_BENCH=OFF -DSPARSEATTN_PYTHON=OFF $(CCACHE_FLAGS)
@@ -110,6 +123,9 @@ CLANGXX      ?= clang++
 
 $(FUZZ_BUILD)/CMakeCache.txt:
 	@scripts/setup.sh fuzz
+	@$(MAKE) --no-print-directory configure-fuzz
+
+configure-fuzz:
 	cmake -S tests/fuzz -B $(FUZZ_BUILD) -DCMAKE_CXX_COMPILER=$(CLANGXX) $(CCACHE_FLAGS)
 
 fuzz: $(FUZZ_BUILD)/CMakeCache.txt
@@ -171,9 +187,12 @@ bench-varlen:
 # sparseattn against PyTorch and HuggingFace (tools/peers_bench.py; docs/benchmarks.md,
 # "Peers"): installs torch, transformers and numpy into the throwaway virtual environment
 # PEERS_VENV (tools/peer_venv.py; about 5.6 GB, a second run only checks it), then times
-# SDPA dense and with a boolean window mask, HF Longformer and HF BigBird against the
-# matching kernels on identical inputs, kernel time only, interleaved rounds (about a
-# minute). JSON and a Markdown table into $(BUILD)/peers/. Not in CI, not in `make test`.
+# against the matching kernels on identical inputs, kernel time only, interleaved rounds:
+# SDPA dense and with a boolean window mask, HF Longformer and HF BigBird; FlexAttention on
+# the CPU (torch.compile, a BlockMask: causal, window, window + globals, BigBird, softcap
+# and sinks by score_mod; compile time reported apart); SDPA enable_gqa for grouped kv
+# heads and one-query decode against a long cache. Every case's outputs agree before it is
+# timed. JSON and a Markdown table into $(BUILD)/peers/. Not in CI, not in `make test`.
 #   make peers-bench PEERS_FLAGS="--rounds 11 --threads 2"
 PEERS_VENV  ?= $(BUILD)/peers-venv
 PEERS_FLAGS ?=

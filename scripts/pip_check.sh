@@ -12,7 +12,18 @@ if command -v ccache >/dev/null 2>&1; then
   export CMAKE_ARGS="${CMAKE_ARGS:-} -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
 fi
 start=$(date +%s)
-"$work/venv/bin/python" -m pip install -q "$root"
+# The wheel's CMake tree sits in the checkout (build-wheel/, beside build/ and at the same
+# depth), so that ccache, with CCACHE_BASEDIR at the checkout, finds the objects the main
+# build compiled with the same flags: only the module's own files compile anew.
+# The generator is the main build's too: under Ninja every compile runs in the build root,
+# one level up from Make's per-folder runs, and the relative paths ccache hashes differ.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
+# and so is the compiler's name: ccache hashes it, and the wheel's build would otherwise
+# name g++ where CMake's default is c++ (the same binary).
+export CMAKE_GENERATOR="Unix Makefiles"
+export CXX="${CXX:-c++}" CC="${CC:-cc}"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+"$work/venv/bin/python" -m pip install -q --config-settings=build-dir="$root/build-wheel" "$root"
 elapsed=$(( $(date +%s) - start ))
 cd "$work"
 "$work/venv/bin/python" -c "import sparseattn; print('pip-check: imported', sparseattn.__file__)"
