@@ -437,7 +437,30 @@ void Prober::add_modern_probes() {
 // The mistakes of selected attention first: a selection's table explains its rows better
 // than any window or scale rule.
 void Prober::add_selected_probes() {
+  // selected_row computes plain attention rows only (no score modifier, no convention).
+  const bool plain = (in_.mods == nullptr || !(in_.mods->has_softcap() || in_.mods->has_alibi() ||
+                                               in_.mods->has_sinks())) &&
+                     !in_.conv.masked_score && !in_.conv.padding_align_valid;
   for (const SelectedMistake& m : selected_mistakes(in_.pattern, s_.num_kv_heads)) {
+    if (m.counted) {
+      if (!plain) continue;
+      add(m.name, [this, m]() -> std::optional<Hypothesis> {
+        std::shared_ptr<const Pattern> p = build(m.spec, false);
+        if (!p) return std::nullopt;
+        Hypothesis hy;
+        hy.name = m.name;
+        hy.cause = m.cause;
+        hy.predict = [this, p](int64_t b, int64_t h, int64_t i, double* o, double* lse,
+                               int64_t* work) {
+          const HeadView hv = head_view(b, h);
+          *work += selected_row(*p, b, h, i, true, hv.q, hv.k, hv.v, hv.head_dim,
+                                hv.head_dim_v, scale_, o, lse);
+          return true;
+        };
+        return hy;
+      });
+      continue;
+    }
     add(m.name, [this, m]() -> std::optional<Hypothesis> {
       auto p = build(m.spec, false);
       if (!p) return std::nullopt;
@@ -445,9 +468,7 @@ void Prober::add_selected_probes() {
     });
   }
   // Duplicates counted versus not: the same keys, other weights (plain attention only).
-  const bool plain = in_.mods == nullptr || !(in_.mods->has_softcap() || in_.mods->has_alibi() ||
-                                              in_.mods->has_sinks());
-  if (plain && !in_.conv.masked_score && !in_.conv.padding_align_valid && has_repeats(in_.pattern)) {
+  if (plain && has_repeats(in_.pattern)) {
     const bool count = in_.pattern.spec.duplicates == Duplicates::once;
     const std::string name = count ? "duplicates counted" : "duplicates counted once";
     const std::string cause =

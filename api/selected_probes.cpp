@@ -70,6 +70,17 @@ std::vector<SelectedMistake> selected_mistakes(const Pattern& p, int64_t num_kv_
                                   : std::string(unit) + " 0") +
                          " (contract §3.16: -1 selects nothing)",
                      with_table(p, alt)});
+      // A gather kernel reads slot by slot: each -1 taken as key 0 enters once more, so a
+      // row that lists key 0 and has an empty slot weighs key 0 twice. Only under
+      // --duplicates once does this differ from the table above.
+      if (!as_last && !blocks && p.spec.duplicates == Duplicates::once) {
+        PatternSpec counted = with_table(p, alt);
+        counted.duplicates = Duplicates::count;
+        out.push_back({"-1 read as key 0, once per empty slot",
+                       "-1 (an empty slot) read as key 0, each empty slot counting key 0 once "
+                       "more (contract §3.16: -1 selects nothing)",
+                       std::move(counted), true});
+      }
     }
   }
   if (blocks)

@@ -16,12 +16,17 @@ struct SelectedMistake {
   std::string name;   // probes.tried[].probe
   std::string cause;  // probable_cause when it matches
   PatternSpec spec;   // the pattern the mistaken kernel computes
+  // Rows computed counting every listed entry (selected_row with count), not from the
+  // spec's key sets: a gather kernel that reads each slot, -1 as key 0, adds key 0 once per
+  // empty slot even under --duplicates once.
+  bool counted = false;
 };
 
 // For a selected or selected-blocks pattern (empty for any other kind), with `num_kv_heads`
 // the k/v heads: rows read per query head (h mod H_sel) instead of per kv head, or per kv
-// head (h / g) instead of per query head; -1 read as key (block) 0 or as the last one; block
-// sizes one smaller or larger. Only mistakes that change the table are listed.
+// head (h / g) instead of per query head; -1 read as key (block) 0 or as the last one (and,
+// token-level under --duplicates once, -1 read as key 0 once per empty slot); block sizes
+// one smaller or larger. Only mistakes that change the table are listed.
 std::vector<SelectedMistake> selected_mistakes(const Pattern& pattern, int64_t num_kv_heads);
 
 // Whether the duplicates probe applies: a selected pattern with a key listed twice in a row

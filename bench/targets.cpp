@@ -326,14 +326,17 @@ std::vector<TargetRow> bf16_targets(const Points& pts, const Ctx& c, double thre
 
 // The PyTorch comparison is `make peers-bench`'s: its files are read if present.
 // peers.json ({"meta": {"shape": ...}, "cases": [{"peer", "impl", "ratio_median",
-// "ratio_min", "ratio_max", ...}]}, as `make peers-bench` writes it): one row per case; the dense
-// SDPA case is held to 1.15×, the others (no threshold in the targets) are reported. A file
-// with a top-level "targets" array of {what, threshold, measured, met} objects gives those
-// rows; any other JSON file is pointed at.
+// "ratio_min", "ratio_max", ...}]}, as `make peers-bench` writes it): one row per case. The
+// dense SDPA case and every FlexAttention case are held to 2× (sparseattn twice as fast: the
+// dense kernel has been there, and FlexAttention on the CPU is the strongest peer for a
+// sparse pattern); the other cases (HF, SDPA with a mask, enable_gqa, decode) are reported.
+// A file with a top-level "targets" array of {what, threshold, measured, met} objects gives
+// those rows; any other JSON file is pointed at.
 std::vector<TargetRow> peer_targets(const std::vector<PeerFile>& peers) {
   std::vector<TargetRow> rows;
   const std::string what = "dense float32 head_dim 64 and 128 vs PyTorch CPU SDPA";
-  const std::string threshold = "≥ 1.15× (median of interleaved rounds)";
+  const double kPeerRatio = 2.0;
+  const std::string threshold = "≥ 2× (median of interleaved rounds)";
   for (const PeerFile& f : peers) {
     if (f.json.is_object() && f.json.contains("cases") && f.json["cases"].is_array()) {
       const json shape = f.json.value("meta", json::object()).value("shape", json::object());
@@ -356,12 +359,15 @@ std::vector<TargetRow> peer_targets(const std::vector<PeerFile>& peers) {
         row.values = json{{"ratio_median", med},
                           {"ratio_min", cs.value("ratio_min", 0.0)},
                           {"ratio_max", cs.value("ratio_max", 0.0)}};
-        if (peer == "torch SDPA" && impl == kDense.kernel) {
+        const bool dense_sdpa = peer == "torch SDPA" && impl == kDense.kernel;
+        const bool flex = peer.rfind("FlexAttention", 0) == 0;
+        if (dense_sdpa || flex) {
           row.threshold = threshold;
-          row.status = med >= 1.15 ? "met" : "not met";
-          if (med < 1.15)
-            row.bound = "the kernel's own bound: see the dense rows above (same kernel, its "
-                        "fraction of peak per CPU-second)";
+          row.status = med >= kPeerRatio ? "met" : "not met";
+          if (med < kPeerRatio)
+            row.bound = fmt::format(
+                "the kernel's own bound: see `{}`'s rows above (its fraction of peak per "
+                "CPU-second on this pattern)", impl);
         } else {
           row.threshold = "— (no threshold: reported)";
           row.status = "reported";

@@ -275,7 +275,8 @@ TEST(BenchTargets, PeersFilesAreReadOrPointedAt) {
                                           {"measured", "1.08x"},
                                           {"met", false}}})}}},
       {"build/peers/other.json", json{{"rows", 3}}},
-      // make peers-bench's peers.json: the dense SDPA case is held to 1.15x.
+      // make peers-bench's peers.json: the dense SDPA case and the FlexAttention cases are
+      // held to 2x, the others reported.
       {"build/peers/cases.json",
        json{{"meta", {{"shape", {{"seq_len", 4096}, {"head_dim", 64}, {"num_heads", 12}}}}},
             {"cases", json::array({json{{"case", "sdpa_dense"},
@@ -284,6 +285,24 @@ TEST(BenchTargets, PeersFilesAreReadOrPointedAt) {
                                         {"ratio_median", 1.08},
                                         {"ratio_min", 0.92},
                                         {"ratio_max", 1.40}},
+                                   json{{"case", "flex_window"},
+                                        {"peer", "FlexAttention CPU (window 256; create_block_mask)"},
+                                        {"impl", "cpu_k02_window_band"},
+                                        {"ratio_median", 2.14},
+                                        {"ratio_min", 2.0},
+                                        {"ratio_max", 2.3}},
+                                   json{{"case", "flex_bigbird"},
+                                        {"peer", "FlexAttention CPU (BigBird; block_mask export)"},
+                                        {"impl", "cpu_k05_bigbird_blocks"},
+                                        {"ratio_median", 1.87},
+                                        {"ratio_min", 1.8},
+                                        {"ratio_max", 1.9}},
+                                   json{{"case", "gqa_dense"},
+                                        {"peer", "torch SDPA enable_gqa (32/8 heads)"},
+                                        {"impl", "cpu_k01_dense_flash"},
+                                        {"ratio_median", 1.44},
+                                        {"ratio_min", 1.3},
+                                        {"ratio_max", 1.5}},
                                    json{{"case", "hf_bigbird"},
                                         {"peer", "HF BigBird block-sparse (block 64, r 3)"},
                                         {"impl", "cpu_k05_bigbird_blocks"},
@@ -298,7 +317,13 @@ TEST(BenchTargets, PeersFilesAreReadOrPointedAt) {
   EXPECT_EQ(sdpa.measured, "1.08x");
   EXPECT_EQ(row(r, "peers/build/peers/other.json").status, "see file");
   const TargetRow& dense = row(r, "peers/sdpa_dense");
-  EXPECT_EQ(dense.status, "not met");  // 1.08 < 1.15
+  EXPECT_EQ(dense.status, "not met");  // 1.08 < 2
+  EXPECT_TRUE(has(dense.threshold, "≥ 2×")) << dense.threshold;
+  EXPECT_EQ(row(r, "peers/flex_window").status, "met");  // 2.14 >= 2
+  const TargetRow& flex_bird = row(r, "peers/flex_bigbird");
+  EXPECT_EQ(flex_bird.status, "not met");  // 1.87 < 2
+  EXPECT_TRUE(has(flex_bird.bound, "cpu_k05_bigbird_blocks")) << flex_bird.bound;
+  EXPECT_EQ(row(r, "peers/gqa_dense").status, "reported");  // no threshold against enable_gqa
   EXPECT_EQ(dense.measured, "1.08× (rounds 0.92–1.40; > 1: sparseattn faster)");
   EXPECT_TRUE(has(dense.what, "n 4096, head_dim 64, 12 heads")) << dense.what;
   const TargetRow& bird = row(r, "peers/hf_bigbird");
