@@ -15,9 +15,13 @@
 // heads' work.
 // Counted duplicates enter as weights m_j: l = Σ m_j exp(s_j − m), o = Σ m_j exp(s_j − m) v_j / l.
 // Each output row is written by one work item in a fixed order: thread-count independent.
+// The bf16 twin widens each gathered k row once into a float32 panel for the scorer (a
+// scalar widen per key and d inside the scorer cost it 1.2x float32's time) and each v row
+// as P·V reads it; from there the arithmetic is float32's, in the same order.
 // Measured: docs/benchmarks.md, "Selected attention: token-level gather (k08)" (2026-12-01,
 // 1 thread): 21.6 GFLOP per CPU-second = 18% of the FMA peak at n 16384, K 2048, H_q 8
-// sharing one list (k06 on the same pattern: 1.23x its CPU time).
+// sharing one list (k06 on the same pattern: 1.23x its CPU time); the bf16 twin's time as a
+// ratio to the float32 entry's: the same section's bf16 line.
 #include <omp.h>
 
 #include <algorithm>
@@ -62,20 +66,20 @@ inline float exp_nonpositive(float x) {
 // that the accumulators stay in registers: q transposed to qt [D][G] (the heads in lanes),
 // four keys at a time, one broadcast of k_j[d] per key and d — no horizontal sum per dot.
 // scores[e * n + t] = scale * <q_e, k_keys[t]>, each dot summed over d in order.
-// T: float or uint16_t (bf16 bits), widened as each element is read.
-template <int G, class T>
-void unit_scores(const float* qt, const T* kh, const int32_t* keys, int64_t n, int64_t D,
+// The bf16 twin calls it on a float32 panel of its gathered rows (keys 0..n-1).
+template <int G>
+void unit_scores(const float* qt, const float* kh, const int32_t* keys, int64_t n, int64_t D,
                  float scale, float* scores) {
   int64_t t = 0;
   for (; t + 4 <= n; t += 4) {
-    const T* k0 = kh + static_cast<int64_t>(keys[t]) * D;
-    const T* k1 = kh + static_cast<int64_t>(keys[t + 1]) * D;
-    const T* k2 = kh + static_cast<int64_t>(keys[t + 2]) * D;
-    const T* k3 = kh + static_cast<int64_t>(keys[t + 3]) * D;
+    const float* k0 = kh + static_cast<int64_t>(keys[t]) * D;
+    const float* k1 = kh + static_cast<int64_t>(keys[t + 1]) * D;
+    const float* k2 = kh + static_cast<int64_t>(keys[t + 2]) * D;
+    const float* k3 = kh + static_cast<int64_t>(keys[t + 3]) * D;
     float a0[G] = {}, a1[G] = {}, a2[G] = {}, a3[G] = {};
     for (int64_t d = 0; d < D; ++d) {
       const float* qd = qt + d * G;
-      const float x0 = widen(k0[d]), x1 = widen(k1[d]), x2 = widen(k2[d]), x3 = widen(k3[d]);
+      const float x0 = k0[d], x1 = k1[d], x2 = k2[d], x3 = k3[d];
 #pragma omp simd
       for (int e = 0; e < G; ++e) {
         a0[e] += qd[e] * x0;
@@ -92,11 +96,11 @@ void unit_scores(const float* qt, const T* kh, const int32_t* keys, int64_t n, i
     }
   }
   for (; t < n; ++t) {
-    const T* kj = kh + static_cast<int64_t>(keys[t]) * D;
+    const float* kj = kh + static_cast<int64_t>(keys[t]) * D;
     float a[G] = {};
     for (int64_t d = 0; d < D; ++d) {
       const float* qd = qt + d * G;
-      const float x = widen(kj[d]);
+      const float x = kj[d];
 #pragma omp simd
       for (int e = 0; e < G; ++e) a[e] += qd[e] * x;
     }
@@ -104,18 +108,16 @@ void unit_scores(const float* qt, const T* kh, const int32_t* keys, int64_t n, i
   }
 }
 
-template <class T>
-using ScoresFn = void (*)(const float*, const T*, const int32_t*, int64_t, int64_t, float, float*);
+using ScoresFn = void (*)(const float*, const float*, const int32_t*, int64_t, int64_t, float, float*);
 
 // The fixed-width scorer for `share` heads, or nullptr (then the per-head dots below).
-template <class T>
-ScoresFn<T> scores_for(int64_t share) {
+ScoresFn scores_for(int64_t share) {
   switch (share) {
-    case 1: return &unit_scores<1, T>;
-    case 2: return &unit_scores<2, T>;
-    case 4: return &unit_scores<4, T>;
-    case 8: return &unit_scores<8, T>;
-    case 16: return &unit_scores<16, T>;
+    case 1: return &unit_scores<1>;
+    case 2: return &unit_scores<2>;
+    case 4: return &unit_scores<4>;
+    case 8: return &unit_scores<8>;
+    case 16: return &unit_scores<16>;
     default: return nullptr;
   }
 }
@@ -136,13 +138,18 @@ void selected_gather(const In& in, const Outputs& out, const char* name) {
   const int64_t share = hsel == H && g > 1 ? 1 : g;
   const int64_t units = H / share;  // lists per batch element and query
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  const ScoresFn<T> fixed = scores_for<T>(share);
+  // bf16: the fixed-width scorer reads a float32 panel of the gathered key rows (widened
+  // once per unit, vectorized) instead of widening one scalar per key and d in its loop.
+  constexpr bool kWiden = !std::is_same_v<T, float>;
+  const ScoresFn fixed = scores_for(share);
 
 #pragma omp parallel
   {
     std::vector<int32_t> keys, seen(static_cast<size_t>(Lk), -1);
     std::vector<float> weights, scores, acc, inv(static_cast<size_t>(share));
     std::vector<float> qt(static_cast<size_t>(share * D));  // the unit's q, heads in lanes
+    std::vector<float> panel;     // bf16: the unit's gathered key rows widened, [n][D]
+    std::vector<int32_t> rows;    // bf16: 0, 1, ..., n - 1 (the panel's rows)
 #pragma omp for schedule(dynamic, 8)
     for (int64_t item = 0; item < B * units * Lq; ++item) {
       const int64_t i = item % Lq, u = (item / Lq) % units, b = item / (Lq * units);
@@ -159,7 +166,20 @@ void selected_gather(const In& in, const Outputs& out, const char* name) {
           const T* qi = in.q + ((b * H + h0 + e) * Lq + i) * D;
           for (int64_t d = 0; d < D; ++d) qt[static_cast<size_t>(d * share + e)] = widen(qi[d]);
         }
-        fixed(qt.data(), kh, keys.data(), n, D, in.scale, scores.data());
+        if constexpr (kWiden) {
+          panel.resize(static_cast<size_t>(n * D));
+          rows.resize(static_cast<size_t>(n));
+          for (int64_t t = 0; t < n; ++t) {
+            const T* kj = kh + static_cast<int64_t>(keys[t]) * D;
+            float* dst = panel.data() + t * D;
+#pragma omp simd
+            for (int64_t d = 0; d < D; ++d) dst[d] = widen(kj[d]);
+            rows[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+          }
+          fixed(qt.data(), panel.data(), rows.data(), n, D, in.scale, scores.data());
+        } else {
+          fixed(qt.data(), kh, keys.data(), n, D, in.scale, scores.data());
+        }
       }
       for (int64_t t = 0; fixed == nullptr && t < n; ++t) {
         const T* kj = kh + static_cast<int64_t>(keys[t]) * D;
