@@ -39,10 +39,10 @@ namespace {
 
 using selected::widen;
 
-// <a, b> over n elements in float32, each element widened as it is read. simdlen(8): left
-// to itself GCC vectorized the bf16 instantiation 16 wide and the float one 8 wide, so the
-// twins summed in different orders; with 8 lanes in both they agree bit for bit on inputs
-// bf16 holds exactly (cpu_selected_test), and the float32 code is what it was.
+// <a, b> over n elements in float32, each element widened as it is read. simdlen(8): without
+// it GCC vectorized the two instantiations differently (the twins' dk differed in the last
+// bit on inputs bf16 holds exactly); with 8 lanes in both they agree bit for bit
+// (cpu_selected_test), and the float32 outputs are unchanged (compared with main's).
 template <class A, class B>
 float dotf(const A* a, const B* b, int64_t n) {
   float s = 0.0f;
