@@ -4,10 +4,12 @@
 // (H_kv = 1, so the g = H_q query heads share each gathered row) — as GFLOP per CPU-second
 // over the FLOPs the selection keeps (4 · nnz · head_dim, pattern/pattern.h), against this
 // machine's FMA peak per CPU-second measured in the same run (api/peak_probe.h), with the
-// bytes gathered; and k06 (the layout walk) on the same pattern as a ratio within the run.
+// bytes gathered; k08's bf16 twin (cpu_k08_selected_gather_bf16: q, k, v rounded to bfloat16
+// inside the timed run, as every bf16 entry) and k06 (the layout walk) on the same pattern,
+// as ratios to k08's CPU time within the run.
 //
 //   build/bench_selected [--n 16384] [--k 2048] [--heads 8] [--head-dim 64] [--repeats 3]
-//                        [--no-k06]
+//                        [--no-bf16] [--no-k06]
 //
 // The list of query i: keys 0..i when i < K (then -1), else K keys spread evenly over
 // [0, i] (floor(t·(i+1)/K), t < K: distinct). Every kernel is checked against the oracle
@@ -30,7 +32,7 @@ namespace {
 
 int run(int argc, char** argv) {
   int64_t n = 16384, kk = 2048, heads = 8, d = 64, repeats = 3;
-  bool k06 = true;
+  bool k06 = true, bf16 = true;
   for (int a = 1; a < argc; ++a) {
     const std::string f = argv[a];
     auto value = [&]() -> int64_t {
@@ -46,6 +48,7 @@ int run(int argc, char** argv) {
     else if (f == "--head-dim") d = value();
     else if (f == "--repeats") repeats = value();
     else if (f == "--no-k06") k06 = false;
+    else if (f == "--no-bf16") bf16 = false;
     else {
       std::fprintf(stderr, "bench_selected: error: unknown flag %s\n", f.c_str());
       return 2;
@@ -79,8 +82,10 @@ int run(int argc, char** argv) {
               static_cast<long long>(d), omp_get_max_threads(), static_cast<long long>(st.nnz),
               flops * 1e-9, gathered * 1e-6, peak.cpu_gflops);
   double k08_cpu = 0.0;
-  for (const char* name : {"cpu_k08_selected_gather", "cpu_k06_generic_tiles"}) {
+  for (const char* name :
+       {"cpu_k08_selected_gather", "cpu_k08_selected_gather_bf16", "cpu_k06_generic_tiles"}) {
     if (!k06 && std::strcmp(name, "cpu_k06_generic_tiles") == 0) continue;
+    if (!bf16 && std::strcmp(name, "cpu_k08_selected_gather_bf16") == 0) continue;
     api::TimingPlan plan;
     plan.repeats = 1;
     plan.reuse_output = true;
@@ -104,7 +109,7 @@ int run(int argc, char** argv) {
     const double per_call = cpu_s / calls;
     const double rate = flops / per_call * 1e-9;
     if (k08_cpu == 0.0) k08_cpu = per_call;
-    std::printf("%-26s %.3f CPU-s per call, %.1f GFLOP per CPU-second = %.0f%% of peak; "
+    std::printf("%-29s %.3f CPU-s per call, %.1f GFLOP per CPU-second = %.0f%% of peak; "
                 "%.2fx k08's CPU time (check: %.0f%% of the tolerance)\n",
                 name, per_call, rate, 100.0 * rate / peak.cpu_gflops, per_call / k08_cpu,
                 100.0 * m.check.budget_used());

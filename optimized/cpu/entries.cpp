@@ -18,6 +18,7 @@
 #include "optimized/cpu/kernels.h"
 #include "optimized/cpu/kernels_bf16.h"
 #include "optimized/cpu/mods32.h"
+#include "optimized/cpu/to_bfloat16.h"
 #include "registry/registry.h"
 
 namespace sparseattn::entry {
@@ -97,27 +98,6 @@ void run_cpu(KernelFn kernel, const char* name, const Problem& problem, Output& 
 }
 
 using KernelBf16Fn = void (*)(const cpu::InputsBf16&, const cpu::Outputs&);
-
-// x rounded to bfloat16, round to nearest even (core/bfloat16.h), on the OpenMP team.
-// Throws InvalidArgument(name) when an element rounds to ±inf: it lies between bfloat16's
-// largest finite value (3.3895e38) and float32's, where no bf16 kernel can hold it.
-std::vector<uint16_t> to_bfloat16(const Tensor<float>& x, const char* name, const char* kernel) {
-  const int64_t n = x.numel();
-  std::vector<uint16_t> h(static_cast<size_t>(n));
-  int inf = 0;
-#pragma omp parallel for schedule(static) reduction(| : inf)
-  for (int64_t i = 0; i < n; ++i) {
-    h[i] = float_to_bfloat16(x.data[i]);
-    inf |= (h[i] & 0x7FFF) == 0x7F80;
-  }
-  for (int64_t i = 0; inf && i < n; ++i)
-    if ((h[i] & 0x7FFF) == 0x7F80 && std::isfinite(x.data[i]))
-      throw InvalidArgument(name, "a tensor with |x| = " + to_text(std::fabs(x.data[i])),
-                            "|x| = " + to_text(std::fabs(x.data[i])) +
-                                " is beyond bfloat16's range (3.3895e38): the bf16 kernel " +
-                                kernel + " cannot hold it; use its float32 variant");
-  return h;
-}
 
 // The bf16 entries: the float32 guard (scale, range; registry/float32_guard.h), then q32 (or
 // q·scale folded in float64, for a scale below float32's normal range), k32 and v32 rounded

@@ -1,4 +1,8 @@
-// k08 — token-level selected attention, float32, OpenMP (contract §3.16).
+// k08 — token-level selected attention, OpenMP (contract §3.16), two twins from one template
+// over the input element type: cpu_k08_selected_gather (float32 q, k, v) matches
+// a1_dense_masked within kTolFloat32; cpu_k08_selected_gather_bf16 (bf16 q, k, v, widened to
+// float32 as each row is read, float32 arithmetic after) matches a1_dense_masked evaluated
+// on the same bf16-rounded inputs within kTolBfloat16 (core/numerics.h, docs/numerics.md).
 //
 // What changed since k06: k06 walks the layout's tiles, so a query whose K listed keys lie
 // scattered over L_k visits up to K tiles of 64 keys, most of their pairs masked. k08 reads
@@ -7,17 +11,24 @@
 // for each listed key loads k_j once and scores it against every query head sharing the
 // list (the g heads of the group when H_sel <= H_kv: DSA's one list for all heads, NSA's
 // one per kv head), then the softmax per head, then loads v_j once and adds p_hj·v_j to
-// every head's output. Bytes gathered per (query, list): n·(d + d_v)·4 for g heads' work.
+// every head's output. Bytes gathered per (query, list): n·(d + d_v)·4 (bf16: ·2) for g
+// heads' work.
 // Counted duplicates enter as weights m_j: l = Σ m_j exp(s_j − m), o = Σ m_j exp(s_j − m) v_j / l.
 // Each output row is written by one work item in a fixed order: thread-count independent.
+// The bf16 twin widens each gathered k row once into a float32 panel for the scorer (a
+// scalar widen per key and d inside the scorer cost it 1.2x float32's time) and each v row
+// as P·V reads it; from there the arithmetic is float32's, in the same order.
 // Measured: docs/benchmarks.md, "Selected attention: token-level gather (k08)" (2026-12-01,
 // 1 thread): 21.6 GFLOP per CPU-second = 18% of the FMA peak at n 16384, K 2048, H_q 8
-// sharing one list (k06 on the same pattern: 1.23x its CPU time).
+// sharing one list (k06 on the same pattern: 1.23x its CPU time); the bf16 twin's time as a
+// ratio to the float32 entry's: the same section's bf16 line.
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -28,6 +39,8 @@ namespace sparseattn::cpu {
 bool k08_serves(const Pattern& pattern) { return pattern.spec.kind == PatternKind::selected; }
 
 namespace {
+
+using selected::widen;
 
 // exp(x) for x <= 0 (a score minus its row maximum), about 1 ulp: simd.h's vexp (Cephes
 // expf) written per element and branch-free, so that the softmax loop below vectorizes
@@ -53,6 +66,7 @@ inline float exp_nonpositive(float x) {
 // that the accumulators stay in registers: q transposed to qt [D][G] (the heads in lanes),
 // four keys at a time, one broadcast of k_j[d] per key and d — no horizontal sum per dot.
 // scores[e * n + t] = scale * <q_e, k_keys[t]>, each dot summed over d in order.
+// The bf16 twin calls it on a float32 panel of its gathered rows (keys 0..n-1).
 template <int G>
 void unit_scores(const float* qt, const float* kh, const int32_t* keys, int64_t n, int64_t D,
                  float scale, float* scores) {
@@ -108,6 +122,113 @@ ScoresFn scores_for(int64_t share) {
   }
 }
 
+// k08 on inputs of element type T (Inputs: float; InputsBf16: bf16 bits), `name` the
+// registry entry for the refusal. Everything after the loads is float32 and the same code.
+template <class In>
+void selected_gather(const In& in, const Outputs& out, const char* name) {
+  using T = std::remove_const_t<std::remove_pointer_t<decltype(in.q)>>;
+  const Pattern& pattern = *in.pattern;
+  if (!k08_serves(pattern))
+    throw InvalidArgument("pattern", describe(pattern.spec), std::string(name) + " serves selected");
+  const AttentionShape& s = in.shape;
+  const int64_t B = s.batch, H = s.num_heads, Hkv = s.num_kv_heads, g = s.group();
+  const int64_t Lq = s.seq_len_q, Lk = s.seq_len_k, D = s.head_dim, Dv = s.head_dim_v;
+  const int64_t hsel = pattern.selection.dim(1);
+  // Heads that share one list: the whole group unless every query head has its own.
+  const int64_t share = hsel == H && g > 1 ? 1 : g;
+  const int64_t units = H / share;  // lists per batch element and query
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  // bf16: the fixed-width scorer reads a float32 panel of the gathered key rows (widened
+  // once per unit, vectorized) instead of widening one scalar per key and d in its loop.
+  constexpr bool kWiden = !std::is_same_v<T, float>;
+  const ScoresFn fixed = scores_for(share);
+
+#pragma omp parallel
+  {
+    std::vector<int32_t> keys, seen(static_cast<size_t>(Lk), -1);
+    std::vector<float> weights, scores, acc, inv(static_cast<size_t>(share));
+    std::vector<float> qt(static_cast<size_t>(share * D));  // the unit's q, heads in lanes
+    std::vector<float> panel;     // bf16: the unit's gathered key rows widened, [n][D]
+    std::vector<int32_t> rows;    // bf16: 0, 1, ..., n - 1 (the panel's rows)
+#pragma omp for schedule(dynamic, 8)
+    for (int64_t item = 0; item < B * units * Lq; ++item) {
+      const int64_t i = item % Lq, u = (item / Lq) % units, b = item / (Lq * units);
+      const int64_t h0 = u * share;  // first query head of the unit
+      const int64_t hk = h0 / g;
+      selected_keys(pattern, b, pattern.selection_row(h0), i, keys, weights, seen);
+      const int64_t n = static_cast<int64_t>(keys.size());
+      const T* kh = in.k + (b * Hkv + hk) * Lk * D;
+      const T* vh = in.v + (b * Hkv + hk) * Lk * Dv;
+      scores.assign(static_cast<size_t>(share * n), 0.0f);
+      // Scores: each key row once, against every head of the unit.
+      if (fixed != nullptr) {
+        for (int64_t e = 0; e < share; ++e) {
+          const T* qi = in.q + ((b * H + h0 + e) * Lq + i) * D;
+          for (int64_t d = 0; d < D; ++d) qt[static_cast<size_t>(d * share + e)] = widen(qi[d]);
+        }
+        if constexpr (kWiden) {
+          panel.resize(static_cast<size_t>(n * D));
+          rows.resize(static_cast<size_t>(n));
+          for (int64_t t = 0; t < n; ++t) {
+            const T* kj = kh + static_cast<int64_t>(keys[t]) * D;
+            float* dst = panel.data() + t * D;
+#pragma omp simd
+            for (int64_t d = 0; d < D; ++d) dst[d] = widen(kj[d]);
+            rows[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+          }
+          fixed(qt.data(), panel.data(), rows.data(), n, D, in.scale, scores.data());
+        } else {
+          fixed(qt.data(), kh, keys.data(), n, D, in.scale, scores.data());
+        }
+      }
+      for (int64_t t = 0; fixed == nullptr && t < n; ++t) {
+        const T* kj = kh + static_cast<int64_t>(keys[t]) * D;
+        for (int64_t e = 0; e < share; ++e) {
+          const T* qi = in.q + ((b * H + h0 + e) * Lq + i) * D;
+          float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+          for (int64_t d = 0; d < D; ++d) dot += widen(qi[d]) * widen(kj[d]);
+          scores[static_cast<size_t>(e * n + t)] = in.scale * dot;
+        }
+      }
+      // Softmax per head (stable: the row maximum first), weights m_t for counted repeats.
+      acc.assign(static_cast<size_t>(share * Dv), 0.0f);
+      for (int64_t e = 0; e < share; ++e) {
+        float* se = scores.data() + e * n;
+        float* lse = out.lse + (b * H + h0 + e) * Lq + i;
+        if (n == 0) {
+          *lse = neg_inf;
+          inv[e] = 0.0f;
+          continue;
+        }
+        float m = se[0];
+        for (int64_t t = 1; t < n; ++t) m = std::max(m, se[t]);
+        const float* w = weights.data();
+#pragma omp simd
+        for (int64_t t = 0; t < n; ++t) se[t] = w[t] * exp_nonpositive(se[t] - m);
+        float l = 0.0f;  // summed in key order: the same on every thread
+        for (int64_t t = 0; t < n; ++t) l += se[t];
+        *lse = m + std::log(l);
+        inv[e] = 1.0f / l;
+      }
+      // P·V: each value row once, into every head's accumulator.
+      for (int64_t t = 0; t < n; ++t) {
+        const T* vj = vh + static_cast<int64_t>(keys[t]) * Dv;
+        for (int64_t e = 0; e < share; ++e) {
+          const float p = scores[static_cast<size_t>(e * n + t)];
+          float* a = acc.data() + e * Dv;
+#pragma omp simd
+          for (int64_t d = 0; d < Dv; ++d) a[d] += p * widen(vj[d]);
+        }
+      }
+      for (int64_t e = 0; e < share; ++e) {
+        float* o = out.o + ((b * H + h0 + e) * Lq + i) * Dv;
+        for (int64_t d = 0; d < Dv; ++d) o[d] = acc[static_cast<size_t>(e * Dv + d)] * inv[e];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void selected_keys(const Pattern& pattern, int64_t b, int64_t row, int64_t i,
@@ -137,88 +258,10 @@ void selected_keys(const Pattern& pattern, int64_t b, int64_t row, int64_t i,
 }
 
 void k08_selected_gather(const Inputs& in, const Outputs& out) {
-  const Pattern& pattern = *in.pattern;
-  if (!k08_serves(pattern))
-    throw InvalidArgument("pattern", describe(pattern.spec), "cpu_k08_selected_gather serves selected");
-  const AttentionShape& s = in.shape;
-  const int64_t B = s.batch, H = s.num_heads, Hkv = s.num_kv_heads, g = s.group();
-  const int64_t Lq = s.seq_len_q, Lk = s.seq_len_k, D = s.head_dim, Dv = s.head_dim_v;
-  const int64_t hsel = pattern.selection.dim(1);
-  // Heads that share one list: the whole group unless every query head has its own.
-  const int64_t share = hsel == H && g > 1 ? 1 : g;
-  const int64_t units = H / share;  // lists per batch element and query
-  const float neg_inf = -std::numeric_limits<float>::infinity();
-  const ScoresFn fixed = scores_for(share);
-
-#pragma omp parallel
-  {
-    std::vector<int32_t> keys, seen(static_cast<size_t>(Lk), -1);
-    std::vector<float> weights, scores, acc, inv(static_cast<size_t>(share));
-    std::vector<float> qt(static_cast<size_t>(share * D));  // the unit's q, heads in lanes
-#pragma omp for schedule(dynamic, 8)
-    for (int64_t item = 0; item < B * units * Lq; ++item) {
-      const int64_t i = item % Lq, u = (item / Lq) % units, b = item / (Lq * units);
-      const int64_t h0 = u * share;  // first query head of the unit
-      const int64_t hk = h0 / g;
-      selected_keys(pattern, b, pattern.selection_row(h0), i, keys, weights, seen);
-      const int64_t n = static_cast<int64_t>(keys.size());
-      const float* kh = in.k + (b * Hkv + hk) * Lk * D;
-      const float* vh = in.v + (b * Hkv + hk) * Lk * Dv;
-      scores.assign(static_cast<size_t>(share * n), 0.0f);
-      // Scores: each key row once, against every head of the unit.
-      if (fixed != nullptr) {
-        for (int64_t e = 0; e < share; ++e) {
-          const float* qi = in.q + ((b * H + h0 + e) * Lq + i) * D;
-          for (int64_t d = 0; d < D; ++d) qt[static_cast<size_t>(d * share + e)] = qi[d];
-        }
-        fixed(qt.data(), kh, keys.data(), n, D, in.scale, scores.data());
-      }
-      for (int64_t t = 0; fixed == nullptr && t < n; ++t) {
-        const float* kj = kh + static_cast<int64_t>(keys[t]) * D;
-        for (int64_t e = 0; e < share; ++e) {
-          const float* qi = in.q + ((b * H + h0 + e) * Lq + i) * D;
-          float dot = 0.0f;
-#pragma omp simd reduction(+ : dot)
-          for (int64_t d = 0; d < D; ++d) dot += qi[d] * kj[d];
-          scores[static_cast<size_t>(e * n + t)] = in.scale * dot;
-        }
-      }
-      // Softmax per head (stable: the row maximum first), weights m_t for counted repeats.
-      acc.assign(static_cast<size_t>(share * Dv), 0.0f);
-      for (int64_t e = 0; e < share; ++e) {
-        float* se = scores.data() + e * n;
-        float* lse = out.lse + (b * H + h0 + e) * Lq + i;
-        if (n == 0) {
-          *lse = neg_inf;
-          inv[e] = 0.0f;
-          continue;
-        }
-        float m = se[0];
-        for (int64_t t = 1; t < n; ++t) m = std::max(m, se[t]);
-        const float* w = weights.data();
-#pragma omp simd
-        for (int64_t t = 0; t < n; ++t) se[t] = w[t] * exp_nonpositive(se[t] - m);
-        float l = 0.0f;  // summed in key order: the same on every thread
-        for (int64_t t = 0; t < n; ++t) l += se[t];
-        *lse = m + std::log(l);
-        inv[e] = 1.0f / l;
-      }
-      // P·V: each value row once, into every head's accumulator.
-      for (int64_t t = 0; t < n; ++t) {
-        const float* vj = vh + static_cast<int64_t>(keys[t]) * Dv;
-        for (int64_t e = 0; e < share; ++e) {
-          const float p = scores[static_cast<size_t>(e * n + t)];
-          float* a = acc.data() + e * Dv;
-#pragma omp simd
-          for (int64_t d = 0; d < Dv; ++d) a[d] += p * vj[d];
-        }
-      }
-      for (int64_t e = 0; e < share; ++e) {
-        float* o = out.o + ((b * H + h0 + e) * Lq + i) * Dv;
-        for (int64_t d = 0; d < Dv; ++d) o[d] = acc[static_cast<size_t>(e * Dv + d)] * inv[e];
-      }
-    }
-  }
+  selected_gather(in, out, "cpu_k08_selected_gather");
+}
+void k08_selected_gather_bf16(const InputsBf16& in, const Outputs& out) {
+  selected_gather(in, out, "cpu_k08_selected_gather_bf16");
 }
 
 }  // namespace sparseattn::cpu

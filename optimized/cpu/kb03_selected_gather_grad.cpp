@@ -1,4 +1,9 @@
-// kb03 — the backward pass of k08 (selected attention), float32, OpenMP (contract §7.9).
+// kb03 — the backward pass of k08 (selected attention), OpenMP (contract §7.9), two twins
+// from one template over the input element type: cpu_kb03_selected_gather_grad (float32
+// q, k, v) matches b1_dense_masked_grad within kTolFloat32 per element of dq, dk, dv;
+// cpu_kb03_selected_gather_grad_bf16 (bf16 q, k, v widened to float32 as read; o, lse and
+// dout float32, from cpu_k08_selected_gather_bf16) matches b1_dense_masked_grad on the same
+// bf16-rounded q, k, v within kTolBfloat16 (core/numerics.h, docs/numerics.md).
 //
 // Per allowed pair, with P_ij = m_ij·exp(s_ij − lse_i) from the saved lse (m_ij the
 // multiplicity, 1 unless duplicates = count) and D_i = <dO_i, o_i>:
@@ -19,6 +24,8 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.h"
@@ -30,20 +37,28 @@ bool kb03_serves(const Pattern& pattern) { return k08_serves(pattern); }
 
 namespace {
 
-float dotf(const float* a, const float* b, int64_t n) {
+using selected::widen;
+
+// <a, b> over n elements in float32, each element widened as it is read. simdlen(8): without
+// it GCC vectorized the two instantiations differently (the twins' dk differed in the last
+// bit on inputs bf16 holds exactly); with 8 lanes in both they agree bit for bit
+// (cpu_selected_test), and the float32 outputs are unchanged (compared with main's).
+template <class A, class B>
+float dotf(const A* a, const B* b, int64_t n) {
   float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-  for (int64_t d = 0; d < n; ++d) s += a[d] * b[d];
+#pragma omp simd simdlen(8) reduction(+ : s)
+  for (int64_t d = 0; d < n; ++d) s += widen(a[d]) * widen(b[d]);
   return s;
 }
 
-}  // namespace
-
-void kb03_selected_gather_grad(const GradInputs& in, const GradOutputs& out) {
+// kb03 on q, k, v of element type T (GradInputs: float; GradInputsBf16: bf16 bits), `name`
+// the registry entry for the refusal. Everything after the loads is float32 and the same.
+template <class In>
+void selected_gather_grad(const In& in, const GradOutputs& out, const char* name) {
+  using T = std::remove_const_t<std::remove_pointer_t<decltype(in.q)>>;
   const Pattern& pattern = *in.pattern;
   if (!kb03_serves(pattern))
-    throw InvalidArgument("pattern", describe(pattern.spec),
-                          "cpu_kb03_selected_gather_grad serves selected");
+    throw InvalidArgument("pattern", describe(pattern.spec), std::string(name) + " serves selected");
   const AttentionShape& s = in.shape;
   const int64_t B = s.batch, H = s.num_heads, Hkv = s.num_kv_heads, g = s.group();
   const int64_t Lq = s.seq_len_q, Lk = s.seq_len_k, D = s.head_dim, Dv = s.head_dim_v;
@@ -63,20 +78,20 @@ void kb03_selected_gather_grad(const GradInputs& in, const GradOutputs& out) {
       std::fill(dqi, dqi + D, 0.0f);
       const float lse = in.lse[bh * Lq + i];
       if (lse == neg_inf) continue;  // no allowed key: nothing flows (contract §7.2)
-      const float* qi = in.q + (bh * Lq + i) * D;
+      const T* qi = in.q + (bh * Lq + i) * D;
       const float* doi = in.dout + (bh * Lq + i) * Dv;
       const float di = dotf(doi, in.o + (bh * Lq + i) * Dv, Dv);
       rowsum[static_cast<size_t>(bh * Lq + i)] = di;
       selected_keys(pattern, b, pattern.selection_row(h), i, keys, weights, seen);
-      const float* kh = in.k + (b * Hkv + hk) * Lk * D;
-      const float* vh = in.v + (b * Hkv + hk) * Lk * Dv;
+      const T* kh = in.k + (b * Hkv + hk) * Lk * D;
+      const T* vh = in.v + (b * Hkv + hk) * Lk * Dv;
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (size_t t = 0; t < keys.size(); ++t) {
-        const float* kj = kh + static_cast<int64_t>(keys[t]) * D;
+        const T* kj = kh + static_cast<int64_t>(keys[t]) * D;
         const float p = weights[t] * std::exp(in.scale * dotf(qi, kj, D) - lse);
         const float ds = p * (dotf(doi, vh + static_cast<int64_t>(keys[t]) * Dv, Dv) - di);
 #pragma omp simd
-        for (int64_t d = 0; d < D; ++d) acc[d] += ds * kj[d];
+        for (int64_t d = 0; d < D; ++d) acc[d] += ds * widen(kj[d]);
       }
       for (int64_t d = 0; d < D; ++d) dqi[d] = in.scale * acc[d];
     }
@@ -118,8 +133,8 @@ void kb03_selected_gather_grad(const GradInputs& in, const GradOutputs& out) {
           }
         }
       }
-      const float* kh = in.k + (b * Hkv + hk) * Lk * D;
-      const float* vh = in.v + (b * Hkv + hk) * Lk * Dv;
+      const T* kh = in.k + (b * Hkv + hk) * Lk * D;
+      const T* vh = in.v + (b * Hkv + hk) * Lk * Dv;
       float* dkh = out.dk + (b * Hkv + hk) * Lk * D;
       float* dvh = out.dv + (b * Hkv + hk) * Lk * Dv;
 #pragma omp parallel for schedule(dynamic, 16)
@@ -128,12 +143,12 @@ void kb03_selected_gather_grad(const GradInputs& in, const GradOutputs& out) {
         float* dvj = dvh + j * Dv;
         std::fill(dkj, dkj + D, 0.0f);
         std::fill(dvj, dvj + Dv, 0.0f);
-        const float* kj = kh + j * D;
-        const float* vj = vh + j * Dv;
+        const T* kj = kh + j * D;
+        const T* vj = vh + j * Dv;
         for (int64_t at = start[j]; at < start[j + 1]; ++at) {
           const int64_t e = rows[static_cast<size_t>(at)] / Lq, i = rows[static_cast<size_t>(at)] % Lq;
           const int64_t bh = b * H + hk * g + e;
-          const float* qi = in.q + (bh * Lq + i) * D;
+          const T* qi = in.q + (bh * Lq + i) * D;
           const float* doi = in.dout + (bh * Lq + i) * Dv;
           const float p = mult[static_cast<size_t>(at)] *
                           std::exp(in.scale * dotf(qi, kj, D) - in.lse[bh * Lq + i]);
@@ -141,11 +156,20 @@ void kb03_selected_gather_grad(const GradInputs& in, const GradOutputs& out) {
 #pragma omp simd
           for (int64_t d = 0; d < Dv; ++d) dvj[d] += p * doi[d];
 #pragma omp simd
-          for (int64_t d = 0; d < D; ++d) dkj[d] += ds * qi[d];
+          for (int64_t d = 0; d < D; ++d) dkj[d] += ds * widen(qi[d]);
         }
       }
     }
   }
+}
+
+}  // namespace
+
+void kb03_selected_gather_grad(const GradInputs& in, const GradOutputs& out) {
+  selected_gather_grad(in, out, "cpu_kb03_selected_gather_grad");
+}
+void kb03_selected_gather_grad_bf16(const GradInputsBf16& in, const GradOutputs& out) {
+  selected_gather_grad(in, out, "cpu_kb03_selected_gather_grad_bf16");
 }
 
 }  // namespace sparseattn::cpu

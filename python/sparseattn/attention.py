@@ -247,7 +247,9 @@ def attend(q: Any, k: Any, v: Any, pattern: Optional[Pattern] = None,
         forward pass — the one ``sparseattn attend --impl IMPL --dout DO.npy`` runs:
         ``a1_dense_masked`` -> ``b1_dense_masked_grad`` (the gradient oracle),
         ``a2_sparse_rows`` -> b2, ``a5_flash_tiled`` -> b3, ``cpu_k06_generic_tiles`` ->
-        ``cpu_kb02_generic_dq_lanes_grad``, ``cuda_c08_generic_f32`` -> cb01
+        ``cpu_kb02_generic_dq_lanes_grad``, ``cpu_k08_selected_gather`` and its bf16 twin
+        ``cpu_k08_selected_gather_bf16`` -> ``cpu_kb03_selected_gather_grad`` and
+        ``cpu_kb03_selected_gather_grad_bf16``, ``cuda_c08_generic_f32`` -> cb01
         (``impls(backward=True)`` lists them; docs/backward.md).
     layout, lse_base, key_padding_polarity
         Convention flags of ``sparseattn attend`` (docs/conventions.md, contract §1.6):

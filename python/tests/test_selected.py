@@ -117,3 +117,35 @@ def test_selected_gradients_through_kb03_match_the_oracle() -> None:
         assert g.shape == r.shape
         np.testing.assert_allclose(g, r, rtol=2e-4, atol=2e-5, err_msg=name)
     assert np.all(ref.dv[:, :, [0, 2, 4, 5]] == 0) and np.all(got.dv[:, :, [0, 2, 4, 5]] == 0)
+
+
+def bf16_rounded(x: np.ndarray) -> np.ndarray:
+    """bfloat16(float32(x)) as float64: round to nearest even on the bit pattern, as
+    core/bfloat16.h does (finite inputs only)."""
+    b = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    b = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) << 16
+    return b.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def test_selected_bf16_twins_match_the_oracle_on_rounded_inputs() -> None:
+    # Heavy overlap under grouped heads with counted repeats, forward and backward:
+    # cpu_k08_selected_gather_bf16 (and kb03's twin behind it) against a1/b1 evaluated on
+    # the bf16-rounded q, k, v, at kTolBfloat16 (atol = rtol = 1.6e-2, docs/numerics.md).
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((2, 4, 11, 8))
+    k = rng.standard_normal((2, 2, 7, 8))
+    v = rng.standard_normal((2, 2, 7, 8))
+    dout = rng.standard_normal((2, 4, 11, 8))
+    idx = np.tile(np.array([3, 1, 3, -1, 6]), (2, 2, 11, 1))
+    idx[1, :, ::3] = -1  # batch 1: every third row lists no key
+    p = sa.Pattern.selected(idx, duplicates="count")
+    ref = sa.attend(bf16_rounded(q), bf16_rounded(k), bf16_rounded(v), p, dout=dout)
+    got = sa.attend(q, k, v, p, impl="cpu_k08_selected_gather_bf16", dout=dout)
+    for name in ("o", "lse", "dq", "dk", "dv"):
+        r, g = getattr(ref, name), getattr(got, name)
+        assert g.shape == r.shape and g.dtype == np.float32, name
+        np.testing.assert_allclose(g, r, rtol=1.6e-2, atol=1.6e-2, err_msg=name)
+    assert np.all(got.lse[1, :, ::3] == -math.inf) and np.all(got.dq[1, :, ::3] == 0)
+    # The rounding happened: the float32 kernel on the raw inputs gives another o.
+    o32, _ = sa.attend(q, k, v, p, impl="cpu_k08_selected_gather")
+    assert not np.array_equal(o32, got.o)

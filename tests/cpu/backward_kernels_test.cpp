@@ -152,12 +152,18 @@ TEST(BackwardRegistry, EntriesNameTheirForwardAndTheOracle) {
     ASSERT_NE(chosen, nullptr);
     EXPECT_STREQ(chosen->forward, k.forward);
     EXPECT_GE(chosen, &k);
-    const Tolerance want = k.dtype == DType::float64 ? kTolFloat64 : kTolFloat32;
-    if (k.dtype == DType::float64 || k.dtype == DType::float32) {
+    const Tolerance want = k.dtype == DType::float64    ? kTolFloat64
+                           : k.dtype == DType::bfloat16 ? kTolBfloat16
+                                                        : kTolFloat32;
+    if (k.dtype != DType::float16) {
       EXPECT_EQ(k.atol, want.atol);
       EXPECT_EQ(k.rtol, want.rtol);
     }
+    // A bf16 backward consumes its bf16 forward's o and lse, the same dtype.
+    EXPECT_EQ(find_kernel(k.forward).dtype, k.dtype);
   }
+  EXPECT_STREQ(grad_kernel_for_forward("cpu_k08_selected_gather_bf16")->name,
+               "cpu_kb03_selected_gather_grad_bf16");
   EXPECT_EQ(grad_kernel_for_forward("cpu_k02_window_band"), nullptr);
   EXPECT_STREQ(grad_kernel_for_forward("cpu_k06_generic_tiles")->name, "cpu_kb02_generic_dq_lanes_grad");
   EXPECT_STREQ(grad_kernel_for_forward("a1_dense_masked")->name, "b1_dense_masked_grad");

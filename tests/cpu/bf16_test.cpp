@@ -2,9 +2,11 @@
 // core/bfloat16.h's round to nearest even on hand-computed bit patterns (ties both ways,
 // ±0, ±inf, NaN, denormals, overflow, float64 inputs rounded through float32), and the
 // registry's bf16 CPU entries: they round with exactly that function (a problem and its
-// pre-rounded copy give bit-identical outputs), and refuse an input bfloat16 cannot hold.
-// Oracle agreement and thread-count determinism: cpu_kernels_test.cpp and
-// cpu_determinism_test.cpp, which cover the bf16 entries with the others.
+// pre-rounded copy give bit-identical outputs), and refuse an input bfloat16 cannot hold;
+// the same for the selected-attention twins (cpu_k08_selected_gather_bf16 and its backward
+// cpu_kb03_selected_gather_grad_bf16). Oracle agreement and thread-count determinism:
+// cpu_kernels_test.cpp, cpu_selected_test.cpp and cpu_determinism_test.cpp, which cover
+// the bf16 entries with the others.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -17,6 +19,7 @@
 #include "core/error.h"
 #include "optimized/cpu/isa.h"
 #include "optimized/cpu/kernels_bf16.h"
+#include "registry/backward.h"
 #include "registry/registry.h"
 #include "tests/reference/grid.h"
 #include "core/seeded_inputs.h"
@@ -174,6 +177,90 @@ TEST(Bf16Entries, RefuseAnInputBeyondBfloat16Range) {
   Output out;
   find_kernel("cpu_k01_dense_flash").run(problem, out);
   EXPECT_TRUE(std::isfinite(out.o32.data[1]));
+}
+
+// A selected pattern (contract §3.16) for the selected twins: per-batch lists of 12 keys
+// over 40, repeats counted, GQA (4 query heads on 2 kv heads sharing one list per kv head).
+Pattern selected_pattern() {
+  PatternSpec s;
+  s.kind = PatternKind::selected;
+  s.duplicates = Duplicates::count;
+  Tensor<int64_t> t({2, 2, 40, 12});
+  for (size_t e = 0; e < t.data.size(); ++e)
+    t.data[e] = e % 5 == 2 ? -1 : static_cast<int64_t>((e * 2654435761u) % 40);
+  s.kv_indices = std::move(t);
+  return materialize(s, {2, 4, 40, 40});
+}
+
+// The selected twins round with float_to_bfloat16 too, forward and backward: raw inputs
+// and inputs rounded beforehand give bit-identical o, lse, dq, dk, dv. (Truncating v
+// instead, or leaving one input at float32, would differ for some of the 2·2·40·17 values.)
+TEST(Bf16Entries, SelectedTwinsRoundInputsToNearestEvenThemselves) {
+  const Pattern pattern = selected_pattern();
+  const Tensor<double> q = testing_inputs::random_tensor({2, 4, 40, 17}, 31);
+  const Tensor<double> k = testing_inputs::random_tensor({2, 2, 40, 17}, 32);
+  const Tensor<double> v = testing_inputs::random_tensor({2, 2, 40, 17}, 33);
+  const Tensor<double> dout = testing_inputs::random_tensor({2, 4, 40, 17}, 34);
+  const Problem raw = make_problem(q, k, v, pattern, nullptr);
+  const Problem rounded = make_problem(round_to_bfloat16(q), round_to_bfloat16(k),
+                                       round_to_bfloat16(v), pattern, nullptr);
+  const Kernel& forward = find_kernel("cpu_k08_selected_gather_bf16");
+  Output a, b;
+  forward.run(raw, a);
+  forward.run(rounded, b);
+  EXPECT_EQ(a.o32.data, b.o32.data);
+  EXPECT_EQ(a.lse32.data, b.lse32.data);
+  const GradKernel& backward = find_grad_kernel("cpu_kb03_selected_gather_grad_bf16");
+  GradProblem ga = make_grad_problem(raw, dout), gb = make_grad_problem(rounded, dout);
+  save_forward(backward, ga);
+  save_forward(backward, gb);
+  ASSERT_EQ(ga.o32.data, gb.o32.data);  // the forward above, through its registry twin
+  GradOutput da, db;
+  backward.run(ga, da);
+  backward.run(gb, db);
+  EXPECT_EQ(da.dq32.data, db.dq32.data);
+  EXPECT_EQ(da.dk32.data, db.dk32.data);
+  EXPECT_EQ(da.dv32.data, db.dv32.data);
+  // And rounding does change the answer here: the float32 kernel differs on the raw inputs.
+  Output f32;
+  find_kernel("cpu_k08_selected_gather").run(raw, f32);
+  EXPECT_NE(f32.o32.data, a.o32.data);
+}
+
+// A value beyond bfloat16's range is refused naming the tensor by both selected twins,
+// before anything is computed. (v: in q or k the float32 guard's score bound refuses it
+// first, naming the scale.)
+TEST(Bf16Entries, SelectedTwinsRefuseAnInputBeyondBfloat16Range) {
+  const Pattern pattern = selected_pattern();
+  Tensor<double> v = testing_inputs::random_tensor({2, 2, 40, 8}, 3);
+  v.data[77] = -3.4e38;  // float32 holds it; bfloat16 rounds it to -inf
+  const Problem problem = make_problem(testing_inputs::random_tensor({2, 4, 40, 8}, 1),
+                                       testing_inputs::random_tensor({2, 2, 40, 8}, 2), v,
+                                       pattern, nullptr);
+  try {
+    Output out;
+    find_kernel("cpu_k08_selected_gather_bf16").run(problem, out);
+    ADD_FAILURE() << "forward: no exception";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(e.argument(), "v");
+    EXPECT_NE(std::string(e.what()).find("bfloat16"), std::string::npos) << e.what();
+  }
+  // The backward, handed the float32 forward's o and lse (its own forward refuses).
+  GradProblem gp = make_grad_problem(problem, testing_inputs::random_tensor({2, 4, 40, 8}, 4));
+  Output saved;
+  find_kernel("cpu_k08_selected_gather").run(problem, saved);
+  gp.o32 = saved.o32;
+  gp.lse32 = saved.lse32;
+  try {
+    GradOutput out;
+    find_grad_kernel("cpu_kb03_selected_gather_grad_bf16").run(gp, out);
+    ADD_FAILURE() << "backward: no exception";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(e.argument(), "v");
+    EXPECT_NE(std::string(e.what()).find("cpu_kb03_selected_gather_grad_bf16"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // The engine choice: the avx2 build always widens (no bf16 instruction there); the avx512

@@ -75,12 +75,12 @@ std::set<std::string> expected_servers(const Pattern& p) {
 
 bool is_bf16(const Kernel& k) { return k.dtype == DType::bfloat16; }
 
-// Eight float32 kernels at kTolFloat32; for each of k01..k06 and k09 a bf16 twin
-// `<name>_bf16` at kTolBfloat16 that serves the same pattern kinds (k07, HF's listing, has
-// none).
+// Nine float32 kernels at kTolFloat32; for each of k01..k06, k08 and k09 a bf16 twin
+// `<name>_bf16` at kTolBfloat16 that serves the same pattern kinds and reads the same
+// features (k07, HF's listing, has none).
 TEST(CpuRegistry, LadderIsRegisteredWithItsDtypesTolerance) {
   const std::vector<const Kernel*> list = cpu_kernels();
-  ASSERT_EQ(list.size(), 16u);
+  ASSERT_EQ(list.size(), 17u);
   int float32 = 0;
   for (const Kernel* k : list) {
     SCOPED_TRACE(k->name);
@@ -92,10 +92,10 @@ TEST(CpuRegistry, LadderIsRegisteredWithItsDtypesTolerance) {
       EXPECT_EQ(k->atol, kTolFloat32.atol);
       EXPECT_EQ(k->rtol, kTolFloat32.rtol);
       if (std::string(k->name) == "cpu_k07_hf_listing") continue;
-      if (std::string(k->name) == "cpu_k08_selected_gather") continue;  // no bf16 twin yet
       const Kernel& twin = find_kernel(std::string(k->name) + "_bf16");
       EXPECT_EQ(twin.dtype, DType::bfloat16);
       EXPECT_STREQ(twin.patterns, k->patterns);
+      EXPECT_EQ(twin.features, k->features);
       continue;
     }
     EXPECT_EQ(k->atol, kTolBfloat16.atol);

@@ -1,7 +1,9 @@
 // Checks contract §3.16 and §7.9 on every kernel of the registry that serves `selected`:
 // the CPU forward cpu_k08_selected_gather against the oracle a1_dense_masked and its
 // backward cpu_kb03_selected_gather_grad against b1_dense_masked_grad, each at its entry's
-// tolerance, on a grid with K > L_k, all -1 rows, duplicates counted and not, shared lists
+// tolerance (kTolFloat32), and their bf16 twins (cpu_k08_selected_gather_bf16,
+// cpu_kb03_selected_gather_grad_bf16) at kTolBfloat16 against the same oracles evaluated on
+// the bf16-rounded q, k, v (contract §4.3, docs/numerics.md), on a grid with K > L_k, all -1 rows, duplicates counted and not, shared lists
 // under grouped kv heads (H_sel = 1, H_kv, H_q), per-batch lists, causal with L_q below and
 // above L_k, key padding and heavy overlap (every query selecting the same keys); bit-
 // identical results for 1 and 3 threads; exact zeros where the gradient is structurally
@@ -13,7 +15,9 @@
 #include <cmath>
 #include <string>
 
+#include "core/bfloat16.h"
 #include "core/check.h"
+#include "core/numerics.h"
 #include "core/field.h"
 #include "core/seeded_inputs.h"
 #include "reference/attention.h"
@@ -95,19 +99,28 @@ TEST_P(SelectedCpu, EveryServingKernelMatchesTheOracle) {
   const Tensor<double> v = random_tensor({c.B, c.Hkv, c.Lk, c.Dv}, seed + 2);
   const Tensor<double> dout = random_tensor({c.B, c.Hq, c.Lq, c.Dv}, seed + 3);
   const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, nullptr);
+  // The bf16 twins' oracle: the same formula on bfloat16(float32(x)) inputs.
+  const Tensor<double> q16 = round_to_bfloat16(q), k16 = round_to_bfloat16(k),
+                       v16 = round_to_bfloat16(v);
+  const AttentionResult oracle_bf16 = a1_dense_masked(q16, k16, v16, pattern, nullptr);
   const Problem problem = make_problem(q, k, v, pattern, nullptr);
-  int served = 0;
+  int served = 0, served_bf16 = 0;
   for (const Kernel& kernel : kernels()) {
     if (kernel.target != Target::cpu || !kernel.exact || !kernel.serves(pattern) ||
         !kernel.serves_features(problem))
       continue;
     SCOPED_TRACE(kernel.name);
-    ++served;
+    const bool bf16 = kernel.dtype == DType::bfloat16;
+    ++(bf16 ? served_bf16 : served);
     Output out;
     kernel.run(problem, out);
     const Tolerance tol{kernel.atol, kernel.rtol};
-    const CheckReport ro = check_close(out.o32, oracle.o, tol);
-    const CheckReport rl = check_close(out.lse32, oracle.lse, tol);
+    const Tolerance want = bf16 ? kTolBfloat16 : kTolFloat32;  // nothing looser
+    EXPECT_EQ(tol.atol, want.atol);
+    EXPECT_EQ(tol.rtol, want.rtol);
+    const AttentionResult& ref = bf16 ? oracle_bf16 : oracle;
+    const CheckReport ro = check_close(out.o32, ref.o, tol);
+    const CheckReport rl = check_close(out.lse32, ref.lse, tol);
     EXPECT_TRUE(ro.pass) << report_json(ro, "o", tol);
     EXPECT_TRUE(rl.pass) << report_json(rl, "lse", tol);
     // Bit-identical with another thread count.
@@ -119,22 +132,30 @@ TEST_P(SelectedCpu, EveryServingKernelMatchesTheOracle) {
     EXPECT_EQ(again.o32.data, out.o32.data);
     EXPECT_EQ(again.lse32.data, out.lse32.data);
   }
-  EXPECT_GE(served, 1);  // cpu_k08_selected_gather at least
+  EXPECT_GE(served, 1);       // cpu_k08_selected_gather at least
+  EXPECT_GE(served_bf16, 1);  // cpu_k08_selected_gather_bf16 at least (k06's twin too
+                              // when the lists are a plain layout)
 
-  const GradientResult g = b1_dense_masked_grad(q, k, v, dout, pattern, nullptr);
-  int grad_served = 0;
+  const GradientResult grad = b1_dense_masked_grad(q, k, v, dout, pattern, nullptr);
+  const GradientResult grad_bf16 = b1_dense_masked_grad(q16, k16, v16, dout, pattern, nullptr);
+  int grad_served = 0, grad_served_bf16 = 0;
   for (const GradKernel& kernel : grad_kernels()) {
     if (kernel.target != Target::cpu || !kernel.serves(pattern)) continue;
     if (((needed_features(problem.shape, problem.mods) | needed_pattern_features(pattern)) &
          ~kernel.features) != 0)
       continue;
     SCOPED_TRACE(kernel.name);
-    ++grad_served;
+    const bool bf16 = kernel.dtype == DType::bfloat16;
+    ++(bf16 ? grad_served_bf16 : grad_served);
     GradProblem gp = make_grad_problem(problem, dout);
     save_forward(kernel, gp);
     GradOutput out;
     kernel.run(gp, out);
     const Tolerance tol{kernel.atol, kernel.rtol};
+    const Tolerance want = bf16 ? kTolBfloat16 : kTolFloat32;
+    EXPECT_EQ(tol.atol, want.atol);
+    EXPECT_EQ(tol.rtol, want.rtol);
+    const GradientResult& g = bf16 ? grad_bf16 : grad;
     const CheckReport rq = check_close(out.dq32, g.dq, tol);
     const CheckReport rk = check_close(out.dk32, g.dk, tol);
     const CheckReport rv = check_close(out.dv32, g.dv, tol);
@@ -175,7 +196,8 @@ TEST_P(SelectedCpu, EveryServingKernelMatchesTheOracle) {
     EXPECT_EQ(again.dk32.data, out.dk32.data);
     EXPECT_EQ(again.dv32.data, out.dv32.data);
   }
-  EXPECT_GE(grad_served, 1);  // cpu_kb03_selected_gather_grad
+  EXPECT_GE(grad_served, 1);       // cpu_kb03_selected_gather_grad
+  EXPECT_EQ(grad_served_bf16, 1);  // cpu_kb03_selected_gather_grad_bf16
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, SelectedCpu, ::testing::ValuesIn(kCases),
@@ -213,7 +235,56 @@ TEST(SelectedCpu, KernelOnlyServesSelected) {
   PatternSpec w;
   w.kind = PatternKind::window;
   w.window = 2;
-  EXPECT_FALSE(find_kernel("cpu_k08_selected_gather").serves(materialize(w, {1, 1, 8, 8})));
+  const Pattern window = materialize(w, {1, 1, 8, 8});
+  for (const char* name : {"cpu_k08_selected_gather", "cpu_k08_selected_gather_bf16"}) {
+    SCOPED_TRACE(name);
+    const Kernel& kernel = find_kernel(name);
+    EXPECT_FALSE(kernel.serves(window));
+    // Handed one anyway, it refuses naming the pattern and itself (never another answer).
+    const Problem problem =
+        make_problem(random_tensor({1, 1, 8, 4}, 1), random_tensor({1, 1, 8, 4}, 2),
+                     random_tensor({1, 1, 8, 4}, 3), window, nullptr);
+    Output out;
+    try {
+      kernel.run(problem, out);
+      ADD_FAILURE() << "no exception";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.argument(), "pattern");
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+  for (const char* name : {"cpu_kb03_selected_gather_grad", "cpu_kb03_selected_gather_grad_bf16"})
+    EXPECT_FALSE(find_grad_kernel(name).serves(window)) << name;
+}
+
+// The bf16 twins are the float32 kernels' code on widened inputs: on inputs bfloat16 holds
+// exactly, they agree with the float32 kernels bit for bit, forward and backward (the same
+// float32 arithmetic in the same order). A twin that widened wrongly, or walked the pattern
+// differently, would differ.
+TEST(SelectedCpu, Bf16TwinsEqualFloat32OnBf16ExactInputs) {
+  const SelCase& c = kCases[11];  // heavy_overlap_counted: GQA, causal, padding, repeats
+  const Pattern pattern = pattern_for(c);
+  const Tensor<double> q = round_to_bfloat16(random_tensor({c.B, c.Hq, c.Lq, c.D}, 5));
+  const Tensor<double> k = round_to_bfloat16(random_tensor({c.B, c.Hkv, c.Lk, c.D}, 6));
+  const Tensor<double> v = round_to_bfloat16(random_tensor({c.B, c.Hkv, c.Lk, c.Dv}, 7));
+  const Tensor<double> dout = random_tensor({c.B, c.Hq, c.Lq, c.Dv}, 8);
+  const Problem problem = make_problem(q, k, v, pattern, nullptr);
+  Output f32, b16;
+  find_kernel("cpu_k08_selected_gather").run(problem, f32);
+  find_kernel("cpu_k08_selected_gather_bf16").run(problem, b16);
+  EXPECT_EQ(b16.o32.data, f32.o32.data);
+  EXPECT_EQ(b16.lse32.data, f32.lse32.data);
+  GradOutput g32, g16;
+  for (auto [name, out] : {std::pair{"cpu_kb03_selected_gather_grad", &g32},
+                           {"cpu_kb03_selected_gather_grad_bf16", &g16}}) {
+    const GradKernel& kernel = find_grad_kernel(name);
+    GradProblem gp = make_grad_problem(problem, dout);
+    save_forward(kernel, gp);
+    kernel.run(gp, *out);
+  }
+  EXPECT_EQ(g16.dq32.data, g32.dq32.data);
+  EXPECT_EQ(g16.dk32.data, g32.dk32.data);
+  EXPECT_EQ(g16.dv32.data, g32.dv32.data);
 }
 
 }  // namespace

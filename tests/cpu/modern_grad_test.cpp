@@ -33,8 +33,8 @@ namespace {
 using testing_modern::ModernCase;
 
 // The float32 CPU backward entries that serve every pattern; every one must list the modern
-// features. (kb03 serves `selected` only and reads grouped heads, not softcap, ALiBi or
-// sinks: tests/cpu/cpu_selected_test.cpp.)
+// features. (kb03 and its bf16 twin serve `selected` only and read grouped heads, not
+// softcap, ALiBi or sinks: tests/cpu/cpu_selected_test.cpp.)
 std::vector<const GradKernel*> cpu_grad_kernels() {
   std::vector<const GradKernel*> list;
   for (const GradKernel& k : grad_kernels())
