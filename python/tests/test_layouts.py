@@ -279,3 +279,22 @@ def test_check_refuses_gradients_it_cannot_judge():
         sa.check(qp, kp, kp, sa.Pattern.dense(), qp, dout=qp, dq_global=qp, **cu)
     with pytest.raises(ValueError, match="invalid dout shape"):
         sa.check(qp, kp, kp, sa.Pattern.dense(), qp, dout=qp[:1], dq=qp, **cu)
+
+
+def test_check_judges_the_sinks_gradient_summed_over_the_sequences(packed):
+    """dσ sums over every sequence (contract §7.8): attend's passes, one scaled fails, and a
+    sinks gradient without sinks is refused."""
+    q, k, v, cu_q, cu_k = packed
+    pat = sa.Pattern.dense(causal=True)
+    layout = {"cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k}
+    sinks = np.array([0.5, -1.0, 0.0, 2.0])
+    dout = np.random.default_rng(5).standard_normal((10, 4, 8))
+    r = sa.attend(q, k, v, pat, dout=dout, sinks=sinks, **layout)
+    assert np.all(r.dsinks != 0)
+    report = sa.check(q, k, v, pat, r.o, dout=dout, dq=r.dq, dsinks=r.dsinks, sinks=sinks,
+                      **layout)
+    assert report.passed, report.summary()
+    report = sa.check(q, k, v, pat, r.o, dout=dout, dsinks=1.1 * r.dsinks, sinks=sinks, **layout)
+    assert not report.passed and not report.to_dict()["dsinks"]["pass"]
+    with pytest.raises(ValueError, match="invalid dsinks = array: needs sinks"):
+        sa.check(q, k, v, pat, r.o, dout=dout, dsinks=r.dsinks, **layout)
