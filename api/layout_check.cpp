@@ -3,14 +3,18 @@
 #include <algorithm>
 #include <functional>
 #include <cmath>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "api/check_report.h"
 #include "api/inputs.h"
 #include "api/results.h"
 #include "core/error.h"
 #include "core/field.h"
+#include "reference/backward/backward.h"
 #include "reference/compat.h"
 
 namespace sparseattn::api {
@@ -86,6 +90,205 @@ void merge_tensor(TensorReport& into, const std::vector<std::pair<int64_t, const
   }
 }
 
+// "(batch 0," -> "(batch b,": the probes ran on one sequence as a batch of one.
+void rebatch_text(std::string& s, int64_t b) {
+  const std::string to = "(batch " + std::to_string(b) + ",";
+  for (size_t at = s.find("(batch 0,"); at != std::string::npos; at = s.find("(batch 0,", at + to.size()))
+    s.replace(at, 9, to);
+}
+void rebatch_json(nlohmann::json& j, int64_t b) {
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key() == "batch" && it->is_number_integer()) *it = b;
+      else if (it->is_string()) {
+        std::string s = *it;
+        rebatch_text(s, b);
+        *it = s;
+      } else rebatch_json(*it, b);
+    }
+  } else if (j.is_array()) {
+    for (nlohmann::json& x : j) rebatch_json(x, b);
+  }
+}
+
+// The report of the worst sequence `b` relocated to it: its batch index is the sequence's.
+void relocate_tensor(TensorReport& t, int64_t b) {
+  if (!t.worst_index.empty()) t.worst_index[0] = b;
+  if (t.worst_row) t.worst_row->batch = b;
+  if (t.first_nonfinite && !t.first_nonfinite->index.empty()) t.first_nonfinite->index[0] = b;
+  if (!t.pass && !t.reason.empty()) t.reason = "sequence " + std::to_string(b) + ": " + t.reason;
+  rebatch_text(t.probable_cause, b);
+}
+
+// One sequence's gradient reports (contract §7.8), as check_gradients_against gives them.
+struct GradPart {
+  int64_t index = 0;
+  CheckResult r;
+};
+
+// The sequences' reports of gradient `name` merged into one (the worst sequence's, failing
+// first, relocated, with the counts summed as merge_tensor sums o's); nullopt when no
+// sequence judged it.
+std::optional<TensorReport> merge_gradient(std::vector<GradPart>& parts, const std::string& name,
+                                           const GradPart** worst_part) {
+  std::vector<std::pair<int64_t, const TensorReport*>> of;
+  const TensorReport* worst = nullptr;
+  for (GradPart& p : parts) {
+    const std::optional<TensorReport>* t = p.r.gradient(name);
+    if (t == nullptr || !t->has_value()) continue;
+    const TensorReport* x = &**t;
+    of.emplace_back(p.index, x);
+    const bool fails = !x->pass, worst_fails = worst != nullptr && !worst->pass;
+    if (worst == nullptr || (fails && !worst_fails) ||
+        (fails == worst_fails && x->error_over_tolerance > worst->error_over_tolerance)) {
+      worst = x;
+      *worst_part = &p;
+    }
+  }
+  if (worst == nullptr) return std::nullopt;
+  TensorReport into = *worst;
+  relocate_tensor(into, (*worst_part)->index);
+  merge_tensor(into, of);
+  if (into.nothing_compared) into.reason = "nothing compared: no sequence has rows of " + name;
+  return into;
+}
+
+// A sequence without keys (its query rows, dq) or without queries (its key rows, dk and dv):
+// o is constant there, so the gradient is 0 (contract §7.8), judged row by row as any other
+// against zeros; `pattern` (nothing allowed) names no key or query for the worst row.
+void judge_zero_gradient(CheckResult& r, const char* name, const Tensor<double>& cand, Tolerance tol,
+                         const Pattern& pattern, RowKind rows_are, const char* why) {
+  const Tensor<double> zeros(cand.shape, 0.0);
+  std::optional<TensorReport>* slot = r.gradient(name);
+  *slot = tensor_report(name, cand, zeros, tol, pattern, {}, rows_are);
+  if (!(*slot)->pass) {
+    (*slot)->probable_cause = std::string("a gradient where there is none: ") + why +
+                              ", so o does not depend on it and its gradient is 0 (contract §7.8)";
+    r.pass = false;
+    if (r.probable_cause.empty()) r.probable_cause = (*slot)->probable_cause;
+  }
+}
+
+// An explicit mask of seq_len_q rows and seq_len_k keys, nothing allowed: the pattern of a
+// sequence without keys (one masked key stands in) or without queries (one masked query).
+PatternSpec nothing_allowed(int64_t seq_len_q, int64_t seq_len_k) {
+  PatternSpec s;
+  s.kind = PatternKind::explicit_mask;
+  s.mask = Tensor<uint8_t>({seq_len_q, seq_len_k}, 0);
+  return s;
+}
+
+// check --dout under a packed batch: every sequence's gradients against b1 on that sequence
+// alone, merged into `r` (check_layout's doc comment, contract §7.8).
+void judge_varlen_gradients(const LayoutCall& call, const LayoutGradients& g,
+                            const ProbeOptions& probes, CheckResult& r) {
+  const LayoutGradShapes want = layout_grad_shapes(call);
+  require(g.dout != nullptr && g.dout->shape == want.dout, "dout shape",
+          g.dout == nullptr ? "missing" : shape_text(g.dout->shape),
+          "must be o's packed shape " + shape_text(want.dout) + " (contract §7.8)");
+  require_finite(*g.dout, "dout");
+  for (const auto& [c, shape, name] :
+       {std::tuple<const GradientCandidate&, const Shape&, const char*>{g.dq, want.dq, "dq"},
+        {g.dk, want.dk, "dk"}, {g.dv, want.dv, "dv"}, {g.dsinks, want.dsinks, "dsinks"}})
+    require(c.x == nullptr || c.x->shape == shape, std::string("candidate ") + name + " shape",
+            c.x == nullptr ? "" : shape_text(c.x->shape), "must be " + shape_text(shape));
+  require(g.dsinks.x == nullptr || call.mods.has_sinks(), "candidate dsinks", "given",
+          "needs sinks (the logits it is the gradient of, contract §7.7)");
+  const VarlenInputs in = varlen_inputs(call);
+  const Varlen& vl = in.varlen;
+  const int64_t hq = in.q.dim(1), hkv = in.k.dim(1);
+  // The gradient probes re-run plain b1: not with grouped heads or score modifiers.
+  const bool plain = !call.mods.any() && hkv == hq;
+  Tensor<double> dsinks_ref;
+  if (call.mods.has_sinks()) dsinks_ref = Tensor<double>({hq}, 0.0);
+  std::vector<GradPart> parts;
+  for (int64_t b = 0; b < vl.num_sequences(); ++b) {
+    const int64_t q0 = vl.cu_seqlens_q[static_cast<size_t>(b)], lq = vl.seq_len_q(b);
+    const int64_t k0 = vl.cu_seqlens_k[static_cast<size_t>(b)], lk = vl.seq_len_k(b);
+    if (lq == 0 && lk == 0) continue;
+    GradPart part;
+    part.index = b;
+    part.r.pass = true;
+    part.r.gradient_oracle = "b1_dense_masked_grad";
+    Tensor<double> dq_c, dk_c, dv_c;  // the candidates' rows of this sequence, [1, H, L, d]
+    if (g.dq.x != nullptr && lq > 0) dq_c = packed_rows(*g.dq.x, q0, q0 + lq);
+    if (g.dk.x != nullptr && lk > 0) dk_c = packed_rows(*g.dk.x, k0, k0 + lk);
+    if (g.dv.x != nullptr && lk > 0) dv_c = packed_rows(*g.dv.x, k0, k0 + lk);
+    if (lk == 0) {  // queries without keys: fully masked rows
+      if (dq_c.numel() > 0)
+        judge_zero_gradient(part.r, "dq", dq_c, g.dq.tol,
+                            sequence_pattern(nothing_allowed(lq, 1), hq, lq, 1), RowKind::query,
+                            "the sequence has no keys (its rows are fully masked, o = 0)");
+    } else if (lq == 0) {  // keys no query reads
+      const Pattern none = sequence_pattern(nothing_allowed(1, lk), hq, 1, lk);
+      const char* why = "the sequence has no queries (no row reads its keys)";
+      if (dk_c.numel() > 0) judge_zero_gradient(part.r, "dk", dk_c, g.dk.tol, none, RowKind::key, why);
+      if (dv_c.numel() > 0) judge_zero_gradient(part.r, "dv", dv_c, g.dv.tol, none, RowKind::key, why);
+    } else {
+      const Pattern pattern = sequence_pattern(call.spec, hq, lq, lk);
+      const Tensor<double> q = packed_rows(in.q, q0, q0 + lq), k = packed_rows(in.k, k0, k0 + lk),
+                           v = packed_rows(in.v, k0, k0 + lk), dout = packed_rows(*g.dout, q0, q0 + lq);
+      const ScoreMods mods = sequence_mods(call.mods, b);
+      const GradientResult ref = b1_dense_masked_grad(q, k, v, dout, pattern, call.scale_ptr(), mods);
+      if (dsinks_ref.numel() > 0)
+        for (int64_t h = 0; h < hq; ++h) dsinks_ref.data[h] += ref.dsinks.data[h];
+      std::vector<NamedGradientCandidate> named;
+      if (dq_c.numel() > 0) named.push_back({"dq", &ref.dq, {&dq_c, g.dq.tol}});
+      if (dk_c.numel() > 0) named.push_back({"dk", &ref.dk, {&dk_c, g.dk.tol}});
+      if (dv_c.numel() > 0) named.push_back({"dv", &ref.dv, {&dv_c, g.dv.tol}});
+      const GradientInputs inputs{q, k, v, dout, call.scale_ptr(), probes};
+      check_gradients_against(part.r, "b1_dense_masked_grad", named, pattern, plain ? &inputs : nullptr);
+    }
+    parts.push_back(std::move(part));
+  }
+  r.gradient_oracle = "b1_dense_masked_grad";
+  const GradPart* cause_from = nullptr;  // the first failing tensor's worst sequence
+  for (const char* name : {"dq", "dk", "dv"}) {
+    const GradientCandidate& c = name[1] == 'q' ? g.dq : name[1] == 'k' ? g.dk : g.dv;
+    if (c.x == nullptr) continue;
+    const GradPart* worst = nullptr;
+    std::optional<TensorReport> t = merge_gradient(parts, name, &worst);
+    if (!t) {  // every sequence without rows of this tensor: nothing compared, which fails
+      t = TensorReport{};
+      t->tensor = name;
+      t->rows_are = name[1] == 'q' ? RowKind::query : RowKind::key;
+      t->nothing_compared = true;
+      t->num_elements = c.x->numel();
+      t->reason = std::string("nothing compared: no sequence has rows of ") + name + " (contract §4.9)";
+    }
+    if (!t->pass) {
+      r.pass = false;
+      if (cause_from == nullptr && worst != nullptr && !worst->r.pass) cause_from = worst;
+    }
+    *r.gradient(name) = std::move(*t);
+  }
+  if (g.dsinks.x != nullptr) {  // [H_q], summed over the sequences: one row per head
+    Tensor<double> x = *g.dsinks.x, ref = dsinks_ref;
+    x.shape = ref.shape = {1, hq, 1};
+    TensorReport t = tensor_report("dsinks", x, ref, g.dsinks.tol,
+                                   sequence_pattern(nothing_allowed(1, 1), hq, 1, 1), {}, RowKind::head);
+    t.worst_row.reset();  // dσ sums over every sequence's rows: no row of its own
+    if (!t.pass) {
+      t.probable_cause = "unknown: gradient probes skipped (they re-run b1 without sinks)";
+      r.pass = false;
+      if (r.probable_cause.empty()) r.probable_cause = t.probable_cause;
+    }
+    r.dsinks = std::move(t);
+  }
+  if (cause_from != nullptr) {
+    nlohmann::json probes_json = cause_from->r.probes;
+    rebatch_json(probes_json, cause_from->index);
+    std::string cause = cause_from->r.probable_cause;
+    rebatch_text(cause, cause_from->index);
+    if (r.probable_cause.empty()) {  // o and lse pass: the gradients' cause is the report's
+      r.probable_cause = cause;
+      r.probes = probes_json;
+    } else if (r.probes.is_object()) {
+      r.probes["gradient"] = probes_json;
+    }
+  }
+}
+
 }  // namespace
 
 void require_finite_layout(const LayoutCall& call, const std::string& prefix) {
@@ -149,12 +352,26 @@ Output attend_layout(const Kernel& kernel, const LayoutCall& call) {
   return out;
 }
 
+void require_layout_backward(const SeqLayout& layout) {
+  require_field(!layout.cache, Field::cache_seqlens, "", "given",
+                "must not be given with a gradient of o (dout): decoding against a cache, paged "
+                "or not, is forward only; gradients are offered for packed batches "
+                "(cu_seqlens, contract §2.11, §7.8)");
+}
+
 GradOutput attend_layout_grad(const GradKernel& grad, const LayoutCall& call,
                               const Tensor<double>& dout) {
-  require_field(!call.layout.cache, Field::cache_seqlens, "", "given",
-                "must not be given with a gradient of o (dout): decoding against a cache is "
-                "forward only (contract §2.11)");
+  require_layout_backward(call.layout);
   return attend_varlen_grad(grad, varlen_inputs(call), dout);
+}
+
+LayoutGradShapes layout_grad_shapes(const LayoutCall& call) {
+  require_layout_backward(call.layout);
+  LayoutGradShapes s;
+  s.dout = layout_o_shape(call);
+  s.dq = call.q.shape, s.dk = call.k.shape, s.dv = call.v.shape;
+  s.dsinks = {call.q.rank() >= 2 ? call.q.dim(1) : 0};
+  return s;
 }
 
 namespace {
@@ -182,7 +399,9 @@ Shape layout_lse_shape(const LayoutCall& call) {
 }
 
 CheckResult check_layout(const LayoutCall& call, const Tensor<double>& o, Tolerance o_tol,
-                         const Tensor<double>* lse, Tolerance lse_tol, const ProbeOptions& probes) {
+                         const Tensor<double>* lse, Tolerance lse_tol, const ProbeOptions& probes,
+                         const LayoutGradients* grads) {
+  if (grads != nullptr) require_layout_backward(call.layout);  // before any work
   // The sequences, each as [1, H, L, d] tensors with the candidate's rows beside them.
   std::vector<Sequence> seqs;
   std::string layout_text;
@@ -210,7 +429,7 @@ CheckResult check_layout(const LayoutCall& call, const Tensor<double>& o, Tolera
     }
     layout_text = "varlen: " + std::to_string(vl.num_sequences()) +
                   " sequences (seq_len_q, seq_len_k above are total_q, total_k); batch index "
-                  "= sequence, row = row within it";
+                  "= sequence, row = row within it (a key row for dk, dv)";
   } else {
     CacheInputs in = cache_inputs(call);
     validate_cache_inputs(in);
@@ -290,37 +509,12 @@ CheckResult check_layout(const LayoutCall& call, const Tensor<double>& o, Tolera
       worst = i;
   }
   CheckResult r = parts[worst];
-  auto relocate = [&](TensorReport& t) {  // the worst element's batch index is its sequence
-    if (!t.worst_index.empty()) t.worst_index[0] = index[worst];
-    if (t.worst_row) t.worst_row->batch = index[worst];
-    if (t.first_nonfinite && !t.first_nonfinite->index.empty())
-      t.first_nonfinite->index[0] = index[worst];
-    if (!t.pass && !t.reason.empty())
-      t.reason = "sequence " + std::to_string(index[worst]) + ": " + t.reason;
-  };
-  relocate(r.o);
-  if (r.lse) relocate(*r.lse);
+  relocate_tensor(r.o, index[worst]);
+  if (r.lse) relocate_tensor(*r.lse, index[worst]);
   // The probes ran on the sequence as a batch of one: their batch 0 is this sequence.
-  const std::string seq = std::to_string(index[worst]);
-  std::function<void(nlohmann::json&)> rebatch = [&](nlohmann::json& j) {
-    if (j.is_object()) {
-      for (auto it = j.begin(); it != j.end(); ++it) {
-        if (it.key() == "batch" && it->is_number_integer()) *it = index[worst];
-        else if (it->is_string()) {
-          std::string s = *it;
-          for (size_t at = s.find("(batch 0,"); at != std::string::npos; at = s.find("(batch 0,", at + 1))
-            s.replace(at, 9, "(batch " + seq + ",");
-          *it = s;
-        } else rebatch(*it);
-      }
-    } else if (j.is_array()) {
-      for (nlohmann::json& x : j) rebatch(x);
-    }
-  };
-  rebatch(r.probes);
+  rebatch_json(r.probes, index[worst]);
   for (std::string* s : {&r.probable_cause, &r.o.probable_cause}) {
-    for (size_t at = s->find("(batch 0,"); at != std::string::npos; at = s->find("(batch 0,", at + 1))
-      s->replace(at, 9, "(batch " + seq + ",");
+    rebatch_text(*s, index[worst]);
     // A layout aligns every sequence bottom-right; the flag the probe names is refused there.
     const std::string flag = "--causal-align top-left";
     if (s->find(flag) != std::string::npos)
@@ -353,6 +547,7 @@ CheckResult check_layout(const LayoutCall& call, const Tensor<double>& o, Tolera
   }
   r.pass = r.o.pass && (!r.lse || r.lse->pass);
   if (r.pass) r.probable_cause.clear();
+  if (grads != nullptr) judge_varlen_gradients(call, *grads, probes, r);
   return r;
 }
 

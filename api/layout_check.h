@@ -11,6 +11,7 @@
 #include "api/conventions.h"
 #include "api/layout_walk.h"
 #include "api/probes.h"
+#include "api/results.h"
 #include "core/numerics.h"
 
 namespace sparseattn::api {
@@ -44,14 +45,33 @@ CacheInputs cache_inputs(const LayoutCall& call);
 // kernel's dtype, lse in the base conv names.
 Output attend_layout(const Kernel& kernel, const LayoutCall& call);
 
+// Refuses a gradient (attend --dout, check --dout) under a cache, paged or not: decoding
+// against a cache is forward only (contract §2.11, §7.8). Throws FieldError naming
+// cache_seqlens; nothing for a packed batch.
+void require_layout_backward(const SeqLayout& layout);
+
 // `attend --dout` (varlen only, contract §7.8): dq, dk, dv packed like q, k, v, dsinks [H_q].
-// Throws FieldError(cache_seqlens) for a cache: decoding has no backward here.
+// Throws FieldError(cache_seqlens) for a cache (require_layout_backward).
 GradOutput attend_layout_grad(const GradKernel& grad, const LayoutCall& call,
                               const Tensor<double>& dout);
 
 // The expected shapes of the candidate o and lse for `call` (as attend_layout writes them).
 Shape layout_o_shape(const LayoutCall& call);
 Shape layout_lse_shape(const LayoutCall& call);
+
+// `check --dout` under a packed batch (contract §7.8): dO [total_q, H_q, d_v] (finite) and
+// candidate gradients packed like their inputs — dq [total_q, H_q, d], dk [total_k, H_kv, d],
+// dv [total_k, H_kv, d_v] — and dsinks [H_q] (contract §7.7, with sinks); a candidate whose
+// x is null is not judged. The front end checks the shapes against layout_grad_shapes,
+// naming its own spelling.
+struct LayoutGradients {
+  const Tensor<double>* dout = nullptr;
+  GradientCandidate dq, dk, dv, dsinks;
+};
+struct LayoutGradShapes {
+  Shape dout, dq, dk, dv, dsinks;
+};
+LayoutGradShapes layout_grad_shapes(const LayoutCall& call);
 
 // `check`: o (and lse) of a candidate, in attend_layout's shapes, judged sequence by sequence
 // with check_against against the sequence's oracle (a1_dense_masked through the walk, with
@@ -60,7 +80,16 @@ Shape layout_lse_shape(const LayoutCall& call);
 // the sequences, and locates by sequence: a report's batch index is the sequence's (the
 // element's for a cache) and its row the row within the sequence; `layout` says which.
 // Empty sequences compare nothing; a check in which nothing is compared fails.
+// With `grads` (a packed batch only; a cache throws require_layout_backward's FieldError):
+// each sequence's dq, dk, dv rows against b1_dense_masked_grad on that sequence alone (its
+// pattern, mods and dO rows; a sequence without keys or without queries against zeros,
+// contract §7.8), merged per tensor as o is — the report's dq/dk/dv batch index is the
+// sequence's, a row the query (dq) or key (dk, dv) row within it, a failing reason starts
+// "sequence b: " — and dsinks against the sum of the sequences' dσ. The gradient probes
+// (api/gradient_probes.h) run on the failing sequence alone, without grouped heads or score
+// modifiers (as check without a layout). r.gradient_oracle = "b1_dense_masked_grad".
 CheckResult check_layout(const LayoutCall& call, const Tensor<double>& o, Tolerance o_tol,
-                         const Tensor<double>* lse, Tolerance lse_tol, const ProbeOptions& probes);
+                         const Tensor<double>* lse, Tolerance lse_tol, const ProbeOptions& probes,
+                         const LayoutGradients* grads = nullptr);
 
 }  // namespace sparseattn::api

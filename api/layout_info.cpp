@@ -36,6 +36,10 @@ LayoutInfo layout_info(const PatternSpec& spec, int64_t num_heads, int64_t head_
                        const SeqLayout& layout, int64_t seq_len_q) {
   require(num_heads >= 1, "--num-heads", num_heads, "must be an integer >= 1");
   require(head_dim >= 1, "--head-dim", head_dim, "must be an integer >= 1");
+  // Every front end's refusal (the CLI's --block-table, Python's block_table=).
+  require_field(!layout.cache || !layout.cache->paged(), Field::block_table, "", "given",
+                "must not be given to info: paging moves keys but changes no count; give the "
+                "cache_seqlens alone (contract §2.12)");
   validate_spec(spec);
   require_layout_spec(spec, layout);
   LayoutInfo r;

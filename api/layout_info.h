@@ -38,9 +38,12 @@ struct LayoutInfo {
 
 // The counts of `spec` (validate_spec, require_layout_spec) over `layout`: a packed batch
 // (validated against its own totals, validate_varlen), or a cache with `seq_len_q` (>= 1)
-// queries per element against cache_seqlens[b] keys (each >= 0; paging does not change any
-// count). num_heads, head_dim >= 1. Throws InvalidArgument naming --num-heads, --head-dim,
-// --seq-len, or FieldError naming cu_seqlens_q/_k, cache_seqlens or a pattern field.
+// queries per element against cache_seqlens[b] keys (each >= 0). A paged cache is refused
+// (FieldError naming block_table: paging moves keys but changes no count). num_heads,
+// head_dim >= 1. The CLI's `info` and Python's Pattern.info both call this. Throws
+// InvalidArgument naming --num-heads, --head-dim, --seq-len (the Python layer checks those
+// first, naming its keywords), or FieldError naming cu_seqlens_q/_k, cache_seqlens,
+// block_table or a pattern field.
 LayoutInfo layout_info(const PatternSpec& spec, int64_t num_heads, int64_t head_dim,
                        const SeqLayout& layout, int64_t seq_len_q);
 

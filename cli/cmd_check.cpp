@@ -26,7 +26,10 @@
 // --probe-budget; failing gradients: api/gradient_probes.h); --format text prints a summary
 // (api/check_render.h, the same text as Python's CheckReport.summary()). A tensor of which
 // nothing is compared (every row skipped) fails. --tolerance-rule reference-error judges o
-// and lse only and is refused with --dout. A shape error that a convention explains (a
+// and lse only and is refused with --dout. Under --cu-seqlens-q/-k (contract §7.8) --dout and
+// the candidates are packed like o, q, k, v and each sequence's rows are judged against b1 on
+// that sequence alone, the report naming the sequence (api/layout_check.h); under a cache
+// (--cache-seqlens, --block-table) gradients are refused. A shape error that a convention explains (a
 // forgotten --layout bshd, grouped-query attention) says so (api/shape_hint.h).
 // Convention flags (contract §1.6): --layout, --lse-base, --padded-queries,
 // --key-padding-polarity, --causal-align, --masked-score, --padding-align (§2.6). --tolerance-rule
@@ -114,17 +117,31 @@ Shape bshd_of(const Shape& bhsd) { return {bhsd[0], bhsd[2], bhsd[1], bhsd[3]}; 
 void run_check_layout(const CheckArgs& a, const Conventions& conv, const ProbeOptions& probes) {
   require(a.tolerance_rule == "table", "--tolerance-rule", a.tolerance_rule,
           "must be table with a sequence layout (contract §2.10-§2.12)");
-  require(a.dout.empty(), "--dout", a.dout,
-          "is not judged under a sequence layout yet: check the gradients of a packed batch "
-          "sequence by sequence (contract §7.8)");
+  // Gradients (contract §7.8): each candidate needs --dout, --dout at least one candidate;
+  // a packed batch only (require_layout_backward refuses a cache by name).
+  const bool backward = !a.dout.empty();
+  for (const auto& [flag, path] :
+       {std::pair<const char*, const std::string&>{"--candidate-dq-global", a.candidate_dq_global},
+        {"--candidate-dk-global", a.candidate_dk_global},
+        {"--candidate-dv-global", a.candidate_dv_global}})
+    require(path.empty(), flag, path,
+            "must not be given with a sequence layout: the global projections are a "
+            "compatibility mode's (contract §3.12), refused there");
   for (const auto& [flag, path] :
        {std::pair<const char*, const std::string&>{"--candidate-dq", a.candidate_dq},
         {"--candidate-dk", a.candidate_dk}, {"--candidate-dv", a.candidate_dv},
         {"--candidate-dsinks", a.candidate_dsinks}})
-    require(path.empty(), flag, path,
-            "needs --dout, which a sequence layout does not take yet (contract §7.8)");
+    require(path.empty() || backward, flag, path, "needs --dout DO.npy (the gradient of o)");
+  require(!backward || !a.candidate_dq.empty() || !a.candidate_dk.empty() ||
+              !a.candidate_dv.empty() || !a.candidate_dsinks.empty(),
+          "--dout", a.dout,
+          "asks for gradient checks: give at least one of --candidate-dq, --candidate-dk, "
+          "--candidate-dv");
   const LayoutCall call = layout_call_from_files(a.q, a.k, a.v, a.layout, a.pattern, conv,
                                                  compat_requested(a.compat), a.scale, a.score);
+  if (backward) require_layout_backward(call.layout);  // before reading any candidate
+  require(a.candidate_dsinks.empty() || call.mods.has_sinks(), "--candidate-dsinks",
+          a.candidate_dsinks, "needs --sinks S.npy (the logits it is the gradient of)");
   Tolerance o_tol{}, lse_tol{};
   Tensor<double> o = read_candidate(a.candidate, "--candidate", layout_o_shape(call), a, &o_tol);
   o.shape = layout_o_shape(call);
@@ -133,8 +150,29 @@ void run_check_layout(const CheckArgs& a, const Conventions& conv, const ProbeOp
     lse = read_candidate(a.candidate_lse, "--candidate-lse", layout_lse_shape(call), a, &lse_tol);
     lse.shape = layout_lse_shape(call);
   }
+  // Packed like their inputs: dout like o, dq like q, dk like k, dv like v (contract §7.8).
+  Tensor<double> dout, dq, dk, dv, dsinks;
+  LayoutGradients grads;
+  if (backward) {
+    const LayoutGradShapes want = layout_grad_shapes(call);
+    auto read = [&](const std::string& path, const char* flag, const Shape& shape,
+                    Tensor<double>& x, GradientCandidate* c) {
+      if (path.empty()) return;
+      Tolerance tol{};
+      x = read_candidate(path, flag, shape, a, &tol);
+      x.shape = shape;
+      if (c != nullptr) *c = {&x, tol};
+    };
+    read(a.dout, "--dout", want.dout, dout, nullptr);
+    require_finite(dout, "--dout");
+    grads.dout = &dout;
+    read(a.candidate_dq, "--candidate-dq", want.dq, dq, &grads.dq);
+    read(a.candidate_dk, "--candidate-dk", want.dk, dk, &grads.dk);
+    read(a.candidate_dv, "--candidate-dv", want.dv, dv, &grads.dv);
+    read(a.candidate_dsinks, "--candidate-dsinks", want.dsinks, dsinks, &grads.dsinks);
+  }
   const CheckResult r = check_layout(call, o, o_tol, a.candidate_lse.empty() ? nullptr : &lse,
-                                     lse_tol, probes);
+                                     lse_tol, probes, backward ? &grads : nullptr);
   if (a.format == "text") {
     std::cout << check_text(r);
   } else {
@@ -387,7 +425,9 @@ void register_check(CLI::App& app) {
   cmd->add_option("--scale", args->scale, "S: score scale, finite real; default 1/sqrt(head_dim)");
   cmd->add_option("--dout", args->dout,
                   "DO.npy: gradient of the loss w.r.t. o, o's shape, finite; enables the "
-                  "gradient checks against b1_dense_masked_grad");
+                  "gradient checks against b1_dense_masked_grad (with --cu-seqlens-q packed "
+                  "[total_q, num_heads, head_dim_v] like o, the candidates packed like q, k, v; "
+                  "contract §7.8; refused with --cache-seqlens)");
   cmd->add_option("--candidate-dq", args->candidate_dq,
                   "DQ.npy: dq to judge, q's shape [batch, num_heads, seq_len_q, head_dim]; needs --dout");
   cmd->add_option("--candidate-dk", args->candidate_dk,

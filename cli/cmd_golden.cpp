@@ -13,8 +13,10 @@
 // sinks; b1_dense_masked_grad, contract §7, §7.7), plus any pattern or score input files. manifest.json names
 // every parameter: shapes, the pattern flags exactly as `sparseattn check` takes them, the
 // scale, the convention flags (contract §1.6 defaults) and the tolerance per candidate
-// dtype (contract §4.3). Regenerating gives byte-identical files. Files are written
-// atomically; the manifest last.
+// dtype (contract §4.3). `layout_cases` (version 3) add the sequence layouts (contract
+// §2.10-§2.12): a packed batch with its cu_seqlens and gradients, decoding against a cache
+// with its cache_seqlens, and the same cache paged with its block_table. Regenerating gives
+// byte-identical files. Files are written atomically; the manifest last.
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -24,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "api/layout_walk.h"
 #include "api/pattern_flags.h"
 #include "api/results.h"
 #include "api/score_flags.h"
@@ -31,6 +34,8 @@
 #include "core/npy.h"
 #include "reference/attention.h"
 #include "reference/backward/backward.h"
+#include "registry/backward.h"
+#include "registry/registry.h"
 #include "pattern/prng.h"
 
 namespace sparseattn::cli {
@@ -39,7 +44,9 @@ using namespace api;  // the shared services below every front end (api/)
 
 namespace {
 
-constexpr const char* kGoldenVersion = "sparseattn-golden-2";
+// Version 3 added `layout_cases` (contract §2.10-§2.12); the cases of versions 1 and 2 are
+// unchanged, byte for byte (their PRNG streams and files are the same).
+constexpr const char* kGoldenVersion = "sparseattn-golden-3";
 
 struct GoldenCase {
   const char* name;
@@ -178,6 +185,156 @@ std::string manifest_flags(const std::string& flags) {
   return s;
 }
 
+// ---- the sequence layouts (contract §2.10-§2.12): `layout_cases` of the manifest ----------
+
+// Their inputs draw PRNG streams from here on, clear of the cases above (streams 1 .. 4 per
+// case, in order) and the pattern files' (98, 99), so adding a case above changes none of them.
+constexpr uint64_t kLayoutStreams = 1000;
+
+template <class T>
+Tensor<int32_t> int32_list(const Shape& shape, const std::vector<T>& values) {
+  Tensor<int32_t> t(shape);
+  for (size_t i = 0; i < values.size(); ++i) t.data[i] = static_cast<int32_t>(values[i]);
+  return t;
+}
+
+int64_t count_fully_masked(const Tensor<double>& lse) {
+  int64_t n = 0;
+  for (double x : lse.data) n += x == -INFINITY;
+  return n;
+}
+
+// The packed batch (contract §2.10, §7.8): three sequences, the middle one empty, the first
+// with seq_len_q < seq_len_k; grouped heads; a causal window restarting per sequence. Its
+// o and lse are the oracle walk's (a1_dense_masked per sequence), its dq, dk, dv the gradient
+// oracle's (b1_dense_masked_grad per sequence), all packed.
+nlohmann::json write_varlen_case(const std::filesystem::path& dir, uint64_t& stream) {
+  const char* name = "varlen_window_causal";
+  const char* flags = "--pattern window --window 3 --causal";
+  const std::vector<int64_t> cu_q = {0, 5, 5, 12}, cu_k = {0, 9, 9, 18};
+  const int64_t hq = 4, hkv = 2, d = 4, tq = cu_q.back(), tk = cu_k.back();
+  VarlenInputs in;
+  in.q = uniform({tq, hq, d}, ++stream);
+  in.k = uniform({tk, hkv, d}, ++stream);
+  in.v = uniform({tk, hkv, d}, ++stream);
+  const Tensor<double> dout = uniform({tq, hq, d}, ++stream);
+  in.varlen = {cu_q, cu_k};
+  in.spec = to_spec(parse_flags(flags, dir));
+  const Output o = attend_varlen(find_kernel("a1_dense_masked"), in);
+  const GradOutput g = attend_varlen_grad(find_grad_kernel("b1_dense_masked_grad"), in, dout);
+  nlohmann::json files;
+  auto put = [&](const char* what, const auto& x) {
+    const std::string file = std::string(name) + "." + what + ".npy";
+    write_npy((dir / file).string(), x);
+    files[what] = file;
+  };
+  put("q", in.q), put("k", in.k), put("v", in.v), put("dout", dout);
+  put("o", o.o), put("lse", o.lse), put("dq", g.dq), put("dk", g.dk), put("dv", g.dv);
+  put("cu_seqlens_q", int32_list({4}, cu_q)), put("cu_seqlens_k", int32_list({4}, cu_k));
+  return {
+      {"name", name},
+      {"covers", "packed batch (cu_seqlens): 3 sequences, the middle one empty, seq_len_q 5 < "
+                 "seq_len_k 9 then 7 < 9; g = 2; a causal window per sequence, bottom-right "
+                 "against its own keys; gradients packed like their inputs (contract §2.10, §7.8)"},
+      {"layout", "varlen"},
+      {"shape", {{"num_sequences", 3}, {"total_q", tq}, {"total_k", tk}, {"num_heads", hq},
+                 {"num_kv_heads", hkv}, {"head_dim", d}, {"head_dim_v", d}}},
+      {"pattern_flags", flags},
+      {"layout_flags", "--cu-seqlens-q " + files["cu_seqlens_q"].get<std::string>() +
+                           " --cu-seqlens-k " + files["cu_seqlens_k"].get<std::string>()},
+      {"score_flags", ""},
+      {"pattern", describe(in.spec)},
+      {"scale", 1.0 / std::sqrt(static_cast<double>(d))},
+      {"files", files},
+      {"fully_masked_rows", count_fully_masked(o.lse)},
+  };
+}
+
+// Decoding against a cache (contract §2.11) and the same keys in shuffled pages (§2.12):
+// 3 elements filled to 7, 0 (every row without keys: o = 0, lse = -inf) and 12 = the
+// capacity; the slots past each length hold values a correct reader never reads. Forward
+// only (contract §2.11): o and lse, no gradients. The paged case's o and lse are the
+// contiguous case's, byte for byte.
+std::vector<nlohmann::json> write_cache_cases(const std::filesystem::path& dir, uint64_t& stream) {
+  const char* flags = "--pattern window --window 5 --causal";
+  const int64_t batch = 3, hq = 4, hkv = 2, lq = 2, capacity = 12, d = 4, page = 4;
+  const std::vector<int64_t> lens = {7, 0, capacity};
+  const Tensor<double> q = uniform({batch, hq, lq, d}, ++stream);
+  const Tensor<double> k = uniform({batch, hkv, capacity, d}, ++stream);
+  const Tensor<double> v = uniform({batch, hkv, capacity, d}, ++stream);
+  // Pages: element 0's two in pages 5, 2; element 2's three in 7, 0, 3; pages 1, 4, 6 hold
+  // no element's keys (noise); -1 past each length.
+  const std::vector<int64_t> table = {5, 2, -1, -1, -1, -1, 7, 0, 3};
+  const int64_t num_pages = 8, max_pages = capacity / page;
+  Tensor<double> pool_k = uniform({num_pages, hkv, page, d}, ++stream);
+  Tensor<double> pool_v = uniform({num_pages, hkv, page, d}, ++stream);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t m = 0; m < max_pages; ++m) {
+      const int64_t pg = table[static_cast<size_t>(b * max_pages + m)];
+      if (pg < 0) continue;
+      for (int64_t h = 0; h < hkv; ++h)
+        for (int64_t t = 0; t < page; ++t)
+          for (int64_t e = 0; e < d; ++e) {
+            const size_t from = static_cast<size_t>(((b * hkv + h) * capacity + m * page + t) * d + e);
+            const size_t to = static_cast<size_t>(((pg * hkv + h) * page + t) * d + e);
+            pool_k.data[to] = k.data[from];
+            pool_v.data[to] = v.data[from];
+          }
+    }
+  const PatternSpec spec = to_spec(parse_flags(flags, dir));
+  std::vector<nlohmann::json> out;
+  for (const bool paged : {false, true}) {
+    const char* name = paged ? "decode_paged_shuffled" : "decode_cache_window";
+    CacheInputs in;
+    in.q = q;
+    in.k = paged ? pool_k : k;
+    in.v = paged ? pool_v : v;
+    in.cache.cache_seqlens = lens;
+    if (paged) {
+      in.cache.block_table = table;
+      in.cache.max_pages = max_pages;
+    }
+    in.spec = spec;
+    const Output o = attend_cache(find_kernel("a1_dense_masked"), in);
+    nlohmann::json files;
+    auto put = [&](const char* what, const auto& x) {
+      const std::string file = std::string(name) + "." + what + ".npy";
+      write_npy((dir / file).string(), x);
+      files[what] = file;
+    };
+    put("q", in.q), put("k", in.k), put("v", in.v), put("o", o.o), put("lse", o.lse);
+    put("cache_seqlens", int32_list({batch}, lens));
+    std::string layout_flags = "--cache-seqlens " + files["cache_seqlens"].get<std::string>();
+    nlohmann::json shape = {{"batch", batch}, {"num_heads", hq}, {"num_kv_heads", hkv},
+                            {"seq_len_q", lq}, {"capacity", capacity}, {"head_dim", d},
+                            {"head_dim_v", d}};
+    if (paged) {
+      put("block_table", int32_list({batch, max_pages}, table));
+      layout_flags += " --block-table " + files["block_table"].get<std::string>();
+      shape["num_pages"] = num_pages, shape["page_size"] = page, shape["max_pages"] = max_pages;
+    }
+    out.push_back({
+        {"name", name},
+        {"covers", paged ? "paged KV (block_table): decode_cache_window's keys in shuffled pages "
+                           "of 4 slots, pages 1, 4, 6 unused, -1 past each length; the same o "
+                           "and lse (contract §2.12)"
+                         : "decoding against a KV cache (cache_seqlens 7, 0 and 12 = the "
+                           "capacity): 2 queries at positions n - 2, n - 1; element 1 has no "
+                           "key (o = 0, lse = -inf); slots past n never read (contract §2.11)"},
+        {"layout", paged ? "paged_kv" : "kv_cache"},
+        {"shape", shape},
+        {"pattern_flags", flags},
+        {"layout_flags", layout_flags},
+        {"score_flags", ""},
+        {"pattern", describe(spec)},
+        {"scale", 1.0 / std::sqrt(static_cast<double>(d))},
+        {"files", files},
+        {"fully_masked_rows", count_fully_masked(o.lse)},
+    });
+  }
+  return out;
+}
+
 void run_golden(const std::string& out) {
   namespace fs = std::filesystem;
   require(!out.empty(), "--out", out, "must name a directory");
@@ -234,6 +391,10 @@ void run_golden(const std::string& out) {
          }()},
     });
   }
+  uint64_t layout_stream = kLayoutStreams;
+  nlohmann::json layout_list = nlohmann::json::array();
+  layout_list.push_back(write_varlen_case(dir, layout_stream));
+  for (nlohmann::json& c : write_cache_cases(dir, layout_stream)) layout_list.push_back(std::move(c));
   auto tol = [](CandidateDtype d) {
     const Tolerance t = tolerance_for(d);
     return nlohmann::json{{"atol", t.atol}, {"rtol", t.rtol}};
@@ -257,6 +418,18 @@ void run_golden(const std::string& out) {
       {"pattern_files", {"segment_ids.npy", "explicit_mask.npy", "key_padding.npy"}},
       {"score_files", {"alibi_slopes.npy", "sinks.npy", "sinks8.npy"}},
       {"cases", list},
+      {"layout_conventions",
+       "layout_cases (contract §2.10-§2.12), each run as `sparseattn check` with its "
+       "layout_flags: varlen: q, o, dout, dq [total_q, num_heads, d], k, v, dk, dv [total_k, "
+       "num_kv_heads, d], lse [num_heads, total_q]; sequence b is q rows cu_seqlens_q[b] .. "
+       "cu_seqlens_q[b+1] - 1 against k rows cu_seqlens_k[b] .. cu_seqlens_k[b+1] - 1, bottom-"
+       "right aligned within it. kv_cache: q, o [batch, num_heads, seq_len_q, d], k, v [batch, "
+       "num_kv_heads, capacity, d] of which element b's keys are slots 0 .. cache_seqlens[b] - "
+       "1 (the others never read), lse [batch, num_heads, seq_len_q]. paged_kv: k, v [num_pages, "
+       "num_kv_heads, page_size, d]; key t of element b is slot t % page_size of page "
+       "block_table[b][t // page_size]. Forward only for kv_cache and paged_kv; the index "
+       "arrays int32"},
+      {"layout_cases", layout_list},
   };
   write_text_atomic((dir / "manifest.json").string(), manifest.dump(2) + "\n");
 }

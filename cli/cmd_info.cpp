@@ -20,7 +20,7 @@
 // Under a layout the counts are summed over the sequences, each one's pattern built for its
 // own lengths, with a line per sequence (api/layout_info.h); a packed batch also gives the
 // pairs an explicit block-diagonal mask of the same batch would span. --block-table is
-// refused: paging moves keys, never changes a count (give --cache-seqlens alone).
+// refused (by layout_info, for Python too): paging moves keys, never changes a count.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -75,9 +75,6 @@ void run_info_layout(const InfoArgs& a) {
   require(a.preset.empty(), "--preset", a.preset,
           "must not be given with a sequence layout (a preset fixes its own lengths)");
   require(!a.layer_flag->count(), "--layer", a.layer, "selects a layer of a --preset; give --preset");
-  require(a.layout.block_table.empty(), "--block-table", a.layout.block_table,
-          "must not be given to info: paging moves keys but changes no count; give "
-          "--cache-seqlens alone (contract §2.12)");
   require(!a.sizes.seq_len_k_flag->count(), "--seq-len-k", a.sizes.seq_len_k,
           "must not be given with a sequence layout: the layout gives each sequence's keys");
   const SeqLayout layout = read_layout(a.layout);

@@ -9,7 +9,7 @@ keywords that mean nothing under a layout keep their defaults, and converts the 
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -30,12 +30,6 @@ def index_array(x: Any, name: str) -> Optional[np.ndarray]:
     return None if x is None else _arrays.to_numpy(x, name)
 
 
-#: Keywords refused under a layout for another reason than "the layout says which keys exist".
-NOT_YET = {name: "is not judged under a sequence layout yet: check the gradients of a packed "
-                 "batch sequence by sequence (contract §7.8)"
-           for name in ("dout", "dq", "dk", "dv", "dsinks")}
-
-
 def refuse_defaults(given: Dict[str, Tuple[Any, Any]], with_name: str) -> None:
     """Raises ValueError naming the first keyword whose value is not its default: under a
     layout it has no meaning (contract §2.10–§2.11). An array is shown as ``given``."""
@@ -43,8 +37,8 @@ def refuse_defaults(given: Dict[str, Tuple[Any, Any]], with_name: str) -> None:
         if not (value is default or (value is not None and default is not None
                                      and isinstance(value, str) and value == default)):
             shown = value if isinstance(value, (str, int, float)) else "given"
-            why = NOT_YET.get(name, f"must keep its default with {with_name} (the layout "
-                                    "says which keys exist; contract §2.10-§2.12)")
+            why = (f"must keep its default with {with_name} (the layout says which keys "
+                   "exist; contract §2.10-§2.12)")
             raise _arrays.invalid(name, shown, why)
 
 
@@ -70,11 +64,15 @@ def check(qa: np.ndarray, ka: np.ndarray, va: np.ndarray, spec: Any, o: np.ndarr
           o_dtype: str, lse: Optional[np.ndarray], lse_dtype: str, atol: Optional[float],
           rtol: Optional[float], scale: Optional[float], layout: str, lse_base: str,
           probes: str, probe_budget: float, mods: Tuple[Any, Any, Any],
-          layouts: Dict[str, Any]) -> Any:
-    """``_C.check_layout``: the CheckResult of every sequence against its own oracle."""
+          layouts: Dict[str, Any], dout: Optional[np.ndarray] = None,
+          grads: Optional[List[Optional[np.ndarray]]] = None,
+          grad_dtypes: Optional[List[str]] = None) -> Any:
+    """``_C.check_layout``: the CheckResult of every sequence against its own oracle; with
+    ``dout``, also of the gradient candidates ``grads`` (dq, dk, dv, dsinks; contract §7.8)."""
     arrays = [index_array(layouts[n], n) for n in LAYOUT_KEYWORDS]
     return _C.check_layout(qa, ka, va, spec, o, o_dtype, lse, lse_dtype, atol, rtol, scale,
-                           *arrays, layout, str(lse_base), probes, probe_budget, *mods)
+                           *arrays, layout, str(lse_base), probes, probe_budget, *mods, dout,
+                           grads or [None] * 4, grad_dtypes or ["float64"] * 4)
 
 
 def time_impl(qa: np.ndarray, ka: np.ndarray, va: np.ndarray, spec: Any, impl: str,

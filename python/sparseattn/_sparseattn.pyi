@@ -78,6 +78,11 @@ def time_layout(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, impl: s
                 sinks: Optional[np.ndarray]) -> Tuple[List[float], np.ndarray, np.ndarray]: ...
 def varlen_mask(spec: Spec, num_heads: int, cu_seqlens_q: Optional[np.ndarray],
                 cu_seqlens_k: Optional[np.ndarray]) -> np.ndarray: ...
+# `info --json` under a layout (api/layout_info.h); seq_len_q 0 for a packed batch.
+def layout_info(spec: Spec, num_heads: int, head_dim: int, seq_len_q: int,
+                cu_seqlens_q: Optional[np.ndarray], cu_seqlens_k: Optional[np.ndarray],
+                cache_seqlens: Optional[np.ndarray],
+                block_table: Optional[np.ndarray]) -> Dict[str, Any]: ...
 def check_layout(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.ndarray,
                  o_dtype: str, lse: Optional[np.ndarray], lse_dtype: str,
                  atol: Optional[float], rtol: Optional[float], scale: Optional[float],
@@ -85,7 +90,9 @@ def check_layout(q: np.ndarray, k: np.ndarray, v: np.ndarray, spec: Spec, o: np.
                  cache_seqlens: Optional[np.ndarray], block_table: Optional[np.ndarray],
                  layout: str, lse_base: str, probes: str, probe_budget: float,
                  softcap: Optional[float], alibi_slopes: Optional[np.ndarray],
-                 sinks: Optional[np.ndarray]) -> CheckResult: ...
+                 sinks: Optional[np.ndarray], dout: Optional[np.ndarray],
+                 gradients: Sequence[Optional[np.ndarray]],
+                 gradient_dtypes: Sequence[str]) -> CheckResult: ...
 
 # check's report (api/check_result.h; python/src/report_bindings.cpp), read-only. json()
 # and text() are the one renderer's (api/check_render.h): the CLI's JSON and --format text.

@@ -591,6 +591,16 @@ def _given(x: Any) -> str:
     return "array" if shape is None else f"array of shape {tuple(shape)}"
 
 
+def _require_dout(dout: Any, given: Dict[str, Any]) -> None:
+    """Gradient candidates: each needs dout; dout needs at least one (as the CLI's flags)."""
+    for name, x in given.items():
+        if x is not None and dout is None:
+            raise _arrays.invalid(name, _given(x), "needs dout (the gradient of o)")
+    if dout is not None and all(x is None for x in given.values()):
+        raise _arrays.invalid("dout", _given(dout),
+                              "asks for gradient checks: give at least one of dq, dk, dv")
+
+
 def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any = None,
           atol: Optional[float] = None, rtol: Optional[float] = None,
           scale: Optional[float] = None, key_padding_mask: Any = None, dout: Any = None,
@@ -690,9 +700,13 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
     cu_seqlens_q, cu_seqlens_k, cache_seqlens, block_table : array of int, optional
         The sequence layouts of :func:`attend` (docs/contract.md §2.10–§2.12): o (and lse)
         in the shapes attend returns under them; each sequence is judged against its own
-        oracle and the report's batch index is the sequence's. Gradients, the reference-
-        error rule and the conventions other than ``layout`` and ``lse_base`` are refused
-        with them.
+        oracle and the report's batch index is the sequence's. With ``cu_seqlens_q``,
+        ``dout`` [total_q, num_heads, head_dim_v] and ``dq``, ``dk``, ``dv`` packed like q,
+        k, v (and ``dsinks``) are judged sequence by sequence against
+        ``b1_dense_masked_grad`` (contract §7.8), a failure located by sequence; with a
+        cache they are refused (decoding is forward only). The global projections'
+        gradients, the reference-error rule and the conventions other than ``layout`` and
+        ``lse_base`` are refused with them.
 
     Returns
     -------
@@ -721,8 +735,9 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
                "cache_seqlens": cache_seqlens, "block_table": block_table}
     if _layouts.requested(layouts):  # contract §2.10-§2.12: each sequence, its own oracle
         _layouts.refuse_defaults(
-            {"key_padding_mask": (key_padding_mask, None), "dout": (dout, None),
-             "dq": (dq, None), "dk": (dk, None), "dv": (dv, None), "dsinks": (dsinks, None),
+            {"key_padding_mask": (key_padding_mask, None),
+             "dq_global": (dq_global, None), "dk_global": (dk_global, None),
+             "dv_global": (dv_global, None),
              "padded_queries": (padded_queries, "zero"),
              "key_padding_polarity": (key_padding_polarity, "keep"),
              "causal_align": (causal_align, "bottom-right"),
@@ -739,10 +754,17 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
         la, lse_dtype = (None, "float64") if lse is None else _candidate(lse, "lse")
         a = None if atol is None else _arrays.real("atol", atol, 0.0)
         r = None if rtol is None else _arrays.real("rtol", rtol, 0.0)
+        # Gradients of a packed batch (contract §7.8): packed like their inputs.
+        layout_grads = {"dq": dq, "dk": dk, "dv": dv, "dsinks": dsinks}
+        _require_dout(dout, layout_grads)
+        candidates = [(None, "float64") if x is None else _candidate(x, name)
+                      for name, x in layout_grads.items()]
+        da = None if dout is None else _arrays.float_array(dout, "dout")
         return CheckReport._from(_layouts.check(
             qa, ka, va, p._spec, oa, o_dtype, la, lse_dtype, a, r, _scale(scale), layout,
             lse_base, probes, _arrays.real("probe_budget", probe_budget, 0.0),
-            _score_mods(softcap, alibi_slopes, sinks), layouts))
+            _score_mods(softcap, alibi_slopes, sinks), layouts, da,
+            [c[0] for c in candidates], [c[1] for c in candidates]))
     if layout == "bshd":  # [..., seq_len, num_heads, d] -> [..., num_heads, seq_len, d]
         qa, ka, va, oa = (np.ascontiguousarray(np.swapaxes(x, -3, -2)) if x.ndim >= 3 else x
                           for x in (qa, ka, va, oa))
@@ -763,12 +785,7 @@ def check(q: Any, k: Any, v: Any, pattern: Optional[Pattern], o: Any, lse: Any =
     # Gradient candidates: each needs dout; dout needs at least one (as the CLI's flags).
     given = {"dq": dq, "dk": dk, "dv": dv, "dq_global": dq_global, "dk_global": dk_global,
              "dv_global": dv_global, "dsinks": dsinks}
-    for name, x in given.items():
-        if x is not None and dout is None:
-            raise _arrays.invalid(name, _given(x), "needs dout (the gradient of o)")
-    if dout is not None and all(x is None for x in given.values()):
-        raise _arrays.invalid("dout", _given(dout),
-                              "asks for gradient checks: give at least one of dq, dk, dv")
+    _require_dout(dout, given)
     da = None if dout is None else _arrays.float_array(dout, "dout")
     if da is not None and layout == "bshd":
         da = np.ascontiguousarray(np.swapaxes(da, -3, -2)) if da.ndim >= 3 else da

@@ -580,9 +580,11 @@ class Pattern:
         single: np.ndarray = out[0, 0] if h == 1 else out[0]
         return single
 
-    def info(self, seq_len_q: int, seq_len_k: Optional[int] = None,
+    def info(self, seq_len_q: Optional[int] = None, seq_len_k: Optional[int] = None,
              num_heads: Optional[int] = None, head_dim: int = 64,
-             key_padding_mask: Any = None) -> Dict[str, Any]:
+             key_padding_mask: Any = None, *, cu_seqlens_q: Any = None,
+             cu_seqlens_k: Any = None, cache_seqlens: Any = None,
+             block_table: Any = None) -> Dict[str, Any]:
         """What the pattern costs, before running anything: ``sparseattn info --json``.
 
         Parameters
@@ -594,6 +596,17 @@ class Pattern:
         key_padding_mask : array of bool, shape [batch, seq_len_k], optional
             True = real token: the counts then leave padded keys and padded query rows
             out, as ``sparseattn info --key-padding-mask``.
+        cu_seqlens_q, cu_seqlens_k : array of int, [B + 1], optional
+            A packed batch (``info --cu-seqlens-q --cu-seqlens-k``, contract §2.10): the
+            counts of each sequence's own pattern, summed; leave ``seq_len_q`` and
+            ``seq_len_k`` out (the lists give the lengths).
+        cache_seqlens : array of int, [B], optional
+            A KV cache filled to ``cache_seqlens[b]`` keys per element (``info
+            --cache-seqlens S.npy --seq-len L_q``, contract §2.11): ``seq_len_q`` queries per
+            element against its filled slots; leave ``seq_len_k`` out.
+        block_table : array of int, [B, max_pages], optional
+            Refused, as ``info --block-table`` is: paging moves keys but changes no count
+            (contract §2.12); give ``cache_seqlens`` alone.
 
         Returns
         -------
@@ -603,13 +616,59 @@ class Pattern:
             ``density``, ``keys_per_row`` {min, mean, max}, ``empty_rows``, ``tiles``
             {listed, full, partial}, ``random_draws``, ``random_shortfall``, ``flops``
             (4 · nnz · head_dim per batch element, the FlashAttention paper's count),
-            ``dense_flops``, ``flops_fraction``.
+            ``dense_flops``, ``flops_fraction``. Under a layout (api/layout_info.h):
+            ``layout`` ("varlen" or "kv_cache"), ``pattern``, ``num_heads``, ``head_dim``,
+            ``num_sequences``, ``total_q``, ``total_k``, ``nnz``, ``empty_rows``,
+            ``flops``, ``dense_flops``, ``flops_fraction``, for a packed batch
+            ``mask_pairs`` and ``mask_flops_fraction``, and ``sequences`` (one dict per
+            sequence or element: ``seq_len_q``, ``seq_len_k``, ``nnz``, ``empty_rows``,
+            ``flops``, ``density``).
+
+        Raises
+        ------
+        ValueError
+            Sizes < 1, parameters that do not fit the sizes; under a layout, the keywords
+            it leaves out given, a bad list (naming ``cu_seqlens_q[b]``,
+            ``cache_seqlens[b]``), ``block_table`` given.
         """
+        layouts = (cu_seqlens_q, cu_seqlens_k, cache_seqlens, block_table)
+        if any(x is not None for x in layouts):  # contract §2.10-§2.12: api/layout_info.h
+            return self._layout_info(seq_len_q, seq_len_k, num_heads, head_dim,
+                                     key_padding_mask, layouts)
+        if seq_len_q is None:
+            raise _arrays.invalid("seq_len_q", "missing", "must be an integer >= 1 (or give "
+                                  "cu_seqlens_q/cu_seqlens_k or cache_seqlens)")
         n, m = self._sizes(seq_len_q, seq_len_k)
         kpm = None if key_padding_mask is None else _arrays.mask_array(key_padding_mask,
                                                                         "key_padding_mask")
         return _C.info(self._spec, self._heads(num_heads), n, m,
                        _arrays.integer("head_dim", head_dim, 1), kpm)
+
+    def _layout_info(self, seq_len_q: Any, seq_len_k: Any, num_heads: Any, head_dim: Any,
+                     key_padding_mask: Any, layouts: Tuple[Any, ...]) -> Dict[str, Any]:
+        """:meth:`info` under a layout, refusing what the CLI's ``info`` refuses there."""
+        packed = layouts[0] is not None or layouts[1] is not None
+        if seq_len_k is not None:
+            raise _arrays.invalid("seq_len_k", seq_len_k, "must be left out with a sequence "
+                                  "layout: the layout gives each sequence's keys")
+        if key_padding_mask is not None:
+            raise _arrays.invalid("key_padding_mask", "given", "must not be given with a "
+                                  "sequence layout: it has no padding (contract §2.10-§2.11)")
+        if packed and seq_len_q is not None:
+            raise _arrays.invalid("seq_len_q", seq_len_q, "must be left out with cu_seqlens_q/"
+                                  "cu_seqlens_k: the lists give each sequence's lengths")
+        n = 0
+        if not packed and layouts[2] is not None:
+            if seq_len_q is None:
+                raise _arrays.invalid("seq_len_q", "missing", "must be one length L_q >= 1 (the "
+                                      "queries of each element) with cache_seqlens")
+            n = _arrays.integer("seq_len_q", seq_len_q, 1)
+        arrays = [None if x is None else _arrays.to_numpy(x, name) for x, name in
+                  zip(layouts, ("cu_seqlens_q", "cu_seqlens_k", "cache_seqlens", "block_table"))]
+        info: Dict[str, Any] = _C.layout_info(self._spec, self._heads(num_heads),
+                                              _arrays.integer("head_dim", head_dim, 1), n,
+                                              *arrays)
+        return info
 
     def random_table(self, seq_len: int, num_heads: Optional[int] = None) -> np.ndarray:
         """The random draws this pattern makes from its seed (contract §3).

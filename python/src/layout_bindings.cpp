@@ -1,15 +1,19 @@
-// _sparseattn.attend_layout / check_layout (python/src/layout_bindings.h).
+// _sparseattn.attend_layout / check_layout / layout_info (python/src/layout_bindings.h).
 #include "python/src/layout_bindings.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api/layout_check.h"
 #include "api/layout_flags.h"
+#include "api/layout_info.h"
+#include "api/inputs.h"
 #include "api/results.h"
 #include "core/error.h"
 #include "core/field.h"
@@ -45,16 +49,13 @@ py::array either(Tensor<double>& x64, Tensor<float>& x32) {
   return x64.numel() > 0 || x32.numel() == 0 ? to_numpy(std::move(x64)) : to_numpy(std::move(x32));
 }
 
-// The call as `attend`/`check` describe it; the layout keywords checked as read_layout checks
-// the flags.
-api::LayoutCall layout_call(const py::array& q, const py::array& k, const py::array& v,
-                            const PatternSpec& spec, std::optional<double> scale,
-                            std::optional<py::array> cu_q, std::optional<py::array> cu_k,
-                            std::optional<py::array> cache_seqlens,
-                            std::optional<py::array> block_table, const std::string& layout,
-                            const std::string& lse_base, std::optional<double> softcap,
-                            std::optional<py::array> alibi, std::optional<py::array> sinks) {
-  api::LayoutCall call;
+// The layout the keywords describe, checked as read_layout checks the flags: both cu_seqlens
+// lists or neither, block_table only with cache_seqlens, a packed batch without a cache.
+// Every function of this file that takes the layout keywords reads them here.
+api::SeqLayout seq_layout(const std::optional<py::array>& cu_q, const std::optional<py::array>& cu_k,
+                          const std::optional<py::array>& cache_seqlens,
+                          const std::optional<py::array>& block_table) {
+  api::SeqLayout out;
   require_field(cu_q.has_value() == cu_k.has_value(), cu_q ? Field::cu_seqlens_k : Field::cu_seqlens_q,
                 "", "missing", "must be given with the other cu_seqlens list (both, or neither; "
                                "contract §2.10)");
@@ -66,8 +67,8 @@ api::LayoutCall layout_call(const py::array& q, const py::array& k, const py::ar
     Varlen vl;
     vl.cu_seqlens_q = index_list(*cu_q, Field::cu_seqlens_q, "[B + 1]");
     vl.cu_seqlens_k = index_list(*cu_k, Field::cu_seqlens_k, "[B + 1]");
-    call.layout.varlen = std::move(vl);
-  } else {
+    out.varlen = std::move(vl);
+  } else if (cache_seqlens) {
     KvCache c;
     c.cache_seqlens = index_list(*cache_seqlens, Field::cache_seqlens, "[B]");
     if (block_table) {
@@ -77,8 +78,21 @@ api::LayoutCall layout_call(const py::array& q, const py::array& k, const py::ar
       c.block_table = t.data;
       c.max_pages = t.dim(1);
     }
-    call.layout.cache = std::move(c);
+    out.cache = std::move(c);
   }
+  return out;
+}
+
+// The call as `attend`/`check` describe it; the layout keywords read by seq_layout.
+api::LayoutCall layout_call(const py::array& q, const py::array& k, const py::array& v,
+                            const PatternSpec& spec, std::optional<double> scale,
+                            std::optional<py::array> cu_q, std::optional<py::array> cu_k,
+                            std::optional<py::array> cache_seqlens,
+                            std::optional<py::array> block_table, const std::string& layout,
+                            const std::string& lse_base, std::optional<double> softcap,
+                            std::optional<py::array> alibi, std::optional<py::array> sinks) {
+  api::LayoutCall call;
+  call.layout = seq_layout(cu_q, cu_k, cache_seqlens, block_table);
   api::ConventionFlags cf;
   cf.layout = layout;
   cf.lse_base = lse_base;
@@ -133,6 +147,8 @@ Tolerance tolerance_of(const std::string& dtype, std::optional<double> atol, std
   return t;
 }
 
+// check(..., cu_seqlens_q=...): o (and lse) and, with dout, the gradient candidates (dq, dk,
+// dv, dsinks: packed like q, k, v; contract §7.8) judged sequence by sequence.
 api::CheckResult check_layout(const py::array& q, const py::array& k, const py::array& v,
                               const PatternSpec& spec, const py::array& o, const std::string& o_dtype,
                               std::optional<py::array> lse, const std::string& lse_dtype,
@@ -142,7 +158,12 @@ api::CheckResult check_layout(const py::array& q, const py::array& k, const py::
                               std::optional<py::array> block_table, const std::string& layout,
                               const std::string& lse_base, const std::string& probes,
                               double probe_budget, std::optional<double> softcap,
-                              std::optional<py::array> alibi, std::optional<py::array> sinks) {
+                              std::optional<py::array> alibi, std::optional<py::array> sinks,
+                              std::optional<py::array> dout,
+                              const std::vector<std::optional<py::array>>& grad_arrs,
+                              const std::vector<std::string>& grad_dtypes) {
+  require(grad_arrs.size() == 4 && grad_dtypes.size() == 4, "gradients", grad_arrs.size(),
+          "must be (dq, dk, dv, dsinks)");
   const api::LayoutCall call = layout_call(q, k, v, spec, scale, cu_q, cu_k, cache_seqlens,
                                            block_table, layout, lse_base, softcap, alibi, sinks);
   const api::ProbeOptions options = api::parse_probe_options(probes, probe_budget, "probes", "probe_budget");
@@ -155,9 +176,32 @@ api::CheckResult check_layout(const py::array& q, const py::array& k, const py::
     api::require_candidate_shape(lt->shape, api::layout_lse_shape(call), "lse");
     lt->shape = api::layout_lse_shape(call);
   }
+  // Gradients (contract §7.8): shapes as the CLI checks them, naming the keywords.
+  Tensor<double> dt, gt[4];
+  api::LayoutGradients grads;
+  if (dout) {
+    const api::LayoutGradShapes want = api::layout_grad_shapes(call);  // refuses a cache
+    require(!grad_arrs[3] || call.mods.has_sinks(), "dsinks", "array",
+            "needs sinks (the logits it is the gradient of)");
+    dt = to_tensor(float_view(*dout, "dout"));
+    api::require_candidate_shape(dt.shape, want.dout, "dout");
+    dt.shape = want.dout;
+    api::require_finite(dt, "dout");
+    grads.dout = &dt;
+    const char* names[4] = {"dq", "dk", "dv", "dsinks"};
+    const Shape* shapes[4] = {&want.dq, &want.dk, &want.dv, &want.dsinks};
+    api::GradientCandidate* slots[4] = {&grads.dq, &grads.dk, &grads.dv, &grads.dsinks};
+    for (int t = 0; t < 4; ++t) {
+      if (!grad_arrs[static_cast<size_t>(t)]) continue;
+      gt[t] = to_tensor(float_view(*grad_arrs[static_cast<size_t>(t)], names[t]));
+      api::require_candidate_shape(gt[t].shape, *shapes[t], names[t]);
+      gt[t].shape = *shapes[t];
+      *slots[t] = {&gt[t], tolerance_of(grad_dtypes[static_cast<size_t>(t)], atol, rtol)};
+    }
+  }
   py::gil_scoped_release nogil;
   return api::check_layout(call, ot, tolerance_of(o_dtype, atol, rtol), lt ? &*lt : nullptr,
-                           tolerance_of(lse_dtype, atol, rtol), options);
+                           tolerance_of(lse_dtype, atol, rtol), options, dout ? &grads : nullptr);
 }
 
 // Pattern.mask(cu_seqlens_q=..., cu_seqlens_k=...): [H, total_q, total_k] uint8.
@@ -172,6 +216,23 @@ py::array varlen_mask(const PatternSpec& spec, int64_t num_heads, std::optional<
   vl.cu_seqlens_k = index_list(*cu_k, Field::cu_seqlens_k, "[B + 1]");
   Tensor<uint8_t> m = api::varlen_allowed_mask(spec, num_heads, vl);
   return to_numpy(std::move(m));
+}
+
+// Pattern.info(cu_seqlens_q=..., cu_seqlens_k=...) / Pattern.info(seq_len_q, cache_seqlens=...):
+// `info --json` under a layout (api/layout_info.h), the same request the CLI's flags make.
+// seq_len_q: the queries of each cache element (0 for a packed batch, whose lists give them).
+py::object layout_info(const PatternSpec& spec, int64_t num_heads, int64_t head_dim,
+                       int64_t seq_len_q, std::optional<py::array> cu_q,
+                       std::optional<py::array> cu_k, std::optional<py::array> cache_seqlens,
+                       std::optional<py::array> block_table) {
+  const api::SeqLayout layout = seq_layout(cu_q, cu_k, cache_seqlens, block_table);
+  nlohmann::json j;
+  {
+    py::gil_scoped_release nogil;
+    j = api::layout_info_json(api::layout_info(spec, num_heads, head_dim, layout, seq_len_q));
+  }
+  // The CLI prints this JSON; parsing the same text gives Python the same numbers.
+  return py::module_::import("json").attr("loads")(j.dump());
 }
 
 // time_impl(..., cu_seqlens_q=...): the walk (or the in-place kernel) timed as a user runs
@@ -216,6 +277,7 @@ void register_layout_bindings(py::module_& m) {
   m.def("varlen_mask", &varlen_mask);
   m.def("attend_layout", &attend_layout);
   m.def("check_layout", &check_layout);
+  m.def("layout_info", &layout_info);
 }
 
 }  // namespace sparseattn::python

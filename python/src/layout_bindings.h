@@ -1,7 +1,7 @@
-// _sparseattn.attend_layout and _sparseattn.check_layout (python/src/layout_bindings.cpp):
+// _sparseattn.attend_layout, check_layout and layout_info (python/src/layout_bindings.cpp):
 // packed variable-length batches, a KV cache filled to cache_seqlens and paged KV (contract
-// §2.10–§2.12) through api/layout_check.h, the functions `sparseattn attend` and `sparseattn
-// check` call under --cu-seqlens-q, --cache-seqlens and --block-table.
+// §2.10–§2.12) through api/layout_check.h and api/layout_info.h, the functions `sparseattn
+// attend`, `check` and `info` call under --cu-seqlens-q, --cache-seqlens and --block-table.
 #pragma once
 
 #include <pybind11/pybind11.h>

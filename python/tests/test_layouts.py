@@ -175,3 +175,126 @@ def test_time_impl_times_the_walk_after_checking_it(packed):
     o, _ = sa.attend(q, k, v, pat, impl="cpu_k02_window_band", cu_seqlens_q=cu_q,
                      cu_seqlens_k=cu_k)
     np.testing.assert_array_equal(t.o, o)
+
+
+# ---- info under a layout: the CLI's `info --json`, from Python (api/layout_info.h) -----------
+def test_info_under_a_layout_is_the_clis(cli, tmp_path):
+    """Pattern.info(cu_seqlens_q=...) and Pattern.info(L_q, cache_seqlens=...) return the dict
+    `sparseattn info --json` prints for the same lists; the hand count pins the numbers."""
+    import json
+    cu_q, cu_k = np.array([0, 5, 5, 13], np.int32), np.array([0, 7, 9, 17], np.int64)
+    lens = np.array([5, 0, 1], np.int32)
+    for name, x in (("cu_q", cu_q), ("cu_k", cu_k), ("lens", lens)):
+        np.save(tmp_path / f"{name}.npy", x)
+    pat = sa.Pattern.window(window=2, causal=True)
+    got = pat.info(cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, num_heads=2, head_dim=8)
+    want = json.loads(cli(["info", "--cu-seqlens-q", tmp_path / "cu_q.npy", "--cu-seqlens-k",
+                           tmp_path / "cu_k.npy", "--pattern", "window", "--window", "2",
+                           "--causal", "--num-heads", "2", "--head-dim", "8", "--json"]).stdout)
+    assert got == want
+    # By hand: sequence 0 (5 queries at 2..6 of 7 keys) 3 keys each; sequence 1 no rows;
+    # sequence 2 (8 against 8) 1 + 2 + 6 * 3; two heads.
+    assert got["layout"] == "varlen" and got["nnz"] == 2 * (15 + 0 + 21)
+    assert [s["nnz"] for s in got["sequences"]] == [30, 0, 42]
+
+    dense = sa.Pattern.dense(causal=True)
+    got = dense.info(2, cache_seqlens=lens, num_heads=2, head_dim=4)
+    want = json.loads(cli(["info", "--cache-seqlens", tmp_path / "lens.npy", "--seq-len", "2",
+                           "--pattern", "dense", "--causal", "--num-heads", "2",
+                           "--head-dim", "4", "--json"]).stdout)
+    assert got == want
+    # Element 0: 4 + 5 keys; element 1 (no key): 2 empty rows; element 2 (1 key): query 0
+    # at position -1 sees nothing, query 1 one key.
+    assert got["layout"] == "kv_cache" and got["nnz"] == 2 * (9 + 0 + 1)
+    assert got["empty_rows"] == 2 * (0 + 2 + 1) and "mask_pairs" not in got
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    ({"cu_seqlens_q": np.array([0, 3])}, "cu_seqlens_k"),
+    ({"cu_seqlens_q": np.array([0, 3]), "cu_seqlens_k": np.array([0, 4]), "seq_len_q": 3},
+     "seq_len_q = 3"),
+    ({"cu_seqlens_q": np.array([0, 3]), "cu_seqlens_k": np.array([0, 4]), "seq_len_k": 4},
+     "seq_len_k = 4"),
+    ({"cu_seqlens_q": np.array([0, 4, 3]), "cu_seqlens_k": np.array([0, 4, 5])},
+     "cu_seqlens_q[2] = 3"),
+    ({"cache_seqlens": np.array([3, -1]), "seq_len_q": 1}, "cache_seqlens[1] = -1"),
+    ({"cache_seqlens": np.array([3, 1])}, "seq_len_q = missing"),
+    ({"cache_seqlens": np.array([3, 1]), "block_table": np.array([[0], [1]]), "seq_len_q": 1},
+     "block_table = given"),
+    ({"block_table": np.array([[0], [1]]), "seq_len_q": 1}, "cache_seqlens = missing"),
+    ({"cache_seqlens": np.array([3.0]), "seq_len_q": 1}, "cache_seqlens dtype"),
+])
+def test_info_refuses_bad_layouts_naming_the_keyword(kwargs, says):
+    with pytest.raises(ValueError) as e:
+        sa.Pattern.dense().info(**kwargs)
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+# ---- check's gradients of a packed batch (contract §7.8) --------------------------------------
+def test_check_judges_packed_gradients_and_names_the_sequence(packed):
+    """attend's packed dq, dk, dv pass check(dout=...); a dq that is not 0 on the row of the
+    sequence without keys (3), a dk of sequence 2 read from sequence 0's rows and a dv that
+    is not 0 on the key no query reads (sequence 1) each fail, located by sequence."""
+    q, k, v, cu_q, cu_k = packed
+    pat = sa.Pattern.window(window=3, causal=True)
+    layout = {"cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k}
+    dout = np.random.default_rng(3).standard_normal((10, 4, 8))
+    r = sa.attend(q, k, v, pat, dout=dout, **layout)
+    report = sa.check(q, k, v, pat, r.o, r.lse, dout=dout, dq=r.dq, dk=r.dk, dv=r.dv, **layout)
+    assert report.passed, report.summary()
+    assert report.to_dict()["gradient_oracle"] == "b1_dense_masked_grad"
+    assert report.dq.num_compared == report.dq.num_elements == 10 * 4 * 8
+
+    bad_dq = r.dq.copy()
+    bad_dq[9] = 0.5  # sequence 3: one query, no key
+    bad_dk = r.dk.copy()
+    bad_dk[6:11] = r.dk[0:5]  # sequence 2's keys given sequence 0's gradients
+    bad_dv = r.dv.copy()
+    bad_dv[5] = 0.25  # sequence 1's only key: no query reads it
+    for kw, tensor, seq in (({"dq": bad_dq}, "dq", 3), ({"dk": bad_dk}, "dk", 2),
+                            ({"dv": bad_dv}, "dv", 1)):
+        grads = {"dq": r.dq, "dk": r.dk, "dv": r.dv, **kw}
+        report = sa.check(q, k, v, pat, r.o, dout=dout, **grads, **layout)
+        assert not report.passed
+        t = report.to_dict()[tensor]
+        assert t["reason"].startswith(f"sequence {seq}: "), t["reason"]
+        assert t["worst_index"][0] == seq and t["worst_row"]["batch"] == seq
+        others = [n for n in ("dq", "dk", "dv") if n != tensor]
+        assert all(report.to_dict()[n]["pass"] for n in others)
+
+
+def test_check_refuses_gradients_it_cannot_judge():
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((2, 2, 1, 8))
+    kc = rng.standard_normal((2, 2, 6, 8))
+    o = np.zeros_like(q)
+    cache = {"cache_seqlens": np.array([3, 6])}
+    with pytest.raises(ValueError, match="invalid cache_seqlens = given: .*forward only"):
+        sa.check(q, kc, kc, sa.Pattern.dense(), o, dout=o, dq=q, **cache)
+    with pytest.raises(ValueError, match="invalid dq = .*needs dout"):
+        sa.check(q, kc, kc, sa.Pattern.dense(), o, dq=q, **cache)
+    cu = {"cu_seqlens_q": np.array([0, 2]), "cu_seqlens_k": np.array([0, 3])}
+    qp, kp = rng.standard_normal((2, 2, 8)), rng.standard_normal((3, 2, 8))
+    with pytest.raises(ValueError, match="invalid dq_global = given"):
+        sa.check(qp, kp, kp, sa.Pattern.dense(), qp, dout=qp, dq_global=qp, **cu)
+    with pytest.raises(ValueError, match="invalid dout shape"):
+        sa.check(qp, kp, kp, sa.Pattern.dense(), qp, dout=qp[:1], dq=qp, **cu)
+
+
+def test_check_judges_the_sinks_gradient_summed_over_the_sequences(packed):
+    """dσ sums over every sequence (contract §7.8): attend's passes, one scaled fails, and a
+    sinks gradient without sinks is refused."""
+    q, k, v, cu_q, cu_k = packed
+    pat = sa.Pattern.dense(causal=True)
+    layout = {"cu_seqlens_q": cu_q, "cu_seqlens_k": cu_k}
+    sinks = np.array([0.5, -1.0, 0.0, 2.0])
+    dout = np.random.default_rng(5).standard_normal((10, 4, 8))
+    r = sa.attend(q, k, v, pat, dout=dout, sinks=sinks, **layout)
+    assert np.all(r.dsinks != 0)
+    report = sa.check(q, k, v, pat, r.o, dout=dout, dq=r.dq, dsinks=r.dsinks, sinks=sinks,
+                      **layout)
+    assert report.passed, report.summary()
+    report = sa.check(q, k, v, pat, r.o, dout=dout, dsinks=1.1 * r.dsinks, sinks=sinks, **layout)
+    assert not report.passed and not report.to_dict()["dsinks"]["pass"]
+    with pytest.raises(ValueError, match="invalid dsinks = array: needs sinks"):
+        sa.check(q, k, v, pat, r.o, dout=dout, dsinks=r.dsinks, **layout)

@@ -75,12 +75,6 @@ NO_KEYWORD: Dict[str, Dict[str, str]] = {
     "info": {
         "--pattern": "picks the constructor: Pattern.window(...), Pattern.bigbird(...), ...",
         "--json": "output format; Python returns the dict `info --json` prints",
-        # Known gap, not a design choice: `info` under a layout (api/layout_info.h) is CLI-only
-        # so far; sparseattn.info counts one sequence. Remove these when it takes them.
-        "--cu-seqlens-q": "CLI-only so far: sparseattn.info has no layouts yet",
-        "--cu-seqlens-k": "CLI-only so far: sparseattn.info has no layouts yet",
-        "--cache-seqlens": "CLI-only so far: sparseattn.info has no layouts yet",
-        "--block-table": "CLI-only so far (refused by info: paging changes no count)",
     },
     "reach": {
         "--json": "output format; Python returns the dict `reach --json` prints",

@@ -3,10 +3,14 @@
 // --block-table (paged KV), and §5.1's refusals (exit 2, one line naming the argument, no
 // file written).
 //
+// Gradients (contract §7.8): `check --dout` judges a packed batch's dq, dk, dv sequence by
+// sequence and refuses them with a cache.
+//
 // The decode case is the one the layouts exist for: one query against a 4096-slot cache
 // with 1000 slots filled. The right candidate passes; a candidate that read the empty slots
 // and one that took the key-padding view (the query itself padded: o = 0) both fail. The
 // oracle's values are checked by hand-computed cases in tests/api/layout_test.cpp.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -196,6 +200,102 @@ TEST_F(Varlen, GradientsArePackedLikeTheirInputs) {
   EXPECT_EQ(read_npy_header(path("dq.npy"), "dq").shape, Shape({kTq, 4, 8}));
   EXPECT_EQ(read_npy_header(path("dk.npy"), "dk").shape, Shape({kTk, 2, 8}));
   EXPECT_EQ(read_npy_header(path("dv.npy"), "dv").shape, Shape({kTk, 2, 8}));
+}
+
+// check --dout under a packed batch (contract §7.8): attend's packed gradients pass; a dk
+// whose rows of sequence 2 are sequence 0's, a dk that is not 0 on the keys of sequence 1
+// (no query reads them) and a scaled dv each fail, the report naming the sequence.
+TEST_F(Varlen, CheckJudgesPackedGradientsSequenceBySequence) {
+  write_npy(path("dout.npy"), uniform_tensor({kTq, 4, 8}, 10));
+  RunResult r = run("attend" + flags() + " --out " + path("o.npy") + " --lse " + path("lse.npy") +
+                    " --dout " + path("dout.npy") + " --dq " + path("dq.npy") + " --dk " +
+                    path("dk.npy") + " --dv " + path("dv.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string base = "check" + flags() + " --candidate " + path("o.npy") +
+                           " --candidate-lse " + path("lse.npy") + " --dout " + path("dout.npy");
+  auto grads = [&](const std::string& dq, const std::string& dk, const std::string& dv) {
+    return " --candidate-dq " + path(dq) + " --candidate-dk " + path(dk) + " --candidate-dv " + path(dv);
+  };
+  r = run(base + grads("dq.npy", "dk.npy", "dv.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json j = json_of(r);
+  EXPECT_EQ(j["gradient_oracle"], "b1_dense_masked_grad");
+  for (const char* t : {"dq", "dk", "dv"}) {
+    EXPECT_TRUE(j[t]["pass"].get<bool>()) << t;
+    // Every row of the packed tensor is compared: sequence 1's keys (no query) against 0.
+    EXPECT_EQ(j[t]["num_compared"], j[t]["num_elements"]) << t;
+  }
+  EXPECT_EQ(j["dk"]["num_elements"].get<int64_t>(), kTk * 2 * 8);
+
+  const Tensor<double> dk = read_npy_float(path("dk.npy"), "dk");
+  const size_t row = 2 * 8;  // one packed key row: 2 kv heads of 8
+  Tensor<double> crossed = dk;  // sequence 2 (key rows 9..16) given sequence 0's rows 0..7
+  std::copy(dk.data.begin(), dk.data.begin() + 8 * row, crossed.data.begin() + 9 * row);
+  write_npy(path("dk_crossed.npy"), crossed);
+  Tensor<double> leaked = dk;  // sequence 1's keys 7, 8 given sequence 0's last rows
+  std::copy(dk.data.begin() + 5 * row, dk.data.begin() + 7 * row, leaked.data.begin() + 7 * row);
+  write_npy(path("dk_leaked.npy"), leaked);
+  Tensor<double> dv = read_npy_float(path("dv.npy"), "dv");
+  for (double& x : dv.data) x *= 1.01;
+  write_npy(path("dv_scaled.npy"), dv);
+
+  struct Case {
+    std::string dk, dv, tensor;
+    int64_t sequence;  // -1: any
+  };
+  for (const Case& c : {Case{"dk_crossed.npy", "dv.npy", "dk", 2}, Case{"dk_leaked.npy", "dv.npy", "dk", 1},
+                        Case{"dk.npy", "dv_scaled.npy", "dv", -1}}) {
+    r = run(base + grads("dq.npy", c.dk, c.dv));
+    EXPECT_EQ(r.exit_code, 1) << c.dk << " " << c.dv << "\n" << r.out;
+    j = json_of(r);
+    const nlohmann::json& t = j[c.tensor];
+    EXPECT_FALSE(t["pass"].get<bool>()) << c.tensor;
+    EXPECT_TRUE(j["dq"]["pass"].get<bool>());
+    const int64_t seq = t["worst_row"]["batch"].get<int64_t>();
+    if (c.sequence >= 0) EXPECT_EQ(seq, c.sequence) << t.dump(2);
+    EXPECT_EQ(t["worst_index"][0].get<int64_t>(), seq);
+    EXPECT_EQ(t["reason"].get<std::string>().rfind("sequence " + std::to_string(seq) + ": ", 0), 0u)
+        << t["reason"];
+    EXPECT_FALSE(j["probable_cause"].get<std::string>().empty());
+    if (c.sequence == 1)  // keys no query reads: their gradient is 0
+      EXPECT_NE(t["probable_cause"].get<std::string>().find("no queries"), std::string::npos) << t.dump(2);
+  }
+  // The crossed rows fail only in sequence 2: mismatches are keyed by sequence.
+  r = run(base + grads("dq.npy", "dk_crossed.npy", "dv.npy"));
+  for (const auto& m : json_of(r)["dk"]["mismatches"].items())
+    EXPECT_EQ(m.key().rfind("2,", 0), 0u) << m.key();
+}
+
+// Decoding is forward only (contract §2.11): check refuses gradients with a cache, and under
+// any layout a gradient without --dout, by name, in one line.
+TEST_F(Layouts, CheckRefusesGradientsItCannotJudgeNamingTheFlag) {
+  write_npy(path("q.npy"), uniform_tensor({2, 2, 1, 8}, 11));
+  write_npy(path("k.npy"), uniform_tensor({2, 2, 10, 8}, 12));
+  write_npy(path("v.npy"), uniform_tensor({2, 2, 10, 8}, 13));
+  write_npy(path("lens.npy"), ints({2}, {3, 9}));
+  write_npy(path("table.npy"), ints({2, 3}, {0, 1, 2, 3, 4, 5}));
+  write_npy(path("pool.npy"), uniform_tensor({6, 2, 4, 8}, 14));
+  write_npy(path("o.npy"), Tensor<double>({2, 2, 1, 8}, 0.0));
+  const std::string qkv = " --q " + path("q.npy") + " --k " + path("k.npy") + " --v " + path("v.npy");
+  const std::string paged = " --q " + path("q.npy") + " --k " + path("pool.npy") + " --v " +
+                            path("pool.npy") + " --block-table " + path("table.npy");
+  const std::string grad = " --dout " + path("o.npy") + " --candidate-dq " + path("q.npy");
+  struct Case {
+    std::string flags, says;
+  };
+  const std::vector<Case> cases = {
+      {qkv + " --cache-seqlens " + path("lens.npy") + grad, "--cache-seqlens = given"},
+      {paged + " --cache-seqlens " + path("lens.npy") + grad, "--cache-seqlens = given"},
+      {qkv + " --cache-seqlens " + path("lens.npy") + " --candidate-dq " + path("q.npy"),
+       "--candidate-dq"},
+      {qkv + " --cache-seqlens " + path("lens.npy") + " --dout " + path("o.npy"), "--dout"},
+  };
+  for (const Case& c : cases) {
+    const RunResult r = run("check" + c.flags + " --pattern dense --candidate " + path("o.npy"));
+    EXPECT_EQ(r.exit_code, 2) << c.flags << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 // `mask` of a packed batch: each sequence's own mask on the diagonal, nothing between.
