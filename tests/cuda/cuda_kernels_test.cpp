@@ -490,6 +490,21 @@ TEST(CudaNoDevice, RunThrowsRuntimeErrorSayingNoDevice) {
     }
     EXPECT_TRUE(out.o32.empty());
   }
+  // A packed batch (contract §2.10) reaches c11 whole (kVarlen), and says the same.
+  const Pattern longest = materialize(PatternSpec{}, {1, 2, 3, 5});
+  const Problem packed = make_varlen_problem(random_tensor({4, 2, 4}, 5), random_tensor({6, 2, 4}, 6),
+                                             random_tensor({6, 2, 4}, 7), Varlen{{0, 3, 3, 4}, {0, 5, 5, 6}},
+                                             longest, nullptr);
+  for (const char* name : {"cuda_c11_varlen_f32", "cuda_c11_varlen_bf16"}) {
+    SCOPED_TRACE(name);
+    Output out;
+    try {
+      find_kernel(name).run(packed, out);
+      ADD_FAILURE() << "no exception";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // head_dim beyond the flash blocks' 256: InvalidArgument naming head_dim, not a crash.
