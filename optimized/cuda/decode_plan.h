@@ -6,9 +6,10 @@
 // Element b holds n_b = cache_seqlens[b] keys (L_k for plain inputs); query i sits at
 // p = i + n_b − L_q and attends the keys the spec gives for (L_q, n_b): one arithmetic
 // progression lo, lo + stride, … ≤ hi per row for dense (§3.2), window (§3.3, band.h) and
-// chunked (§3.14) — pattern/decode_row.h, the rule the CPU twin cpu_k09_decode reads too. A work item is (element, split): a fixed run of split_keys
-// keys of the union of the element's rows, taken by one thread block per kv head for all
-// g·L_q rows of that kv head (c09_decode.cu).
+// chunked (§3.14) — pattern/decode_row.h, the rule the CPU twin cpu_k09_decode reads too.
+// A work item is (element, split): a fixed run of split_keys keys of the union of the
+// element's rows, taken by one thread block per kv head for all g·L_q rows of that kv head
+// (c09_decode.cu).
 #pragma once
 
 #include <cstdint>
