@@ -223,6 +223,22 @@ Output attend_varlen(const Kernel& kernel, const VarlenInputs& in) {
     out.o32 = Tensor<float>({tq, hq, dv}, 0.0f);
     out.lse32 = Tensor<float>({hq, tq}, -INFINITY);
   }
+  // A kernel reading the packed batch in place (kVarlen) gets it whole, in one call: the
+  // pattern built once for the longest sequence (the spec is every sequence's; the kernel
+  // applies it to each sequence's own lengths). Without any query or any key there is
+  // nothing it could compute: the walk below writes the fully masked rows.
+  int64_t max_lq = 0, max_lk = 0;
+  for (int64_t b = 0; b < vl.num_sequences(); ++b) {
+    max_lq = std::max(max_lq, vl.seq_len_q(b));
+    max_lk = std::max(max_lk, vl.seq_len_k(b));
+  }
+  if ((kernel.features & kVarlen) != 0 && max_lq >= 1 && max_lk >= 1) {
+    const Pattern pattern = sequence_pattern(in.spec, hq, max_lq, max_lk);
+    require_serves(kernel, pattern, "the packed batch's longest sequence, seq_len_q", max_lq);
+    Output whole;
+    kernel.run(make_varlen_problem(in.q, in.k, in.v, vl, pattern, in.scale, in.mods), whole);
+    return whole;
+  }
   const bool f32_only = reads_float32_only(kernel);
   Problem p32;  // the float32-only path's buffers, reused from sequence to sequence
   for (int64_t b = 0; b < vl.num_sequences(); ++b) {

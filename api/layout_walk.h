@@ -6,7 +6,8 @@
 // materializes the pattern for that sequence's own lengths, runs the kernel, and writes the
 // result back into the layout's output. The oracle is this walk around a1_dense_masked: the
 // definition of §2.10–§2.12, literally. A kernel that reads a cache in place (registry
-// features kKvCache, kPaged) gets the whole cache problem at once instead.
+// features kKvCache, kPaged) gets the whole cache problem at once instead, and one that
+// reads a packed batch in place (kVarlen) the whole batch.
 #pragma once
 
 #include <optional>
@@ -68,7 +69,9 @@ void round_varlen_inputs(VarlenInputs& in);
 // naming cu_seqlens_q/cu_seqlens_k, a pattern field or a score field.
 void validate_varlen_inputs(const VarlenInputs& in);
 
-// Runs `kernel` on every sequence (contract §2.10). Returns o [total_q, H_q, d_v] and lse
+// Runs `kernel` on every sequence (contract §2.10): once on the whole packed batch when its
+// entry lists kVarlen (make_varlen_problem; some sequence with a query and one with a key),
+// else one sequence at a time. Returns o [total_q, H_q, d_v] and lse
 // [H_q, total_q] in the kernel's dtype (o/lse for float64 kernels, o32/lse32 otherwise);
 // empty sequences contribute nothing, sequences without keys fully masked rows (§2.3,
 // §2.9). Throws what the kernel's refusals throw (a pattern it does not serve names --impl).

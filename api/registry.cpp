@@ -86,6 +86,7 @@ unsigned needed_pattern_features(const Pattern& pattern) {
 unsigned needed_features(const Problem& problem) {
   unsigned bits = needed_features(problem.shape, problem.mods);
   if (problem.cache) bits |= problem.cache->paged() ? (kKvCache | kPaged) : kKvCache;
+  if (problem.varlen) bits |= kVarlen;
   if (problem.pattern != nullptr) bits |= needed_pattern_features(*problem.pattern);
   return bits;
 }
@@ -94,7 +95,8 @@ std::string feature_names(unsigned bits) {
   static const std::pair<unsigned, const char*> names[] = {
       {kGqa, "grouped-query heads"}, {kSoftcap, "softcap"}, {kAlibi, "ALiBi slopes"},
       {kSinks, "sinks"}, {kKvCache, "a KV cache read in place"},
-      {kPaged, "paged KV read in place"}, {kSelection, "per-batch or counted selections"}};
+      {kPaged, "paged KV read in place"}, {kSelection, "per-batch or counted selections"},
+      {kVarlen, "a packed batch read in place"}};
   std::string out;
   for (const auto& [bit, name] : names)
     if (bits & bit) out += (out.empty() ? "" : ", ") + std::string(name);
@@ -174,6 +176,37 @@ Problem make_cache_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
               std::to_string(p.shape.seq_len_q) + "x" + std::to_string(p.shape.seq_len_k) + ")");
   fill_problem(p, std::move(q), std::move(k), std::move(v), pattern, scale, std::move(mods));
   p.cache = std::move(cache);
+  return p;
+}
+
+Problem make_varlen_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v, Varlen varlen,
+                            const Pattern& pattern, const double* scale, ScoreMods mods) {
+  auto rank3 = [](const Tensor<double>& x, const char* what, const char* shape) {
+    require(x.rank() == 3, std::string(what) + " shape", shape_text(x.shape),
+            std::string("must be packed ") + shape + " with cu_seqlens (contract §2.10)");
+  };
+  rank3(q, "q", "[total_q, num_heads, head_dim]");
+  rank3(k, "k", "[total_k, num_kv_heads, head_dim]");
+  rank3(v, "v", "[total_k, num_kv_heads, head_dim_v]");
+  require(k.dim(2) == q.dim(2) && q.dim(2) >= 1, "k shape", shape_text(k.shape),
+          "must have q's head_dim " + std::to_string(q.dim(2)) + " last");
+  require(v.dim(0) == k.dim(0) && v.dim(1) == k.dim(1) && v.dim(2) >= 1, "v shape", shape_text(v.shape),
+          "must have k's total_k and num_kv_heads " + shape_text(k.shape));
+  require(k.dim(1) >= 1 && q.dim(1) % k.dim(1) == 0, "k shape", shape_text(k.shape),
+          "must have num_kv_heads dividing q's num_heads " + std::to_string(q.dim(1)) + " (contract §2.7)");
+  validate_varlen(varlen, q.dim(0), k.dim(0));
+  require(pattern.sizes.batch == 1 && pattern.sizes.num_heads == q.dim(1), "pattern",
+          describe(pattern.spec), "must be built for batch 1 and q's num_heads " + std::to_string(q.dim(1)));
+  Problem p;
+  p.shape.batch = varlen.num_sequences();
+  p.shape.num_heads = q.dim(1);
+  p.shape.num_kv_heads = k.dim(1);
+  p.shape.seq_len_q = varlen.total_q();
+  p.shape.seq_len_k = varlen.total_k();
+  p.shape.head_dim = q.dim(2);
+  p.shape.head_dim_v = v.dim(2);
+  fill_problem(p, std::move(q), std::move(k), std::move(v), pattern, scale, std::move(mods));
+  p.varlen = std::move(varlen);
   return p;
 }
 

@@ -38,6 +38,9 @@ struct Problem {
   AttentionShape shape;
   ScoreMods mods;
   std::optional<KvCache> cache;  // contract §2.11–§2.12; unset: k, v are [B, H_kv, L_k, d]
+  // contract §2.10, set by make_varlen_problem: q [total_q, H_q, d], k [total_k, H_kv, d],
+  // v [total_k, H_kv, d_v] packed; only a kernel listing kVarlen reads such a problem.
+  std::optional<Varlen> varlen;
 };
 
 // Validates shapes against the pattern (k, v with H_kv heads dividing q's H_q), resolves the
@@ -58,6 +61,17 @@ Problem make_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v,
 Problem make_cache_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v, KvCache cache,
                            const Pattern& pattern, const double* scale, ScoreMods mods = {});
 
+// A packed batch (contract §2.10) as one problem, for a kernel that reads it in place
+// (kVarlen): q [total_q, H_q, d], k [total_k, H_kv, d], v [total_k, H_kv, d_v] with
+// `varlen`'s cu_seqlens; `pattern` materialized for batch 1 and the longest sequence's
+// (seq_len_q, seq_len_k) — a kernel derives each sequence's allowed keys from its spec and
+// that sequence's own lengths. shape: batch = the number of sequences (ALiBi slopes [B,
+// H_q] index it), seq_len_q = total_q, seq_len_k = total_k. The output is packed too: o
+// [total_q, H_q, d_v], lse [H_q, total_q]. Throws InvalidArgument naming q/k/v for shape
+// mismatches, FieldError for cu_seqlens, the scale and the mods.
+Problem make_varlen_problem(Tensor<double> q, Tensor<double> k, Tensor<double> v, Varlen varlen,
+                            const Pattern& pattern, const double* scale, ScoreMods mods = {});
+
 // What a kernel reads beyond plain attention (contract §2.7–§2.9), a bit set. A kernel's
 // `run` refuses a problem that needs a feature its entry does not list.
 enum Feature : unsigned {
@@ -73,6 +87,7 @@ enum Feature : unsigned {
   // §3.16, Pattern::needs_selection_kernel); not in kModern: a kernel reading head(h) alone
   // would compute another pattern.
   kSelection = 1u << 6,
+  kVarlen = 1u << 7,   // Problem::varlen: a packed batch read in place (contract §2.10)
 };
 
 // The features `problem` needs.

@@ -12,11 +12,12 @@
 #              folder, build googletest, Google Benchmark and {fmt} from source there;
 #   configure  CMake (Ninja when ninja exists), Release, nvcc, sm_80 + sm_90;
 #   build      cuda_tiling_test cuda_kernels_test cuda_backward_test bench_cuda cuda_block_mask;
-#   tests      cuda_tiling_test, then cuda_kernels_test once per kernel family (c01 ... c10,
+#   tests      cuda_tiling_test, then cuda_kernels_test once per kernel family (c01 ... c11,
 #              the device-free tests, and Modern/*: grouped kv heads, softcap, ALiBi and
 #              sinks on every pattern kind), EACH IN ITS OWN PROCESS (--gtest_filter), so a
 #              fault that poisons one CUDA context cannot hide the other families' results;
-#              c09: decode against a KV cache and paged KV, c10: token-level selected),
+#              c09: decode against a KV cache and paged KV, c10: token-level selected,
+#              c11: packed batches (cu_seqlens) in one launch),
 #              accounting from --gtest_output=json: a skip is never a pass, and the only
 #              skip allowed is the no-device test (tools/gpu_report.py, EXPECTED_SKIPS);
 #   memcheck   compute-sanitizer memcheck on a small case of every kernel family, then
@@ -252,7 +253,7 @@ step build build 420 -- cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]
 cp -f "$BUILD/cuda_resources.md" "$WORK/" 2>/dev/null && report
 
 # ---------------------------------------------------------------- tests, one family per process
-FAMILIES=(c01 c02 c03 c04 c05 c06 c07 c08 c09 c10)
+FAMILIES=(c01 c02 c03 c04 c05 c06 c07 c08 c09 c10 c11)
 DRY_FAIL=0
 if [ $DRY -eq 1 ] && [ -x "$BUILD/cuda_kernels_test" ]; then
   # What the GPU run will run, from the binary itself: every family it instantiates (cNN/)
@@ -305,6 +306,8 @@ SMALL+=':c0*/CudaVsOracle.*/longformer_w30_d1_Gx0x5x150x299_B1_H2_Lq300_Lk300_D6
 SMALL+=':c0*/CudaVsOracle.*/bigbird_b16_r2_seed4_B3_H1_Lq200_Lk200_D64_Dv64_keypadding*'  # + _splitK
 # Decode on page pools over many splits (c09), the selected gather with padding and repeats (c10).
 SMALL+=':c09/CudaDecodeCache.*/window_6_1_d2_split3_paged8:c10/CudaSelected.*/padding_causal_counted'
+# A packed batch with empty, one-token and keyless sequences, grouped heads and every modifier (c11).
+SMALL+=':c11/CudaVarlen.*/window_3_2_g8_D32_Dv32_mods3'
 # The modern path: every modifier, grouped heads, key padding, the split-K merge's sink.
 SMALL+=':Modern/CudaModernKinds.*/bigbird_b16_r2_seed4_B3_H2_Lq192_Lk192_D32_Dv32_keypadding*_Hkv1_cap_alibi_sink*'
 if [ $DRY -eq 1 ]; then

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "optimized/cpu/decode.h"
 #include "optimized/cpu/isa.h"
+#include "pattern/decode_row.h"
 
 namespace sparseattn::cpu {
 namespace {
@@ -30,10 +31,8 @@ void k09_decode_bf16(const DecodeInputsBf16& in, const Outputs& out) {
 }
 
 bool k09_serves(const Pattern& pattern) {
-  const PatternSpec& s = pattern.spec;
-  const bool kind = s.kind == PatternKind::dense || s.kind == PatternKind::window ||
-                    s.kind == PatternKind::chunked;
-  return kind && s.per_head.empty() && !pattern.has_key_padding();
+  // The specs whose rows are one progression each (pattern/decode_row.h).
+  return decode_row_rule_covers(pattern.spec) && !pattern.has_key_padding();
 }
 
 }  // namespace sparseattn::cpu

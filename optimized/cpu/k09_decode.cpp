@@ -12,7 +12,7 @@
 // work is reading K and V once (memory-bound: 2·d·bytes per key against 4·d·g FLOPs). So an
 // item owns one kv head's keys of one split and all g·L_q rows that read them, and the key
 // axis is cut into fixed splits that any thread may take (decode.h: split-K, merged by
-// lse). Each row's keys are one arithmetic progression lo, lo + stride, …, <= hi (DecodeRow),
+// lse). Each row's keys are one arithmetic progression lo, lo + stride, …, <= hi (DecodeRowKeys),
 // so a block of keys needs no per-key pattern lookup: a row computes scores only on its own
 // progression's keys inside the block and skips blocks it does not reach.
 // Measured: docs/benchmarks.md, "Decode against a KV cache: bytes per second" (2026-12-01,
@@ -29,47 +29,15 @@
 #include "core/bfloat16.h"
 #include "optimized/cpu/decode.h"
 #include "optimized/cpu/simd.h"
+#include "pattern/decode_row.h"
 #include "pattern/pattern.h"
 
 SPARSEATTN_ISA_BEGIN
 
 namespace {
 
-// The keys one query row attends, j = lo + stride·t, lo <= j <= hi (empty when lo > hi).
-struct DecodeRow {
-  int64_t lo = 0, hi = -1, stride = 1;
-};
-
-// Row i of an element with n keys and L_q queries: position p = i + n − L_q (contract
-// §2.11), then the spec's rule for (L_q, n) — dense (§3.2), window (§3.3, band.h), chunked
-// (§3.14). n >= 1.
-inline DecodeRow decode_row(const PatternSpec& spec, const BandParams& band, int64_t seq_len_q,
-                            int64_t n, int64_t i) {
-  DecodeRow r;
-  const int64_t p = i + n - seq_len_q;
-  switch (spec.kind) {
-    case PatternKind::window: {
-      const BandSteps st = band_steps(band, i);
-      if (st.count() == 0) return r;
-      r.lo = p + band.dilation * st.t_lo;
-      r.hi = p + band.dilation * st.t_hi;
-      r.stride = band.dilation;
-      return r;
-    }
-    case PatternKind::chunked: {
-      if (p < 0) return r;  // before the first key: no chunk (contract §3.14)
-      const int64_t c = *spec.chunk_size;
-      r.lo = p / c * c;
-      r.hi = std::min(r.lo + c - 1, n - 1);
-      if (spec.causal) r.hi = std::min(r.hi, p);
-      return r;
-    }
-    default:  // dense
-      r.lo = 0;
-      r.hi = spec.causal ? std::min(p, n - 1) : n - 1;
-      return r;
-  }
-}
+// Each row's keys are one progression (DecodeRowKeys): the rule of pattern/decode_row.h,
+// shared with the CUDA decode and packed-batch kernels (contract §2.10–§2.12).
 
 inline constexpr int64_t kBlk = 64;  // keys per block (a block never crosses a page)
 inline constexpr float kNegInfD = -std::numeric_limits<float>::infinity();
@@ -194,7 +162,7 @@ inline void scale_accumulate(float* acc, int64_t dv, float alpha, const float* p
 // What one element needs: its key count, its rows' progressions and their union span.
 struct Element {
   int64_t n = 0;
-  std::vector<DecodeRow> rows;  // [L_q]
+  std::vector<DecodeRowKeys> rows;  // [L_q]
   int64_t span_lo = 0, span_hi = -1;
   int64_t splits = 0;
 };
@@ -217,14 +185,14 @@ void run_decode(const DecodeInputsT<T>& in, const Outputs& out) {
   for (int64_t b = 0; b < B; ++b) {
     Element& e = el[b];
     e.n = cache != nullptr ? cache->seq_len_k(b) : s.seq_len_k;
-    e.rows.assign(static_cast<size_t>(Lq), DecodeRow{});
+    e.rows.assign(static_cast<size_t>(Lq), DecodeRowKeys{});
     if (e.n == 0) continue;
     const BandParams band = spec.kind == PatternKind::window ? band_of(spec, Lq, e.n)
                                                               : BandParams{};
     e.span_lo = e.n;
     for (int64_t i = 0; i < Lq; ++i) {
-      DecodeRow& r = e.rows[i];
-      r = decode_row(spec, band, Lq, e.n, i);
+      DecodeRowKeys& r = e.rows[i];
+      r = decode_row_keys(spec, band, Lq, e.n, i);
       if (r.lo > r.hi) continue;
       e.span_lo = std::min(e.span_lo, r.lo);
       e.span_hi = std::max(e.span_hi, r.hi);
@@ -312,7 +280,7 @@ void run_decode(const DecodeInputsT<T>& in, const Outputs& out) {
         }
         for (int64_t i = 0; i < Lq; ++i) {
           // Row i's keys in [j, j + nc): its progression's first and last there.
-          const DecodeRow& r = e.rows[i];
+          const DecodeRowKeys& r = e.rows[i];
           const int64_t lo = std::max(r.lo, j), hi = std::min(r.hi, j + nc - 1);
           if (lo > hi) continue;
           const int64_t first = r.lo + (lo - r.lo + r.stride - 1) / r.stride * r.stride;

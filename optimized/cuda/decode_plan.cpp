@@ -4,7 +4,6 @@
 #include <climits>
 
 #include "core/error.h"
-#include "pattern/band.h"
 
 namespace sparseattn {
 namespace cuda {
@@ -15,34 +14,6 @@ int64_t g_decode_split_keys = 0;
 
 int64_t decode_split_keys() { return g_decode_split_keys; }
 void set_decode_split_keys(int64_t keys) { g_decode_split_keys = keys; }
-
-DecodeRowKeys decode_row_keys(const PatternSpec& spec, int64_t seq_len_q, int64_t n, int64_t i) {
-  DecodeRowKeys r;
-  const int64_t p = i + n - seq_len_q;  // contract §2.11: bottom-right against the filled length
-  switch (spec.kind) {
-    case PatternKind::window: {  // §3.3: keys p + dilation·t, t in the band's steps
-      const BandParams band = band_of(spec, seq_len_q, n);
-      const BandSteps st = band_steps(band, i);
-      if (st.count() == 0) return r;
-      r.lo = p + band.dilation * st.t_lo;
-      r.hi = p + band.dilation * st.t_hi;
-      r.stride = band.dilation;
-      return r;
-    }
-    case PatternKind::chunked: {  // §3.14: the chunk holding p; none before the first key
-      if (p < 0) return r;
-      const int64_t c = *spec.chunk_size;
-      r.lo = p / c * c;
-      r.hi = std::min(r.lo + c - 1, n - 1);
-      if (spec.causal) r.hi = std::min(r.hi, p);
-      return r;
-    }
-    default:  // dense, §3.2
-      r.lo = 0;
-      r.hi = spec.causal ? std::min(p, n - 1) : n - 1;
-      return r;
-  }
-}
 
 DecodePlan plan_decode(const PatternSpec& spec, int64_t seq_len_q, const std::vector<int64_t>& seqlens,
                        int64_t floats_per_item, int64_t split_keys) {
@@ -94,9 +65,7 @@ DecodePlan plan_decode(const PatternSpec& spec, int64_t seq_len_q, const std::ve
 
 bool decode_serves(const Pattern& pattern) {
   const PatternSpec& s = pattern.spec;
-  const bool kind = s.kind == PatternKind::dense || s.kind == PatternKind::window ||
-                    s.kind == PatternKind::chunked;
-  return kind && s.per_head.empty() && !pattern.has_key_padding();
+  return decode_row_rule_covers(s) && !pattern.has_key_padding();
 }
 
 }  // namespace cuda

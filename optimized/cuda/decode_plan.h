@@ -6,35 +6,27 @@
 // Element b holds n_b = cache_seqlens[b] keys (L_k for plain inputs); query i sits at
 // p = i + n_b − L_q and attends the keys the spec gives for (L_q, n_b): one arithmetic
 // progression lo, lo + stride, … ≤ hi per row for dense (§3.2), window (§3.3, band.h) and
-// chunked (§3.14) — the same rule as the CPU twin cpu_k09_decode (optimized/cpu/
-// k09_decode.cpp, decode_row). A work item is (element, split): a fixed run of split_keys
-// keys of the union of the element's rows, taken by one thread block per kv head for all
-// g·L_q rows of that kv head (c09_decode.cu).
+// chunked (§3.14) — pattern/decode_row.h, the rule the CPU twin cpu_k09_decode reads too.
+// A work item is (element, split): a fixed run of split_keys keys of the union of the
+// element's rows, taken by one thread block per kv head for all g·L_q rows of that kv head
+// (c09_decode.cu).
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "pattern/decode_row.h"
 #include "pattern/hd.h"
 #include "pattern/pattern.h"
 
 namespace sparseattn {
 namespace cuda {
 
-// The keys of one query row, j = lo + stride·t, lo <= j <= hi (empty when lo > hi).
-struct DecodeRowKeys {
-  int64_t lo = 0, hi = -1, stride = 1;
-};
-
-// Whether the row attends key j (stride 1 needs no division; keys fit int32, pack_pattern).
-SPARSEATTN_HD bool decode_row_allows(const DecodeRowKeys& r, int64_t j) {
-  if (j < r.lo || j > r.hi) return false;
-  return r.stride == 1 || static_cast<int32_t>(j - r.lo) % static_cast<int32_t>(r.stride) == 0;
-}
-
-// Row i of an element with n >= 1 keys and seq_len_q queries under `spec` (dense, window or
-// chunked; causal or not).
-DecodeRowKeys decode_row_keys(const PatternSpec& spec, int64_t seq_len_q, int64_t n, int64_t i);
+// Each row's keys: the shared rule of pattern/decode_row.h (DecodeRowKeys, decode_row_keys,
+// decode_row_allows), named here too for the c09 code and tests that spell them cuda::.
+using sparseattn::DecodeRowKeys;
+using sparseattn::decode_row_allows;
+using sparseattn::decode_row_keys;
 
 // One thread block's keys per kv head: [j0, j1) of element b, its split-th split.
 struct DecodeItem {

@@ -117,8 +117,11 @@ DeviceProblem upload_problem(const Problem& problem, DType dtype, const char* ke
   d.k.upload(convert(problem.k32, dtype));
   d.v.upload(convert(problem.v32, dtype));
   const AttentionShape& s = problem.shape;
-  d.o.allocate(static_cast<size_t>(s.batch * s.num_heads * s.seq_len_q * s.head_dim_v));
-  d.lse.allocate(static_cast<size_t>(s.batch * s.num_heads * s.seq_len_q));
+  // Query rows of the output: B·L_q, or a packed problem's total_q (its seq_len_q).
+  const int64_t rows_q = problem.varlen ? s.seq_len_q : s.batch * s.seq_len_q;
+  d.o.allocate(static_cast<size_t>(rows_q * s.num_heads * s.head_dim_v));
+  d.lse.allocate(static_cast<size_t>(rows_q * s.num_heads));
+  d.varlen = problem.varlen;
   d.pattern = upload_pattern(*problem.pattern);
   // contract §2.8-§2.9: float32 copies of the modifiers (validated by make_problem).
   const ScoreMods& m = problem.mods;
@@ -152,8 +155,13 @@ DeviceProblem upload_problem(const Problem& problem, DType dtype, const char* ke
 
 void download_outputs(const DeviceProblem& problem, Output& out) {
   const AttentionShape& s = problem.shape;
-  out.o32 = Tensor<float>({s.batch, s.num_heads, s.seq_len_q, s.head_dim_v});
-  out.lse32 = Tensor<float>({s.batch, s.num_heads, s.seq_len_q});
+  if (problem.varlen) {  // contract §2.10: packed o, lse [H, total_q] (FlashAttention's varlen lse)
+    out.o32 = Tensor<float>({s.seq_len_q, s.num_heads, s.head_dim_v});
+    out.lse32 = Tensor<float>({s.num_heads, s.seq_len_q});
+  } else {
+    out.o32 = Tensor<float>({s.batch, s.num_heads, s.seq_len_q, s.head_dim_v});
+    out.lse32 = Tensor<float>({s.batch, s.num_heads, s.seq_len_q});
+  }
   problem.o.download(out.o32.ptr(), out.o32.data.size());
   problem.lse.download(out.lse32.ptr(), out.lse32.data.size());
 }

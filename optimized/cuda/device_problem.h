@@ -13,6 +13,7 @@
 #include "optimized/cuda/device_pattern.h"
 #include "optimized/cuda/device_runtime.h"
 #include "optimized/cuda/kernel_args.h"
+#include "optimized/cuda/varlen_plan.h"
 #include "registry/registry.h"
 
 namespace sparseattn {
@@ -48,6 +49,17 @@ struct DeviceProblem {
   DeviceBuffer<int32_t> decode_item_start;
   int64_t decode_items_count = 0, decode_split_forced = -1;
 
+  // contract §2.10, read by c11 alone (the registry hands a packed problem only to a kernel
+  // listing kVarlen): the cu_seqlens on the host; o is then [total_q, H_q, d_v] and lse
+  // [H_q, total_q] (shape.seq_len_q = total_q). Unset: plain inputs. c11's plan
+  // (varlen_plan.h) on the device, built by its first launch: each packed row's keys, the
+  // tiles and both cu_seqlens (int64).
+  std::optional<Varlen> varlen;
+  DeviceBuffer<DecodeRowKeys> varlen_rows;
+  DeviceBuffer<VarlenTile> varlen_tiles;
+  DeviceBuffer<int64_t> varlen_cu_q, varlen_cu_k;
+  int64_t varlen_tiles_count = -1;  // -1: not planned yet
+
   AttnArgs args() const;
   // Fills o and lse with NaN so a row a kernel forgets to write fails the checker.
   void poison_outputs() const;
@@ -61,7 +73,8 @@ using LaunchFn = void (*)(DeviceProblem& problem, cudaStream_t stream);
 // registry/float32_guard.h), before anything is uploaded.
 DeviceProblem upload_problem(const Problem& problem, DType dtype, const char* kernel_name);
 
-// o32 [B,H,Lq,Dv] and lse32 [B,H,Lq] from the device.
+// o32 [B,H,Lq,Dv] and lse32 [B,H,Lq] from the device; a packed problem's o32 [total_q, H,
+// Dv] and lse32 [H, total_q].
 void download_outputs(const DeviceProblem& problem, Output& out);
 
 // The registry's run_<name> for every CUDA kernel: upload, poison, launch, synchronize,

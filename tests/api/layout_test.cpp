@@ -356,6 +356,129 @@ TEST(Varlen, EveryServingCpuKernelMatchesTheOracleWalk) {
   EXPECT_GE(kernels_run, 16);  // k01/k06 on dense, k02/k03/k06 on window, bf16 twins, ×2 H_kv
 }
 
+// --- a kernel reading the packed batch in place (kVarlen) -----------------------------------
+
+// A stand-in kernel that records every problem it is handed and answers with the oracle
+// walk on that problem (so its output is right only if the problem carries the whole
+// batch: packed q/k/v, cu_seqlens, spec, scale and mods).
+struct SeenProblems {
+  int calls = 0;
+  std::vector<bool> packed;
+  std::vector<AttentionShape> shapes;
+  std::vector<PatternSizes> sizes;
+  std::vector<Varlen> varlens;
+};
+SeenProblems g_seen;
+
+void run_recording(const Problem& p, Output& out) {
+  ++g_seen.calls;
+  g_seen.packed.push_back(p.varlen.has_value());
+  g_seen.shapes.push_back(p.shape);
+  g_seen.sizes.push_back(p.pattern->sizes);
+  if (!p.varlen) {  // one sequence as [1, H, L, d]
+    const AttentionResult r = a1_dense_masked(p.q, p.k, p.v, *p.pattern, &p.scale, p.mods);
+    out.o32 = tensor_cast<float>(r.o);
+    out.lse32 = tensor_cast<float>(r.lse);
+    return;
+  }
+  g_seen.varlens.push_back(*p.varlen);
+  VarlenInputs in;
+  in.q = p.q;
+  in.k = p.k;
+  in.v = p.v;
+  in.varlen = *p.varlen;
+  in.spec = p.pattern->spec;
+  in.scale = &p.scale;
+  in.mods = p.mods;
+  const Output walked = attend_varlen(oracle(), in);
+  out.o32 = tensor_cast<float>(walked.o);
+  out.lse32 = tensor_cast<float>(walked.lse);
+}
+bool serves_dense_only(const Pattern& p) { return p.spec.kind == PatternKind::dense; }
+
+Kernel recording_kernel(unsigned features) {
+  return Kernel{"test_recording", Target::cuda, DType::float32, true, "a1_dense_masked", 0.0, 0.0,
+                "dense", "records its problems", features, &serves_dense_only, &run_recording};
+}
+
+// Sequences lq/lk: 1/5, 0/4 (empty), 3/0 (queries, no keys), 6/9, 2/2; H_q 4, H_kv 2.
+VarlenInputs mixed_batch() {
+  VarlenInputs in;
+  in.varlen = {{0, 1, 1, 4, 10, 12}, {0, 5, 9, 9, 18, 20}};
+  in.q = random_tensor({12, 4, 8}, 71);
+  in.k = random_tensor({20, 2, 8}, 72);
+  in.v = random_tensor({20, 2, 8}, 73);
+  in.spec = dense(true);
+  in.mods.sinks = tensor({4}, {0.5, -1, 0, 2});
+  in.mods.alibi_slopes = random_tensor({5, 4}, 74, 0.0, 0.3);  // [B, H_q]: one row per sequence
+  return in;
+}
+
+TEST(VarlenInPlace, AKernelListingKVarlenGetsTheWholeBatchInOneCall) {
+  const VarlenInputs in = mixed_batch();
+  const Output want = attend_varlen(oracle(), in);
+  g_seen = {};
+  const Output got = attend_varlen(recording_kernel(kModern | kVarlen), in);
+  ASSERT_EQ(g_seen.calls, 1);
+  ASSERT_TRUE(g_seen.packed[0]);
+  EXPECT_EQ(g_seen.varlens[0].cu_seqlens_q, in.varlen.cu_seqlens_q);
+  EXPECT_EQ(g_seen.varlens[0].cu_seqlens_k, in.varlen.cu_seqlens_k);
+  const AttentionShape& s = g_seen.shapes[0];
+  EXPECT_EQ(s.batch, 5);  // the sequences: ALiBi [B, H_q] rows index them
+  EXPECT_EQ(s.seq_len_q, 12);
+  EXPECT_EQ(s.seq_len_k, 20);
+  EXPECT_EQ(s.num_heads, 4);
+  EXPECT_EQ(s.num_kv_heads, 2);
+  // The pattern of the longest sequence (6 queries, 9 keys), batch 1.
+  EXPECT_EQ(g_seen.sizes[0].seq_len_q, 6);
+  EXPECT_EQ(g_seen.sizes[0].seq_len_k, 9);
+  EXPECT_EQ(g_seen.sizes[0].batch, 1);
+  const Tolerance tol = kTolFloat32;
+  EXPECT_TRUE(check_close(got.o32, want.o, tol).pass) << check_close(got.o32, want.o, tol).reason;
+  EXPECT_TRUE(check_close(got.lse32, want.lse, tol).pass) << check_close(got.lse32, want.lse, tol).reason;
+}
+
+TEST(VarlenInPlace, OtherKernelsAreWalkedOneSequenceWithKeysAtATime) {
+  const VarlenInputs in = mixed_batch();
+  g_seen = {};
+  const Output got = attend_varlen(recording_kernel(kModern), in);
+  EXPECT_EQ(g_seen.calls, 3);  // sequences 0, 3, 4: the others have no query or no key
+  for (bool packed : g_seen.packed) EXPECT_FALSE(packed);
+  const Output want = attend_varlen(oracle(), in);
+  EXPECT_TRUE(check_close(got.o32, want.o, kTolFloat32).pass);
+  // Without the feature the packed problem itself is refused by name (Kernel::run).
+  const Pattern pattern = sequence_pattern(in.spec, 4, 6, 9);
+  Output out;
+  try {
+    recording_kernel(kModern).run(make_varlen_problem(in.q, in.k, in.v, in.varlen, pattern, nullptr, in.mods), out);
+    FAIL() << "a kernel without kVarlen accepted a packed problem";
+  } catch (const FieldError& e) {
+    EXPECT_EQ(e.field(), Field::impl);
+    EXPECT_NE(std::string(e.what()).find("a packed batch read in place"), std::string::npos) << e.what();
+  }
+}
+
+TEST(VarlenInPlace, NoKeyAnywhereNeedsNoCallAndAnUnservedSpecIsRefusedByName) {
+  VarlenInputs in = mixed_batch();
+  in.varlen.cu_seqlens_k = {0, 0, 0, 0, 0, 0};
+  in.k = Tensor<double>({0, 2, 8});
+  in.v = Tensor<double>({0, 2, 8});
+  g_seen = {};
+  const Output got = attend_varlen(recording_kernel(kModern | kVarlen), in);
+  EXPECT_EQ(g_seen.calls, 0);
+  for (int64_t h = 0; h < 4; ++h)
+    for (int64_t t = 0; t < 12; ++t) EXPECT_EQ(got.lse32.data[h * 12 + t], static_cast<float>(in.mods.sink(h)));
+  in = mixed_batch();
+  in.spec = window(2, true);
+  try {
+    attend_varlen(recording_kernel(kModern | kVarlen), in);
+    FAIL() << "a window spec reached a dense-only kernel";
+  } catch (const FieldError& e) {
+    EXPECT_EQ(e.field(), Field::impl);
+  }
+  EXPECT_EQ(g_seen.calls, 0);
+}
+
 TEST(KvCache, EveryServingCpuKernelMatchesTheOracleInPlaceOrWalked) {
   int kernels_run = 0;
   for (const PatternSpec& spec : {dense(true), window(5, true)}) {

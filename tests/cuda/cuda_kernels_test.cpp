@@ -51,13 +51,14 @@ Tolerance tolerance_of(DType dtype) {
 }
 
 // The kernels that must serve a pattern: c08 always, the specialized ones for their kind;
-// c09 (decode) every dense, window and chunked pattern without key padding, as its CPU twin.
+// c09 (decode) every dense, window and chunked pattern without key padding, as its CPU twin;
+// c11 (packed batches) the same patterns (their rows are one progression, decode_row.h).
 std::set<std::string> expected_servers(const Pattern& p) {
   std::set<std::string> names = {"cuda_c08_generic_f32", "cuda_c08_generic_bf16"};
   const PatternSpec& s = p.spec;
   if ((s.kind == PatternKind::dense || s.kind == PatternKind::window || s.kind == PatternKind::chunked) &&
       !p.has_key_padding())
-    names.insert({"cuda_c09_decode_f32", "cuda_c09_decode_bf16"});
+    names.insert({"cuda_c09_decode_f32", "cuda_c09_decode_bf16", "cuda_c11_varlen_f32", "cuda_c11_varlen_bf16"});
   switch (s.kind) {
     case PatternKind::dense:
       names.insert({"cuda_c01_naive_dense", "cuda_c02_tiled_dense", "cuda_c03_flash_dense",
@@ -82,7 +83,7 @@ std::set<std::string> expected_servers(const Pattern& p) {
 
 TEST(CudaRegistry, LadderIsRegisteredWithItsDtypesTolerance) {
   const std::vector<const Kernel*> list = cuda_kernels();
-  ASSERT_EQ(list.size(), 16u);
+  ASSERT_EQ(list.size(), 18u);
   for (const Kernel* k : list) {
     SCOPED_TRACE(k->name);
     EXPECT_TRUE(k->exact);
@@ -268,12 +269,13 @@ INSTANTIATE_TEST_SUITE_P(c07, CudaVsOracle, ::testing::ValuesIn(family_cases("c0
 INSTANTIATE_TEST_SUITE_P(c08, CudaVsOracle, ::testing::ValuesIn(family_cases("c08")), family_case_name);
 INSTANTIATE_TEST_SUITE_P(c09, CudaVsOracle, ::testing::ValuesIn(family_cases("c09")), family_case_name);
 INSTANTIATE_TEST_SUITE_P(c10, CudaVsOracle, ::testing::ValuesIn(family_cases("c10")), family_case_name);
+INSTANTIATE_TEST_SUITE_P(c11, CudaVsOracle, ::testing::ValuesIn(family_cases("c11")), family_case_name);
 
 // Every kernel family has cases (a family left out of the grid would go untested silently).
 TEST(CudaFamilies, EveryKernelFamilyHasOracleCases) {
   std::set<std::string> families;
   for (const Kernel* k : cuda_kernels()) families.insert(std::string(k->name).substr(5, 3));
-  EXPECT_EQ(families, (std::set<std::string>{"c01", "c02", "c03", "c04", "c05", "c06", "c07", "c08", "c09", "c10"}));
+  EXPECT_EQ(families, (std::set<std::string>{"c01", "c02", "c03", "c04", "c05", "c06", "c07", "c08", "c09", "c10", "c11"}));
   for (const std::string& f : families) EXPECT_FALSE(family_cases(f).empty()) << f;
 }
 
@@ -402,7 +404,7 @@ TEST_P(CudaModernKinds, EveryModernKernelServingThePatternMatchesTheOracle) {
     SCOPED_TRACE(kernel->name);
     const std::string name = kernel->name;
     if (name.rfind("cuda_c01_", 0) == 0 || name.rfind("cuda_c02_", 0) == 0) continue;
-    ASSERT_EQ(kernel->features & kModern, kModern);  // c09 lists kKvCache | kPaged besides
+    ASSERT_EQ(kernel->features & kModern, kModern);  // c09 lists kKvCache | kPaged besides, c11 kVarlen
     ++ran;
     if (!oracles.count(kernel->dtype))
       oracles[kernel->dtype] = a1_dense_masked(as_seen(in.q, kernel->dtype), as_seen(in.k, kernel->dtype),
@@ -487,6 +489,21 @@ TEST(CudaNoDevice, RunThrowsRuntimeErrorSayingNoDevice) {
       EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
     }
     EXPECT_TRUE(out.o32.empty());
+  }
+  // A packed batch (contract §2.10) reaches c11 whole (kVarlen), and says the same.
+  const Pattern longest = materialize(PatternSpec{}, {1, 2, 3, 5});
+  const Problem packed = make_varlen_problem(random_tensor({4, 2, 4}, 5), random_tensor({6, 2, 4}, 6),
+                                             random_tensor({6, 2, 4}, 7), Varlen{{0, 3, 3, 4}, {0, 5, 5, 6}},
+                                             longest, nullptr);
+  for (const char* name : {"cuda_c11_varlen_f32", "cuda_c11_varlen_bf16"}) {
+    SCOPED_TRACE(name);
+    Output out;
+    try {
+      find_kernel(name).run(packed, out);
+      ADD_FAILURE() << "no exception";
+    } catch (const RuntimeError& e) {
+      EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -1,10 +1,12 @@
-// Checks contract §2.11–§2.12 (KV cache, paged KV), §3.16–§3.17 (selected, selected-blocks)
-// and §4.3 on the CUDA kernels that read them: c09 (decode, float32 and bf16) against the
+// Checks contract §2.10 (packed batches), §2.11–§2.12 (KV cache, paged KV), §3.16–§3.17
+// (selected, selected-blocks) and §4.3 on the CUDA kernels that read them: c11 (packed
+// batches) against the oracle walked one sequence at a time, attend_varlen(a1_dense_masked,
+// …), and c09 (decode, float32 and bf16) against the
 // oracle through the layout walk, attend_cache(a1_dense_masked, …), at exactly kTolFloat32 /
 // kTolBfloat16 (bf16: the oracle on the bf16-rounded inputs); c10 (token-level selected) and
 // c08 (block-level selected, through the layout) against a1_dense_masked at their entries'
 // tolerances. Part of cuda_kernels_test; each suite is instantiated under its family's name
-// (c08/, c09/, c10/), so scripts/gpu_check.sh runs it in that family's process.
+// (c08/, c09/, c10/, c11/), so scripts/gpu_check.sh runs it in that family's process.
 //
 // Decode grid: contiguous caches and page pools (page sizes 16 and 7, shuffled pages, a page
 // two elements share, −1 table entries past each length); cache_seqlens 0, 1, mid and
@@ -13,6 +15,10 @@
 // automatic split and a forced split of 3 keys (every row over many splits, merged with the
 // sink once); bit-identical repeats. Slots no element reads hold NaN: a kernel that reads one
 // fails the check.
+//
+// Packed grid (c11): empty sequences, one-token sequences, queries without keys, L_q < L_k and
+// L_q > L_k per sequence; g ∈ {1, 8}; dense, causal, window (left/right, causal, dilation)
+// and chunked; softcap, ALiBi [H_q] / [B, H_q], sinks; f32 and bf16 against the oracle walk.
 //
 // Without a device every comparison GTEST_SKIP() << "no CUDA device" (CTest: Skipped, never
 // passed).
@@ -274,6 +280,122 @@ TEST_P(CudaDecodeRows, RowsWithoutKeysAreExact) {
 INSTANTIATE_TEST_SUITE_P(c09, CudaDecodeRows, ::testing::Values(int64_t{0}, int64_t{1}),
                          [](const ::testing::TestParamInfo<int64_t>& info) {
                            return info.param == 0 ? std::string("automatic_split") : "split_1";
+                         });
+
+// ---------------------------------------------------------------- packed batches (c11)
+
+// The packed batch of every c11 case (contract §2.10), lq/lk per sequence: 1/5 (one query),
+// 0/4 (empty), 34/0 (queries, no keys), 65/131 (three tiles, L_q < L_k), 0/2, 40/7
+// (L_q > L_k: causal rows before the first key), 1/1 (one token), 3/3, 0/0.
+const std::vector<int64_t> kVarlenCuQ = {0, 1, 1, 35, 100, 100, 140, 141, 144, 144};
+const std::vector<int64_t> kVarlenCuK = {0, 5, 9, 9, 140, 142, 149, 150, 153, 153};
+
+struct VarlenCase {
+  std::string name;
+  PatternSpec spec;
+  int64_t hq, hkv, d, dv;
+  int mods;  // as DecodeCase::mods (ALiBi [B, H_q] indexes the sequences)
+};
+void PrintTo(const VarlenCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<VarlenCase> varlen_cases() {
+  const std::vector<std::pair<std::string, PatternSpec>> specs = {
+      {"dense", dense(false)},
+      {"causal", dense(true)},
+      {"window_3_2", window(3, 2, 1, false)},
+      {"window_16_0_causal", window(16, 0, 1, true)},
+      {"window_5_0_d2_causal", window(5, 0, 2, true)},
+      {"chunked_7_causal", chunked(7, true)}};
+  struct Shape4 { int64_t hq, hkv, d, dv; };
+  const Shape4 shapes[] = {{8, 8, 64, 64}, {8, 1, 32, 32}, {2, 2, 19, 35}};
+  std::vector<VarlenCase> out;
+  for (const auto& [sname, spec] : specs)
+    for (const Shape4& z : shapes) {
+      VarlenCase c{sname, spec, z.hq, z.hkv, z.d, z.dv, static_cast<int>(out.size() % 4)};
+      c.name += "_g" + std::to_string(z.hq / z.hkv) + "_D" + std::to_string(z.d) + "_Dv" + std::to_string(z.dv) +
+                "_mods" + std::to_string(c.mods);
+      out.push_back(c);
+    }
+  return out;
+}
+
+api::VarlenInputs rounded(api::VarlenInputs in, DType dtype) {
+  in.q = cuda::round_like_device(in.q, dtype);
+  in.k = cuda::round_like_device(in.k, dtype);
+  in.v = cuda::round_like_device(in.v, dtype);
+  return in;
+}
+
+class CudaVarlen : public ::testing::TestWithParam<VarlenCase> {};
+
+// c11 f32 and bf16 in one launch per batch (attend_varlen hands it the whole batch: its
+// entry lists kVarlen) against the oracle walked one sequence at a time, at exactly the
+// entry's tolerance (bf16: the oracle on the bf16-rounded inputs); bit-identical repeats.
+TEST_P(CudaVarlen, MatchesTheOracleThroughTheWalkAtItsEntrysTolerance) {
+  if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device";
+  const VarlenCase& c = GetParam();
+  testing_inputs::TestRng rng(testing_inputs::seed_of(c.name));
+  api::VarlenInputs in;
+  in.varlen = {kVarlenCuQ, kVarlenCuK};
+  in.q = uniform({kVarlenCuQ.back(), c.hq, c.d}, rng);
+  in.k = uniform({kVarlenCuK.back(), c.hkv, c.d}, rng);
+  in.v = uniform({kVarlenCuK.back(), c.hkv, c.dv}, rng);
+  in.spec = c.spec;
+  in.mods = mods_of(c.mods, in.varlen.num_sequences(), c.hq, rng);
+  for (const char* name : {"cuda_c11_varlen_f32", "cuda_c11_varlen_bf16"}) {
+    SCOPED_TRACE(name);
+    const Kernel& kernel = find_kernel(name);
+    ASSERT_EQ(kernel.features, kModern | kVarlen);
+    const Tolerance tol = tolerance_of(kernel);
+    const Output ref = api::attend_varlen(find_kernel("a1_dense_masked"),
+                                          kernel.dtype == DType::float32 ? in : rounded(in, kernel.dtype));
+    const Output out = api::attend_varlen(kernel, in);
+    ASSERT_EQ(out.o32.shape, ref.o.shape);
+    ASSERT_EQ(out.lse32.shape, ref.lse.shape);
+    const CheckReport o = check_close(out.o32, ref.o, tol);
+    const CheckReport lse = check_close(out.lse32, ref.lse, tol);
+    EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
+    EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
+    const Output again = api::attend_varlen(kernel, in);
+    EXPECT_EQ(again.o32.data, out.o32.data) << "not deterministic";
+    EXPECT_EQ(again.lse32.data, out.lse32.data) << "not deterministic";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(c11, CudaVarlen, ::testing::ValuesIn(varlen_cases()),
+                         [](const ::testing::TestParamInfo<VarlenCase>& info) { return info.param.name; });
+
+// Rows without keys, exactly (contract §2.3, §2.9): sequence 2 (34 queries, no key) and, under
+// causal, rows 0 .. 32 of sequence 5 (40 queries against 7 keys: p = i − 33 < 0) end at
+// o = 0 and lse = −∞, or σ_h with sinks.
+class CudaVarlenRows : public ::testing::TestWithParam<bool> {};
+TEST_P(CudaVarlenRows, RowsWithoutKeysAreExact) {
+  if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device";
+  const bool sinks = GetParam();
+  testing_inputs::TestRng rng(testing_inputs::seed_of("cuda varlen empty rows"));
+  const int64_t hq = 4, hkv = 2, d = 16, tq = kVarlenCuQ.back();
+  api::VarlenInputs in;
+  in.varlen = {kVarlenCuQ, kVarlenCuK};
+  in.q = uniform({tq, hq, d}, rng);
+  in.k = uniform({kVarlenCuK.back(), hkv, d}, rng);
+  in.v = uniform({kVarlenCuK.back(), hkv, d}, rng);
+  in.spec = dense(true);
+  if (sinks) in.mods.sinks = Tensor<double>({hq}, 0.25);
+  const Output out = api::attend_varlen(find_kernel("cuda_c11_varlen_f32"), in);
+  const float want = sinks ? 0.25f : -std::numeric_limits<float>::infinity();
+  std::vector<int64_t> keyless;
+  for (int64_t t = 1; t < 35; ++t) keyless.push_back(t);     // sequence 2
+  for (int64_t t = 100; t < 133; ++t) keyless.push_back(t);  // sequence 5, rows 0 .. 32
+  for (int64_t h = 0; h < hq; ++h)
+    for (const int64_t t : keyless) {
+      EXPECT_EQ(out.lse32.data[h * tq + t], want) << "head " << h << " packed row " << t;
+      for (int64_t x = 0; x < d; ++x) EXPECT_EQ(out.o32.data[(t * hq + h) * d + x], 0.0f);
+    }
+  EXPECT_NE(out.lse32.data[133], want) << "row 33 of sequence 5 sits on key 0";
+}
+INSTANTIATE_TEST_SUITE_P(c11, CudaVarlenRows, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? std::string("sinks") : "no_sinks";
                          });
 
 // ---------------------------------------------------------------- selected (c10) and selected-blocks (c08)

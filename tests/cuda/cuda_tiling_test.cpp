@@ -18,6 +18,7 @@
 #include "core/seeded_inputs.h"
 #include "optimized/cuda/packed_pattern.h"
 #include "optimized/cuda/tiling.h"
+#include "optimized/cuda/varlen_plan.h"
 #include "tests/cpu/cpu_cases.h"
 
 namespace sparseattn {
@@ -627,6 +628,81 @@ TEST(CudaDecodePlan, ServesWhatTheCpuTwinServes) {
   EXPECT_FALSE(cuda::decode_serves(materialize(testing_grid::bigbird(4, 1, 0), {1, 1, 16, 16})));
   EXPECT_FALSE(cuda::decode_serves(
       materialize(testing_grid::token(PatternKind::longformer, 2, 1, false, 4, {0}), {1, 1, 16, 16})));
+}
+
+// c11's plan (varlen_plan.h) against the packed batch it covers: every (sequence, query
+// row) in exactly one tile of its own sequence, tiles sequence-major with tile_start the
+// prefix over ⌈seq_len_q(b) / tile_rows⌉, no tile for an empty sequence, an empty key span
+// for a sequence without keys; each row's keys are the spec materialized for its sequence's
+// own lengths (contract §2.10, bottom-right per sequence), and a tile's span [j0, j1) is
+// exactly the union of its rows' keys.
+TEST(CudaVarlenPlan, TilesCoverEverySequenceRowOnceWithItsOwnKeys) {
+  // lq/lk per sequence: 1/5, 0/4 (empty), 34/0 (queries, no keys), 65/131, 0/2, 40/7 (L_q > L_k),
+  // 1/1, 0/0.
+  Varlen vl;
+  vl.cu_seqlens_q = {0, 1, 1, 35, 100, 100, 140, 141, 141};
+  vl.cu_seqlens_k = {0, 5, 9, 9, 140, 142, 149, 150, 150};
+  validate_varlen(vl, 141, 150);
+  for (const PatternSpec& spec : decode_specs())
+    for (const int64_t tile_rows : {int64_t{32}, int64_t{7}, int64_t{1}}) {
+      SCOPED_TRACE(describe(spec) + " tile_rows " + std::to_string(tile_rows));
+      const cuda::VarlenPlan plan = cuda::plan_varlen(spec, vl, tile_rows);
+      ASSERT_EQ(plan.rows.size(), 141u);
+      ASSERT_EQ(plan.tile_start.size(), 9u);
+      std::vector<int> covered(141, 0);
+      int32_t prefix = 0;
+      for (int64_t b = 0; b < vl.num_sequences(); ++b) {
+        const int64_t lq = vl.seq_len_q(b), lk = vl.seq_len_k(b), q0 = vl.cu_seqlens_q[b];
+        EXPECT_EQ(plan.tile_start[b], prefix) << "sequence " << b;
+        prefix += static_cast<int32_t>((lq + tile_rows - 1) / tile_rows);
+        EXPECT_EQ(plan.tile_start[b + 1], prefix) << "sequence " << b;
+        const Pattern pattern = materialize(spec, {1, 1, std::max<int64_t>(lq, 1), std::max<int64_t>(lk, 1)});
+        for (int32_t t = plan.tile_start[b]; t < plan.tile_start[b + 1]; ++t) {
+          const cuda::VarlenTile& tile = plan.tiles[static_cast<size_t>(t)];
+          ASSERT_EQ(tile.b, b);
+          ASSERT_GE(tile.rows, 1);
+          ASSERT_LE(tile.rows, tile_rows);
+          ASSERT_LE(tile.i0 + tile.rows, lq);
+          int64_t lo = lk, hi = -1;
+          for (int64_t i = tile.i0; i < tile.i0 + tile.rows; ++i) {
+            ++covered[static_cast<size_t>(q0 + i)];
+            const DecodeRowKeys& r = plan.rows[static_cast<size_t>(q0 + i)];
+            if (lk == 0) {
+              EXPECT_GT(r.lo, r.hi) << "row " << i << " of a sequence without keys";
+            }
+            for (int64_t j = 0; j < lk; ++j) {
+              ASSERT_EQ(decode_row_allows(r, j), pattern.allowed(0, 0, i, j)) << "sequence " << b << " query " << i << " key " << j;
+              if (decode_row_allows(r, j)) lo = std::min(lo, j), hi = std::max(hi, j);
+            }
+          }
+          if (hi < lo) {
+            EXPECT_GE(tile.j0, tile.j1) << "tile " << t;
+          } else {
+            EXPECT_TRUE(tile.j0 == lo && tile.j1 == hi + 1) << "tile " << t << ": [" << tile.j0 << ", " << tile.j1 << ")";
+          }
+          if (t > plan.tile_start[b]) {
+            EXPECT_EQ(tile.i0, plan.tiles[t - 1].i0 + plan.tiles[t - 1].rows);
+          }
+        }
+      }
+      EXPECT_EQ(static_cast<size_t>(prefix), plan.tiles.size());
+      for (size_t row = 0; row < covered.size(); ++row) ASSERT_EQ(covered[row], 1) << "packed row " << row;
+    }
+}
+
+TEST(CudaVarlenPlan, PlainBatchIsEqualSequencesAndBadTileSizesAreRefused) {
+  const Varlen vl = cuda::plain_varlen(3, 4, 6);
+  EXPECT_EQ(vl.cu_seqlens_q, (std::vector<int64_t>{0, 4, 8, 12}));
+  EXPECT_EQ(vl.cu_seqlens_k, (std::vector<int64_t>{0, 6, 12, 18}));
+  const cuda::VarlenPlan plan = cuda::plan_varlen(PatternSpec{}, vl);
+  EXPECT_EQ(plan.tiles.size(), 3u);  // one 4-row tile per element
+  EXPECT_THROW(cuda::plan_varlen(PatternSpec{}, vl, 0), InvalidArgument);
+  EXPECT_THROW(cuda::plan_varlen(PatternSpec{}, vl, 33), InvalidArgument);
+  for (const PatternSpec& spec : decode_specs()) EXPECT_TRUE(cuda::varlen_serves(materialize(spec, {1, 2, 4, 64})));
+  EXPECT_FALSE(cuda::varlen_serves(materialize(testing_grid::bigbird(4, 1, 0), {1, 1, 16, 16})));
+  PatternSpec padded;
+  padded.key_padding_mask = Tensor<uint8_t>({1, 64}, 1);
+  EXPECT_FALSE(cuda::varlen_serves(materialize(padded, {1, 2, 4, 64})));
 }
 
 // c10's lists (PackedPattern::sel_*) are the pattern's: for every (batch, head, query) the
