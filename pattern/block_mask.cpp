@@ -47,7 +47,8 @@ void read_row(const Tensor<int64_t>& num, const Tensor<int64_t>& idx, const std:
     if (c < 0 || c >= nk)
       throw InvalidArgument(idx_name + index_text(b, h, m, s), std::to_string(c),
                             "must be a key block in [0, " + std::to_string(nk) + ") (KV_blocks; read because " +
-                                std::to_string(s) + " < " + num_name + " = " + std::to_string(n) + ")");
+                                std::to_string(s) + " < " + num_name + index_text(b, h, m) + " = " +
+                                std::to_string(n) + ")");
     out.push_back(c);
   }
 }

@@ -189,7 +189,7 @@ TEST(BlockMaskImport, RefusalsNameTheArgumentAndTheRange) {
   // A read index at KV_blocks, and a negative one (FlexAttention has no -1 slots).
   EXPECT_EQ(with(num, table({1, 1, 2, 4}, {0, 4, 9, 9, 3, 9, 9, 9})),
             "invalid kv_indices[0,0,0,1] = 4: must be a key block in [0, 4) (KV_blocks; read "
-            "because 1 < kv_num_blocks = 2)");
+            "because 1 < kv_num_blocks[0,0,0] = 2)");
   EXPECT_NE(with(num, table({1, 1, 2, 4}, {0, 1, 9, 9, -1, 9, 9, 9})).find("invalid kv_indices[0,0,1,0] = -1"),
             std::string::npos);
   // A count beyond KV_blocks, or negative.
