@@ -149,8 +149,9 @@ Tensor<uint8_t> valid_allowed_mask(const Pattern& pattern) {
         std::copy(d.data.begin(), d.data.end(), dst);
         continue;
       }
-      // Nothing moves: contract §2.4's mask, which the valid alignment equals here.
-      const Tensor<uint8_t> d = dense_mask(pattern.head(h));
+      // Nothing moves: contract §2.4's mask, which the valid alignment equals here. A
+      // selection with one list per batch element (contract §3.16) has its own layouts.
+      const Tensor<uint8_t> d = dense_mask(pattern.head_of(b, h));
       for (int64_t i = 0; i < z.seq_len_q; ++i)
         for (int64_t j = 0; j < z.seq_len_k; ++j)
           dst[i * z.seq_len_k + j] = d.data[i * z.seq_len_k + j] &&

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/npy.h"
+#include "pattern/block_mask.h"
 
 namespace sparseattn::api {
 
@@ -81,6 +82,7 @@ PatternSpec spec_from_json(const nlohmann::json& o, const std::string& where,
           "must be an object of pattern flags, e.g. {\"pattern\": \"window\", \"window\": 64}");
   PatternSpec s;
   std::string window_key;  // where "window" was written, if it was
+  std::string block_mask_key, block_mask_dir;  // "block_mask": read once the kind is known
   for (const auto& [raw_key, value] : o.items()) {
     std::string key = raw_key;
     for (char& c : key)
@@ -161,6 +163,12 @@ PatternSpec spec_from_json(const nlohmann::json& o, const std::string& where,
       s.block_size_q = get_int(value, name);
     } else if (key == "block_size_k") {
       s.block_size_k = get_int(value, name);
+    } else if (key == "block_mask") {  // contract §3.17: FlexAttention's tables, a folder
+      require(value.is_string() && !value.get<std::string>().empty(), name, value.dump(),
+              "must be a non-empty string naming a folder of FlexAttention's .npy tables "
+              "(relative to the JSON file's folder)");
+      block_mask_key = name;
+      block_mask_dir = get_path(value, name, base_dir);
     } else {
       throw InvalidArgument(name, value.dump(),
                             "unknown key; keys are the pattern flags' names without \"--\" "
@@ -168,8 +176,17 @@ PatternSpec spec_from_json(const nlohmann::json& o, const std::string& where,
                             "global, num_random, block_size, num_random_blocks, "
                             "num_global_tokens, random_table, segment_ids, mask, "
                             "key_padding_mask, seed, chunk_size, kernel_size, kv_indices, "
-                            "duplicates, block_indices, block_size_q, block_size_k)");
+                            "duplicates, block_indices, block_size_q, block_size_k, block_mask)");
     }
+  }
+  if (!block_mask_key.empty()) {  // as --block-mask (api/pattern_flags.cpp to_spec)
+    require(s.kind == PatternKind::selected_blocks, block_mask_key, block_mask_dir,
+            std::string("needs \"pattern\": \"selected-blocks\" (its tables become block_indices), "
+                        "not ") + pattern_kind_name(s.kind));
+    require(!s.block_indices, block_mask_key, block_mask_dir, "replaces block_indices: give one of them");
+    if (!s.block_size_q) s.block_size_q = kFlexBlockSize;
+    if (!s.block_size_k) s.block_size_k = kFlexBlockSize;
+    s.block_indices = read_block_mask(block_mask_dir, block_mask_key);
   }
   // contract §3.3: the pair replaces "window"; "window": 0 beside it is refused too.
   require(window_key.empty() || (!s.window_left && !s.window_right), window_key,
@@ -306,6 +323,7 @@ nlohmann::json flags_to_json(const PatternFlags& f) {
   if (!f.block_indices.empty()) j["block_indices"] = f.block_indices;
   if (f.block_size_q) j["block_size_q"] = *f.block_size_q;
   if (f.block_size_k) j["block_size_k"] = *f.block_size_k;
+  if (!f.block_mask.empty()) j["block_mask"] = f.block_mask;
   return j;
 }
 

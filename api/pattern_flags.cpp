@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 
 #include "core/error.h"
 #include "core/field.h"
 #include "core/npy.h"
+#include "pattern/block_mask.h"
 
 namespace sparseattn::api {
 
@@ -183,6 +185,12 @@ void add_pattern_flags(CLI::App* cmd, PatternFlags& f) {
   cmd->add_option_function<int64_t>(
       "--block-size-k", [&f](const int64_t& v) { f.block_size_k = v; },
       "BK: keys per key block, integer >= 1; the last block may be partial [selected-blocks]");
+  cmd->add_option("--block-mask", f.block_mask,
+                  "DIR: FlexAttention's BlockMask as .npy files, read as --block-indices: "
+                  "kv_num_blocks.npy int32 [B, H, Q_blocks], kv_indices.npy int32 [B, H, "
+                  "Q_blocks, KV_blocks], optional full_kv_num_blocks.npy and full_kv_indices.npy "
+                  "(the same shapes); a block listed partial or full is attended whole; "
+                  "--block-size-q/-k default to 128 (FlexAttention's BLOCK_SIZE) [selected-blocks]");
   // Every integer flag here is decimal: decimal_integer_flags() (called once for the
   // whole app by register_commands()) attaches the decimal validator.
 }
@@ -227,6 +235,16 @@ PatternSpec to_spec(const PatternFlags& f) {
   s.duplicates = parse_duplicates(f.duplicates);
   s.block_size_q = f.block_size_q;
   s.block_size_k = f.block_size_k;
+  if (!f.block_mask.empty()) {  // contract §3.17: the BlockMask is another spelling of the table
+    require(s.kind == PatternKind::selected_blocks, "--block-mask", f.block_mask,
+            "needs --pattern selected-blocks (its tables become block_indices), not --pattern " +
+                f.pattern);
+    require(f.block_indices.empty(), "--block-mask", f.block_mask,
+            "replaces --block-indices: give one of them");
+    // FlexAttention's BLOCK_SIZE default, each side, when the command line gives none.
+    if (!s.block_size_q) s.block_size_q = kFlexBlockSize;
+    if (!s.block_size_k) s.block_size_k = kFlexBlockSize;
+  }
   // Files are read only after the fields are known to be right (a --mask given to bigbird
   // is refused before its file is opened): placeholders stand for the files meanwhile.
   PatternSpec shape_only = s;
@@ -234,10 +252,12 @@ PatternSpec to_spec(const PatternFlags& f) {
   if (!f.mask.empty()) shape_only.mask = Tensor<uint8_t>();
   if (!f.segment_ids.empty()) shape_only.segment_ids = {0};
   if (!f.kv_indices.empty()) shape_only.kv_indices = Tensor<int64_t>({1, 1, 1, 1}, -1);
-  if (!f.block_indices.empty()) shape_only.block_indices = Tensor<int64_t>({1, 1, 1, 1}, -1);
+  if (!f.block_indices.empty() || !f.block_mask.empty())
+    shape_only.block_indices = Tensor<int64_t>({1, 1, 1, 1}, -1);
   validate_spec(shape_only);
   if (!f.kv_indices.empty()) s.kv_indices = read_npy_int(f.kv_indices, "--kv-indices");
   if (!f.block_indices.empty()) s.block_indices = read_npy_int(f.block_indices, "--block-indices");
+  if (!f.block_mask.empty()) s.block_indices = read_block_mask(f.block_mask, "--block-mask");
   if (!f.random_table.empty()) s.random_table = read_npy_int(f.random_table, "--random-table");
   if (!f.segment_ids.empty()) {
     const Tensor<int64_t> ids = read_npy_int(f.segment_ids, "--segment-ids");
@@ -250,6 +270,45 @@ PatternSpec to_spec(const PatternFlags& f) {
     s.key_padding_mask = read_npy_mask(f.key_padding_mask, "--key-padding-mask");
   validate_spec(s);
   return s;
+}
+
+Tensor<int64_t> read_block_mask(const std::string& dir, const std::string& flag) {
+  const std::string base = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  const std::string pair_text =
+      "kv_num_blocks.npy int32 [B, H, Q_blocks] and kv_indices.npy int32 [B, H, Q_blocks, "
+      "KV_blocks]; optional full_kv_num_blocks.npy and full_kv_indices.npy of the same shapes";
+  // Each file is named as "--block-mask bm/kv_indices.npy", the shape it must have beside
+  // every reading error (a float file, a missing one).
+  auto name = [&](const char* file) { return flag + " " + base + file; };
+  auto read = [&](const char* file, const std::string& shape) -> Tensor<int64_t> {
+    const std::string path = base + file;
+    require(std::filesystem::exists(path), name(file), "missing",
+            "must exist: the folder holds " + pair_text);
+    try {
+      return read_npy_int(path, name(file));
+    } catch (const MemoryLimitError&) {
+      throw;
+    } catch (const InvalidArgument& e) {
+      // The reader's problem ("dtype float32; expected ...") as the value, the shape as the rule.
+      throw InvalidArgument(name(file), e.allowed(), "must be an int32 (or int64) .npy " + shape);
+    }
+  };
+  const Tensor<int64_t> num = read("kv_num_blocks.npy", "[B, H, Q_blocks]");
+  const Tensor<int64_t> idx = read("kv_indices.npy", "[B, H, Q_blocks, KV_blocks]");
+  BlockMaskNames names;
+  names.kv_num_blocks = name("kv_num_blocks.npy");
+  names.kv_indices = name("kv_indices.npy");
+  names.full_kv_num_blocks = name("full_kv_num_blocks.npy");
+  names.full_kv_indices = name("full_kv_indices.npy");
+  const bool has_num = std::filesystem::exists(base + "full_kv_num_blocks.npy");
+  const bool has_idx = std::filesystem::exists(base + "full_kv_indices.npy");
+  require(has_num == has_idx, has_num ? names.full_kv_indices : names.full_kv_num_blocks, "missing",
+          "must exist beside " + (has_num ? names.full_kv_num_blocks : names.full_kv_indices) +
+              " (the full pair is both or neither)");
+  if (!has_num) return block_indices_from_block_mask(num, idx, nullptr, nullptr, names);
+  const Tensor<int64_t> full_num = read("full_kv_num_blocks.npy", "[B, H, Q_blocks]");
+  const Tensor<int64_t> full_idx = read("full_kv_indices.npy", "[B, H, Q_blocks, KV_blocks]");
+  return block_indices_from_block_mask(num, idx, &full_num, &full_idx, names);
 }
 
 Pattern build_pattern(const PatternFlags& flags, const PatternSizes& sizes) {

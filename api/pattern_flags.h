@@ -41,13 +41,17 @@ struct PatternFlags {
   std::string block_indices;     // .npy path, int [B_sel, H_sel, ceil(seq_len_q / BQ), K]
   std::optional<int64_t> block_size_q;  // --block-size-q (selected-blocks)
   std::optional<int64_t> block_size_k;  // --block-size-k (selected-blocks)
+  // --block-mask DIR: FlexAttention's BlockMask tables as .npy files, imported as
+  // selected-blocks' block_indices (read_block_mask); block sizes default to 128 with it.
+  std::string block_mask;
 };
 
 // Adds --pattern, --window, --window-left, --window-right, --chunk-size, --kernel-size,
 // --dilation, --causal, --global, --num-random, --block-size,
 // --num-random-blocks, --num-global-tokens, --random-table, --segment-ids, --mask,
 // --key-padding-mask, --seed, --pattern-file, --kv-indices, --duplicates, --block-indices,
-// --block-size-q, --block-size-k to `cmd`, each documented with its unit and range.
+// --block-size-q, --block-size-k, --block-mask to `cmd`, each documented with its unit and
+// range.
 void add_pattern_flags(CLI::App* cmd, PatternFlags& flags);
 
 // Makes every integer option of `app` and of all its subcommands (type INT or UINT, the
@@ -66,6 +70,15 @@ std::vector<int64_t> parse_positions(const std::string& text);
 // ("--global 3,x"), and FieldError (core/field.h) for a value out of range; the command
 // line spells the field as its flag ("--window").
 PatternSpec to_spec(const PatternFlags& flags);
+
+// FlexAttention's BlockMask read from the folder `dir` (contract §3.17): kv_num_blocks.npy
+// int [B, H, Q_blocks] and kv_indices.npy int [B, H, Q_blocks, KV_blocks], and optionally
+// full_kv_num_blocks.npy with full_kv_indices.npy of the same shapes (both or neither) ->
+// block_indices [B, H, Q_blocks, K] (pattern/block_mask.h). Integer dtypes (int32 as
+// FlexAttention stores them, int64, uint8). Throws InvalidArgument naming `flag` and the file
+// ("--block-mask bm/kv_indices.npy shape") with the allowed shape: a missing required file,
+// another dtype, rank or shape, a count or read index out of range.
+Tensor<int64_t> read_block_mask(const std::string& dir, const std::string& flag);
 
 // to_spec() then materialize(); errors as to_spec()'s (FieldError for sizes, e.g. a global
 // position beyond seq_len).

@@ -7,6 +7,7 @@ graph module read.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Sequence, Tuple
 
@@ -65,6 +66,30 @@ class BlockMask:
                 out[hh, r, self.kv_indices[0, hh, r, : self.kv_num_blocks[0, hh, r]]] = 1
                 out[hh, r, self.full_kv_indices[0, hh, r, : self.full_kv_num_blocks[0, hh, r]]] = 2
         return out
+
+
+def _block_mask_table(block_mask: Any) -> Tuple[np.ndarray, Tuple[int, int]]:
+    """An object with FlexAttention's four tables (a :class:`BlockMask`, torch's BlockMask)
+    -> (block_indices, its own (block_size_q, block_size_k)): ``block_size`` (ours),
+    ``BLOCK_SIZE`` (torch's, an int or a pair), else FlexAttention's default 128."""
+    if not (hasattr(block_mask, "kv_num_blocks") and hasattr(block_mask, "kv_indices")):
+        raise _arrays.invalid("block_mask", type(block_mask).__name__,
+                              "must be a folder of FlexAttention's .npy tables or a BlockMask "
+                              "(kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices)")
+    own: Any = getattr(block_mask, "block_size", None)
+    if own is None:
+        own = getattr(block_mask, "BLOCK_SIZE", _C.flex_block_size)
+    pair = tuple(own) if isinstance(own, (tuple, list)) else (own, own)
+    if len(pair) != 2:
+        raise _arrays.invalid("block_mask.BLOCK_SIZE", own, "must be an int or a pair (q, k)")
+    full_num = getattr(block_mask, "full_kv_num_blocks", None)
+    full_idx = getattr(block_mask, "full_kv_indices", None)
+    table = _C.block_indices_from_block_mask(
+        _arrays.int_array(block_mask.kv_num_blocks, "kv_num_blocks"),
+        _arrays.int_array(block_mask.kv_indices, "kv_indices"),
+        None if full_num is None else _arrays.int_array(full_num, "full_kv_num_blocks"),
+        None if full_idx is None else _arrays.int_array(full_idx, "full_kv_indices"))
+    return table, (pair[0], pair[1])
 
 
 def _window_of(window: Any, attention_window: Any) -> Any:
@@ -286,8 +311,9 @@ class Pattern:
         return Pattern(spec)
 
     @classmethod
-    def selected_blocks(cls, block_indices: Any, block_size_q: int, block_size_k: int,
-                        causal: bool = False) -> "Pattern":
+    def selected_blocks(cls, block_indices: Any = None, block_size_q: Optional[int] = None,
+                        block_size_k: Optional[int] = None, causal: bool = False,
+                        block_mask: Any = None) -> "Pattern":
         """Attention over a given selection of key blocks per query block (contract §3.17):
         every query of query block m attends every key of each key block its row lists (MoBA,
         NSA's selection branch with ``block_size_q = 1``; FlexAttention's BlockMask).
@@ -297,24 +323,116 @@ class Pattern:
         block_indices : array of int, shape [B_sel, H_sel, ceil(seq_len_q / block_size_q), K]
             Key blocks per query block: -1 is an empty slot, else a block in
             [0, ceil(seq_len_k / block_size_k)). ``B_sel``, ``H_sel`` as in :meth:`selected`.
+            Give this or ``block_mask``.
         block_size_q, block_size_k : int
             Tokens per query block and per key block, each >= 1; last blocks may be partial.
+            Required with ``block_indices``; with ``block_mask`` they default to its own block
+            size (``BlockMask.block_size``, torch's ``BLOCK_SIZE``), else 128.
         causal : bool
             Per token: keys after the query's position are dropped.
+        block_mask : str or os.PathLike or BlockMask, optional
+            FlexAttention's BlockMask in place of ``block_indices`` (as the CLI's
+            ``--block-mask DIR``): a folder holding ``kv_num_blocks.npy``,
+            ``kv_indices.npy`` and optionally ``full_kv_num_blocks.npy`` with
+            ``full_kv_indices.npy``, or an object with those attributes (a
+            :class:`BlockMask`, a ``torch.nn.attention.flex_attention.BlockMask``). Read as
+            :meth:`from_block_mask` reads the arrays.
 
         Raises
         ------
         ValueError
-            A block size below 1, a rank other than 4, ``K < 1``, an entry below -1.
+            A block size below 1, a rank other than 4, ``K < 1``, an entry below -1; both or
+            neither of ``block_indices`` and ``block_mask``; a ``block_mask`` refused as
+            :meth:`from_block_mask` refuses it (naming the file for a folder).
         """
+        if block_mask is not None:
+            if block_indices is not None:
+                raise _arrays.invalid("block_mask", type(block_mask).__name__,
+                                      "replaces block_indices: give one of them")
+            if isinstance(block_mask, (str, os.PathLike)):
+                block_indices = _C.read_block_mask(os.fspath(block_mask))
+                own: Tuple[int, int] = (_C.flex_block_size, _C.flex_block_size)
+            else:
+                block_indices, own = _block_mask_table(block_mask)
+            block_size_q = own[0] if block_size_q is None else block_size_q
+            block_size_k = own[1] if block_size_k is None else block_size_k
+        elif block_indices is None:
+            raise _arrays.invalid("block_indices", None, "give block_indices or block_mask")
         if not isinstance(causal, (bool, np.bool_)):
             raise _arrays.invalid("causal", causal, "must be True or False")
-        bq = _arrays.integer("block_size_q", block_size_q)
-        bk = _arrays.integer("block_size_k", block_size_k)
+        bq = _arrays.integer("block_size_q", block_size_q,
+                             allowed="must be an integer >= 1 (tokens per query block)")
+        bk = _arrays.integer("block_size_k", block_size_k,
+                             allowed="must be an integer >= 1 (tokens per key block)")
         spec = _C.make_selected_spec("selected-blocks",
                                      _arrays.int_array(block_indices, "block_indices"),
                                      bool(causal), "once", bq, bk)
         return Pattern(spec, None, bq if bq == bk else 128)
+
+    @classmethod
+    def from_block_mask(cls, kv_num_blocks: Any, kv_indices: Any, block_size_q: int = 128,
+                        block_size_k: int = 128, full_kv_num_blocks: Any = None,
+                        full_kv_indices: Any = None, causal: bool = False) -> "Pattern":
+        """The selected-blocks pattern of FlexAttention's BlockMask tables (contract §3.17):
+        the inverse of :meth:`block_mask`, as ``BlockMask.from_kv_blocks`` takes them.
+
+        Query block m of (batch b, head h) attends every key of the first
+        ``kv_num_blocks[b, h, m]`` blocks of ``kv_indices[b, h, m, :]`` and, when given, of
+        the first ``full_kv_num_blocks[b, h, m]`` of ``full_kv_indices[b, h, m, :]``. A
+        partial block comes back whole: the ``mask_mod`` that refines it per token is not in
+        the tables, so the import inverts the export exactly only for patterns made of
+        whole blocks (``causal=True`` restores a causal ``mask_mod``'s diagonal blocks).
+
+        Parameters
+        ----------
+        kv_num_blocks : array of int, shape [B, H, Q_blocks]
+            Blocks listed per query block, in [0, KV_blocks]. NumPy arrays, torch tensors
+            (CPU) or anything ``np.asarray`` reads; int32 as FlexAttention stores them.
+        kv_indices : array of int, shape [B, H, Q_blocks, KV_blocks]
+            Key-block indices; the first ``kv_num_blocks`` of a row are read and must lie in
+            [0, KV_blocks); the rest is padding, never read (any value).
+        block_size_q, block_size_k : int
+            FlexAttention's ``BLOCK_SIZE`` pair (one int there stands for both): tokens per
+            query block and per key block, each >= 1. Default 128, FlexAttention's.
+        full_kv_num_blocks, full_kv_indices : array of int, optional
+            The full blocks, the same shapes; both or neither. A block listed in both
+            tables counts once.
+        causal : bool
+            Per token: keys after the query's position ``i + seq_len_k - seq_len_q`` are
+            dropped.
+
+        Returns
+        -------
+        Pattern
+            ``Pattern.selected_blocks(block_indices, block_size_q, block_size_k, causal)``
+            with ``block_indices`` [B, H, Q_blocks, K] (ascending, -1 padded, K the longest
+            row, at least 1): B and H read as ``B_sel`` and ``H_sel`` (contract §3.16).
+
+        Raises
+        ------
+        ValueError
+            A shape other than the above (``kv_indices shape = ...``), one of the full pair
+            without the other, a count outside [0, KV_blocks] (``kv_num_blocks[b,h,m]``), a
+            read index outside [0, KV_blocks) (``kv_indices[b,h,m,s]``), a block size below
+            1; ``Q_blocks`` other than ``ceil(seq_len_q / block_size_q)`` and indices beyond
+            ``ceil(seq_len_k / block_size_k)`` when the sizes are known.
+
+        References
+        ----------
+        ``torch.nn.attention.flex_attention.BlockMask.from_kv_blocks`` (docs/peers.md).
+        """
+        if (full_kv_num_blocks is None) != (full_kv_indices is None):
+            missing = "full_kv_indices" if full_kv_indices is None else "full_kv_num_blocks"
+            other = "full_kv_num_blocks" if full_kv_indices is None else "full_kv_indices"
+            raise _arrays.invalid(missing, None,
+                                  f"must be given with {other} (the full pair is both or neither)")
+        full = [None if x is None else _arrays.int_array(x, n)
+                for x, n in ((full_kv_num_blocks, "full_kv_num_blocks"),
+                             (full_kv_indices, "full_kv_indices"))]
+        table = _C.block_indices_from_block_mask(_arrays.int_array(kv_num_blocks, "kv_num_blocks"),
+                                                 _arrays.int_array(kv_indices, "kv_indices"),
+                                                 full[0], full[1])
+        return cls.selected_blocks(table, block_size_q, block_size_k, causal)
 
     @classmethod
     def neighborhood(cls, kernel_size: int, dilation: int = 1,

@@ -32,6 +32,7 @@
 #include "core/error.h"
 #include "graph/layer_graph.h"
 #include "optimized/cpu/isa.h"
+#include "pattern/block_mask.h"
 #include "python/src/arrays.h"
 #include "python/src/report_bindings.h"
 #include "python/src/field_bindings.h"
@@ -219,29 +220,19 @@ py::dict block_mask(const PatternSpec& spec, int64_t num_heads, int64_t seq_len_
       p = materialize(s, z);
     }
   }
-  const int64_t nq = (seq_len_q + block_size - 1) / block_size;
-  const int64_t nk = (seq_len_k + block_size - 1) / block_size;
-  Tensor<int32_t> kv_num({1, num_heads, nq}, 0), kv_idx({1, num_heads, nq, nk}, 0);
-  Tensor<int32_t> full_num({1, num_heads, nq}, 0), full_idx({1, num_heads, nq, nk}, 0);
-  for (int64_t h = 0; h < num_heads; ++h) {
-    const HeadLayout& l = p.head(h);
-    // A block_size beyond the sequence is clamped (contract §3.11: storage only); either
-    // way there is one block per side, so the tables below are the same.
-    require(l.tile == block_size || (l.tile >= seq_len_q && l.tile >= seq_len_k), "block_size",
-            block_size, "the layout was not re-tiled");
-    for (int64_t r = 0; r < nq; ++r) {
-      const int64_t row = h * nq + r;
-      for (int64_t e = l.row_ptr[r]; e < l.row_ptr[r + 1]; ++e) {
-        if (l.is_full(e)) full_idx.data[row * nk + full_num.data[row]++] = l.col[e];
-        else kv_idx.data[row * nk + kv_num.data[row]++] = l.col[e];
-      }
-    }
-  }
+  BlockMaskTables t = block_mask_of(p, block_size);
+  // FlexAttention's tables are int32 (every block index fits).
+  auto int32 = [](const Tensor<int64_t>& x) {
+    Tensor<int32_t> y(x.shape, 0);
+    std::transform(x.data.begin(), x.data.end(), y.data.begin(),
+                   [](int64_t v) { return static_cast<int32_t>(v); });
+    return y;
+  };
   py::dict d;
-  d["kv_num_blocks"] = to_numpy(std::move(kv_num));
-  d["kv_indices"] = to_numpy(std::move(kv_idx));
-  d["full_kv_num_blocks"] = to_numpy(std::move(full_num));
-  d["full_kv_indices"] = to_numpy(std::move(full_idx));
+  d["kv_num_blocks"] = to_numpy(int32(t.kv_num_blocks));
+  d["kv_indices"] = to_numpy(int32(t.kv_indices));
+  d["full_kv_num_blocks"] = to_numpy(int32(t.full_kv_num_blocks));
+  d["full_kv_indices"] = to_numpy(int32(t.full_kv_indices));
   return d;
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 
 #include "core/field.h"
+#include "api/pattern_flags.h"
+#include "pattern/block_mask.h"
 #include "pattern/pattern.h"
 #include "pattern/select.h"
 #include "python/src/arrays.h"
@@ -40,6 +42,24 @@ Tensor<double> floats(const py::array& a, const char* name) { return to_tensor(f
 void register_selected_bindings(py::module_& m) {
   m.def("make_selected_spec", &make_selected_spec, py::arg("kind"), py::arg("table"),
         py::arg("causal"), py::arg("duplicates"), py::arg("block_size_q"), py::arg("block_size_k"));
+  // contract §3.17: FlexAttention's BlockMask tables -> block_indices; errors name the keywords.
+  m.def("block_indices_from_block_mask",
+        [](const py::array& kv_num_blocks, const py::array& kv_indices,
+           std::optional<py::array> full_kv_num_blocks, std::optional<py::array> full_kv_indices) {
+          const Tensor<int64_t> num = int_tensor(kv_num_blocks, "kv_num_blocks");
+          const Tensor<int64_t> idx = int_tensor(kv_indices, "kv_indices");
+          std::optional<Tensor<int64_t>> full_num, full_idx;
+          if (full_kv_num_blocks) full_num = int_tensor(*full_kv_num_blocks, "full_kv_num_blocks");
+          if (full_kv_indices) full_idx = int_tensor(*full_kv_indices, "full_kv_indices");
+          return to_numpy(block_indices_from_block_mask(num, idx, full_num ? &*full_num : nullptr,
+                                                        full_idx ? &*full_idx : nullptr));
+        },
+        py::arg("kv_num_blocks"), py::arg("kv_indices"), py::arg("full_kv_num_blocks"),
+        py::arg("full_kv_indices"));
+  m.attr("flex_block_size") = kFlexBlockSize;  // FlexAttention's default BLOCK_SIZE
+  // The folder form, read as --block-mask reads it (api/pattern_flags.h).
+  m.def("read_block_mask", [](const std::string& dir) { return to_numpy(api::read_block_mask(dir, "block_mask")); },
+        py::arg("dir"));
   m.def("select_topk", [](const py::array& scores, int64_t top_k, bool causal) {
     return to_numpy(select_topk(floats(scores, "scores"), top_k, causal));
   });

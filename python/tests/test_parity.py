@@ -29,7 +29,9 @@ from sparseattn import _sparseattn as _C
 
 P = sa.Pattern
 
-# Every constructor of a Pattern: the pattern flags' keywords.
+# Every constructor of a Pattern: the pattern flags' keywords. Pattern.from_block_mask is
+# left out on purpose: its arrays are the files of `--block-mask DIR`, whose keyword is
+# Pattern.selected_blocks(block_mask=...) (a folder, or a BlockMask object).
 CONSTRUCTORS: Tuple[Callable, ...] = (P.dense, P.window, P.longformer, P.random, P.chunked,
                                       P.neighborhood, P.bigbird,
                                       P.bigbird_etc, P.hierarchical, P.explicit, P.per_head,

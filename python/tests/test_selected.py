@@ -149,3 +149,83 @@ def test_selected_bf16_twins_match_the_oracle_on_rounded_inputs() -> None:
     # The rounding happened: the float32 kernel on the raw inputs gives another o.
     o32, _ = sa.attend(q, k, v, p, impl="cpu_k08_selected_gather")
     assert not np.array_equal(o32, got.o)
+
+
+# ---- FlexAttention's BlockMask imported (contract §3.17) ---------------------------------
+
+# 4 query blocks, KV_blocks = 4. Partial: {2}, {3, 0}, none, {1}; full: {0}, none, {3}, {1}.
+# Entries past the counts are garbage (9, -5, 7), never read.
+BM_NUM = np.array([[[1, 2, 0, 1]]], dtype=np.int32)
+BM_IDX = np.array([[[[2, 9, -5, 9], [3, 0, 7, 7], [-5, 9, 9, 9], [1, 1, -5, 7]]]], dtype=np.int32)
+BM_FULL_NUM = np.array([[[1, 0, 1, 1]]], dtype=np.int32)
+BM_FULL_IDX = np.array([[[[0, 9, 9, 9], [9, 9, 9, 9], [3, -5, 7, 7], [1, 9, 9, 9]]]], dtype=np.int32)
+
+
+def test_from_block_mask_by_hand() -> None:
+    p = sa.Pattern.from_block_mask(BM_NUM, BM_IDX, 2, 2, BM_FULL_NUM, BM_FULL_IDX)
+    want = np.zeros((8, 8), dtype=bool)
+    for m, blocks in enumerate([[0, 2], [0, 3], [3], [1]]):  # the union, per query block
+        for c in blocks:
+            want[2 * m:2 * m + 2, 2 * c:2 * c + 2] = True
+    np.testing.assert_array_equal(p.mask(8), want)
+    # Through the oracle: the same o and lse as the explicit mask, to the last bit.
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((1, 1, 8, 3)) for _ in range(3))
+    o, lse = sa.attend(q, k, v, p, impl="a1_dense_masked")
+    oe, lsee = sa.attend(q, k, v, sa.Pattern.explicit(want), impl="a1_dense_masked")
+    np.testing.assert_array_equal(o, oe)
+    np.testing.assert_array_equal(lse, lsee)
+    # Without the full pair: the partial blocks alone; block size defaults to 128.
+    alone = sa.Pattern.from_block_mask(BM_NUM, BM_IDX, 2, 2).mask(8)
+    assert alone[0].nonzero()[0].tolist() == [4, 5] and not alone[4].any()
+    assert sa.Pattern.from_block_mask([[[1]]], [[[[0]]]]).mask(128).all()
+
+
+def test_block_mask_round_trip_of_bigbird_and_a_partial_block(tmp_path) -> None:
+    original = sa.Pattern.bigbird(4, 1, seed=7)
+    bm = original.block_mask(32, num_heads=2)
+    assert bm.full_kv_num_blocks.sum() > 0
+    want = original.mask(32, num_heads=2)
+    back = sa.Pattern.from_block_mask(bm.kv_num_blocks, bm.kv_indices, 4, 4,
+                                      bm.full_kv_num_blocks, bm.full_kv_indices)
+    np.testing.assert_array_equal(back.mask(32, num_heads=2), want)
+    # The object form takes the BlockMask's own block size; the folder form is --block-mask's.
+    np.testing.assert_array_equal(sa.Pattern.selected_blocks(block_mask=bm).mask(32, num_heads=2), want)
+    for name in ("kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices"):
+        np.save(tmp_path / f"{name}.npy", getattr(bm, name))
+    folder = sa.Pattern.selected_blocks(block_size_q=4, block_size_k=4, block_mask=tmp_path)
+    np.testing.assert_array_equal(folder.mask(32, num_heads=2), want)
+    # A partial block comes back whole: window 1 at block 4 on 8 tokens -> every key.
+    w = sa.Pattern.window(1).block_mask(8, block_size=4)
+    assert w.full_kv_num_blocks.sum() == 0
+    whole = sa.Pattern.selected_blocks(block_mask=w).mask(8)
+    assert whole.all() and not sa.Pattern.window(1).mask(8).all()
+
+
+def test_from_block_mask_refusals_name_the_keyword(tmp_path) -> None:
+    bad = BM_IDX.copy()
+    bad[0, 0, 1, 1] = 4
+    with pytest.raises(ValueError, match=r"invalid kv_indices\[0,0,1,1\] = 4: must be a key block in \[0, 4\)"):
+        sa.Pattern.from_block_mask(BM_NUM, bad, 2, 2)
+    with pytest.raises(ValueError, match=r"invalid kv_num_blocks\[0,0,2\] = 5: must be in \[0, 4\]"):
+        sa.Pattern.from_block_mask(np.array([[[1, 2, 5, 1]]]), BM_IDX, 2, 2)
+    with pytest.raises(ValueError, match=r"invalid full_kv_indices = None: must be given with full_kv_num_blocks"):
+        sa.Pattern.from_block_mask(BM_NUM, BM_IDX, 2, 2, full_kv_num_blocks=BM_FULL_NUM)
+    with pytest.raises(ValueError, match=r"invalid kv_indices shape = \[1, 1, 3, 4\]"):
+        sa.Pattern.from_block_mask(BM_NUM, BM_IDX[:, :, :3], 2, 2)
+    with pytest.raises(ValueError, match=r"invalid kv_indices dtype"):
+        sa.Pattern.from_block_mask(BM_NUM, BM_IDX.astype(np.float32), 2, 2)
+    with pytest.raises(ValueError, match=r"invalid block_size_q = 0"):
+        sa.Pattern.from_block_mask(BM_NUM, BM_IDX, 0, 2)
+    with pytest.raises(ValueError, match=r"invalid block_mask = BlockMask: replaces block_indices"):
+        sa.Pattern.selected_blocks(IDX, 2, 2, block_mask=sa.Pattern.window(1).block_mask(8, block_size=4))
+    with pytest.raises(ValueError, match=r"invalid block_mask .*kv_num_blocks.npy = missing"):
+        sa.Pattern.selected_blocks(block_mask=tmp_path)
+
+
+def test_from_block_mask_takes_torch_tensors() -> None:
+    torch = pytest.importorskip("torch")
+    p = sa.Pattern.from_block_mask(torch.from_numpy(BM_NUM), torch.from_numpy(BM_IDX), 2, 2,
+                                   torch.from_numpy(BM_FULL_NUM), torch.from_numpy(BM_FULL_IDX))
+    np.testing.assert_array_equal(p.mask(8), sa.Pattern.from_block_mask(
+        BM_NUM, BM_IDX, 2, 2, BM_FULL_NUM, BM_FULL_IDX).mask(8))

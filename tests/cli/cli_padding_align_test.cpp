@@ -270,6 +270,29 @@ TEST_F(PaddingAlign, GradientsAreEachBatchElementsOwnUnpaddedProblem) {
   EXPECT_FALSE(exists("o3.npy"));
 }
 
+TEST_F(PaddingAlign, PerBatchSelectionsKeepTheirOwnListsInTheValidMask) {
+  // L_q = L_k = 4 (nothing moves, contract §2.6), selected with one list per batch element
+  // (§3.16, B_sel = 2): batch 0 lists key 0 for every query, batch 1 lists key i for query
+  // i. Padding: batch 0 none, batch 1 the last token. Batch 1's mask is its own diagonal
+  // minus the padded query and key; reading batch 0's lists for it would give column 0.
+  Tensor<int64_t> idx({2, 1, 4, 1});
+  idx.data = {0, 0, 0, 0, 0, 1, 2, 3};
+  write_npy(path("I.npy"), idx);
+  write_padding({4, 3}, 4);
+  const RunResult m = run("mask --seq-len 4 --pattern selected --kv-indices " + path("I.npy") +
+                          " --key-padding-mask " + path("pad.npy") + " --padding-align valid --out " +
+                          path("m.npy"));
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  const Tensor<uint8_t> mask = read_npy_mask(path("m.npy"), "m");
+  EXPECT_EQ(mask.shape, (Shape{2, 1, 4, 4}));
+  EXPECT_EQ(mask.data, (std::vector<uint8_t>{1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0,
+                                             1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0}));
+  // The default alignment (contract §2.4) agrees here: the same mask.
+  ASSERT_EQ(run("mask --seq-len 4 --pattern selected --kv-indices " + path("I.npy") +
+                " --key-padding-mask " + path("pad.npy") + " --out " + path("m24.npy")).exit_code, 0);
+  EXPECT_EQ(read_npy_mask(path("m24.npy"), "m").data, mask.data);
+}
+
 TEST_F(PaddingAlign, RefusalsExitTwoAndWriteNothing) {
   write_qkv(uniform_tensor({2, 1, 3, 2}, 1), uniform_tensor({2, 1, 5, 2}, 2),
             uniform_tensor({2, 1, 5, 2}, 3));

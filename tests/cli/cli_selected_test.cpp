@@ -5,6 +5,8 @@
 // the hand-computed mask; every bad input exits 2 with one line naming the flag, and
 // writes no file.
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -167,6 +169,122 @@ TEST_F(SelectedCli, BadInputNamesTheFlagAndWritesNothing) {
                  "--scores shape", "sel.npy");  // 4 keys in blocks of 1: 4 blocks, 2 given
 }
 
+
+// ---- --block-mask DIR (contract §3.17): FlexAttention's BlockMask tables ----------------
+
+class BlockMaskCli : public SelectedCli {
+ protected:
+  // Writes FlexAttention's tables into folder `dir` (int32 as FlexAttention stores them);
+  // an empty `full_num` leaves the full pair out.
+  void write_block_mask(const std::string& dir, Shape num_shape, std::vector<int32_t> num,
+                        std::vector<int32_t> idx, std::vector<int32_t> full_num = {},
+                        std::vector<int32_t> full_idx = {}) {
+    std::filesystem::create_directories(path(dir));
+    Shape idx_shape = num_shape;
+    idx_shape.push_back(static_cast<int64_t>(idx.size()) / (num_shape[0] * num_shape[1] * num_shape[2]));
+    auto put = [&](const char* file, const Shape& shape, std::vector<int32_t> v) {
+      Tensor<int32_t> t(shape);
+      t.data = std::move(v);
+      write_npy(path(dir + "/" + file), t);
+    };
+    put("kv_num_blocks.npy", num_shape, std::move(num));
+    put("kv_indices.npy", idx_shape, std::move(idx));
+    if (full_num.empty()) return;
+    put("full_kv_num_blocks.npy", num_shape, std::move(full_num));
+    put("full_kv_indices.npy", idx_shape, std::move(full_idx));
+  }
+  // 4 tokens in blocks of 2. Partial: block 1 for query block 0, block 0 for query block
+  // 1; full: block 1 for query block 1. Past the counts: garbage (7, -3, 5, 9), never read.
+  void write_bm() {
+    write_block_mask("bm", {1, 1, 2}, {1, 1}, {1, 7, 0, -3}, {0, 1}, {5, 5, 1, 9});
+  }
+};
+
+TEST_F(BlockMaskCli, AFolderIsReadAsItsBlockIndicesByHand) {
+  write_bm();
+  const std::string bm = " --pattern selected-blocks --block-mask " + path("bm") +
+                         " --block-size-q 2 --block-size-k 2";
+  RunResult r = run("mask --seq-len 4" + bm + " --out " + path("m.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Query block 0 {1}: keys 2, 3; query block 1 {0} partial + {1} full: every key.
+  const std::vector<uint8_t> want = {0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(read_npy_mask(path("m.npy"), "m").data, want);
+  // The same in a pattern file (the folder relative to the file).
+  std::ofstream(path("p.json")) << R"({"pattern": "selected-blocks", "block_mask": "bm",
+                                       "block_size_q": 2, "block_size_k": 2})";
+  r = run("mask --seq-len 4 --pattern-file " + path("p.json") + " --out " + path("mf.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_npy_mask(path("mf.npy"), "m").data, want);
+  // attend through the imported pattern equals the oracle on that mask, written as explicit.
+  r = run("attend " + qkv() + bm + " --dtype float64 --out " + path("o.npy") + " --lse " + path("lse.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run("attend " + qkv() + " --pattern explicit --mask " + path("m.npy") + " --dtype float64 --out " +
+          path("oe.npy") + " --lse " + path("lsee.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_npy_float(path("o.npy"), "o").data, read_npy_float(path("oe.npy"), "o").data);
+  EXPECT_EQ(read_npy_float(path("lse.npy"), "lse").data, read_npy_float(path("lsee.npy"), "lse").data);
+  // Rows 2, 3 see every key: o = (1 + 4 + 9 + 16) / 10 (exp(s_j) = w_j = v_j).
+  EXPECT_NEAR(read_npy_float(path("o.npy"), "o").data[3], 3.0, 1e-14);
+  // info and reach read it too (every subcommand with pattern flags).
+  r = run("info --seq-len 4" + bm + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["nnz"].get<int64_t>(), 12);
+  EXPECT_EQ(run("reach --seq-len 4" + bm + " --json").exit_code, 0);
+}
+
+TEST_F(BlockMaskCli, BlockSizesDefaultToFlexAttentions128) {
+  // One query block of 128 covers the 4 tokens: the table has one row; block 0 = every key.
+  write_block_mask("one", {1, 1, 1}, {1}, {0});
+  const RunResult r = run("mask --seq-len 4 --pattern selected-blocks --block-mask " + path("one") +
+                          " --out " + path("m.npy"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_npy_mask(path("m.npy"), "m").data, std::vector<uint8_t>(16, 1));
+  // Read at block 2 instead, the same table is refused: 2 query blocks are needed.
+  EXPECT_EQ(run("mask --seq-len 4 --pattern selected-blocks --block-mask " + path("one") +
+                " --block-size-q 2 --block-size-k 2 --out " + path("m2.npy")).exit_code, 2);
+}
+
+TEST_F(BlockMaskCli, BadFoldersExitTwoNamingTheFileAndTheShape) {
+  write_bm();
+  const std::string o = " --out " + path("o.npy");
+  auto attend = [&](const std::string& dir, const std::string& more = "") {
+    return "attend " + qkv() + " --pattern selected-blocks --block-mask " + path(dir) +
+           " --block-size-q 2 --block-size-k 2" + more + o;
+  };
+  const std::string bm = path("bm") + "/";
+  // Missing files: the required one, or half of the full pair.
+  std::filesystem::create_directories(path("empty"));
+  expect_refused(attend("empty"), "--block-mask " + path("empty") + "/kv_num_blocks.npy = missing: must "
+                 "exist: the folder holds kv_num_blocks.npy int32 [B, H, Q_blocks]", "o.npy");
+  write_block_mask("half", {1, 1, 2}, {1, 1}, {1, 0, 0, 0});
+  std::filesystem::copy_file(bm + "full_kv_num_blocks.npy", path("half/full_kv_num_blocks.npy"));
+  expect_refused(attend("half"), "--block-mask " + path("half") + "/full_kv_indices.npy = missing", "o.npy");
+  // Another dtype: the file and the shape it must have.
+  write_block_mask("float", {1, 1, 2}, {1, 1}, {1, 0, 0, 0});
+  write_npy(path("float/kv_indices.npy"), Tensor<double>({1, 1, 2, 2}, 0.0));
+  expect_refused(attend("float"), "--block-mask " + path("float") + "/kv_indices.npy = dtype float64", "o.npy");
+  EXPECT_NE(run(attend("float")).err.find("[B, H, Q_blocks, KV_blocks]"), std::string::npos);
+  // Rank and shape.
+  write_block_mask("rank", {1, 1, 2}, {1, 1}, {1, 0, 0, 0});
+  write_npy(path("rank/kv_num_blocks.npy"), Tensor<int32_t>({2}, 1));
+  expect_refused(attend("rank"), "--block-mask " + path("rank") + "/kv_num_blocks.npy shape = [2]: must be "
+                 "[B, H, Q_blocks]", "o.npy");
+  write_block_mask("shape", {1, 1, 2}, {1, 1}, {1, 0, 0, 0});
+  write_npy(path("shape/kv_indices.npy"), Tensor<int32_t>({1, 1, 3, 2}, 0));
+  expect_refused(attend("shape"), "--block-mask " + path("shape") + "/kv_indices.npy shape = [1, 1, 3, 2]: "
+                 "must be [1, 1, 2, KV_blocks >= 1]", "o.npy");
+  // A read index out of range; the garbage past the counts is not read.
+  write_block_mask("far", {1, 1, 2}, {1, 1}, {2, 0, 0, 0});
+  expect_refused(attend("far"), "--block-mask " + path("far") + "/kv_indices.npy[0,0,0,0] = 2: must be a "
+                 "key block in [0, 2)", "o.npy");
+  // Beside another kind, --block-indices or --pattern-file.
+  expect_refused("attend " + qkv() + " --pattern window --window 1 --block-mask " + path("bm") + o,
+                 "--block-mask", "o.npy");
+  expect_refused(attend("bm", " --block-indices " + path("I.npy")), "--block-mask", "o.npy");
+  std::ofstream(path("w.json")) << R"({"pattern": "window", "window": 1})";
+  expect_refused("attend " + qkv() + " --pattern-file " + path("w.json") + " --block-mask " + path("bm") + o,
+                 "--block-mask", "o.npy");
+}
 
 // ---- check probes (contract §4.9): each planted mistake is named -------------------------
 
