@@ -110,9 +110,13 @@ configure-sanitize:
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DSPARSEATTN_CUDA=OFF \
 	  -DSPARSEATTN_SANITIZE=ON -DSPARSEATTN_BUILD_BENCH=OFF -DSPARSEATTN_PYTHON=OFF $(CCACHE_FLAGS)
 
+# RealJob (the main job over the stored 4096-token data, every kernel) is left out here:
+# its code paths are the ones the small tests sanitize, at the suite's largest sizes (its
+# five tests took 73 s of CPU unsanitized, the most of any group); `make test` runs it.
+SANITIZE_CTEST_ARGS ?= -E ^RealJob\.
 sanitize: setup $(SANITIZE_BUILD)/CMakeCache.txt
 	cmake --build $(SANITIZE_BUILD) -j $(JOBS)
-	@$(SANITIZE_ENV) scripts/run_tests.sh $(SANITIZE_BUILD) $(JOBS)
+	@$(SANITIZE_ENV) CTEST_ARGS='$(SANITIZE_CTEST_ARGS)' scripts/run_tests.sh $(SANITIZE_BUILD) $(JOBS)
 
 # `make fuzz` (docs/robustness.md): the libFuzzer targets of tests/fuzz/ (clang, ASan +
 # UBSan) in build-fuzz/, each run for FUZZ_SECONDS from its seed corpus

@@ -138,6 +138,24 @@ class Prober {
   Hypothesis keyed(const std::string& name, const std::string& cause, KeysFn keys) {
     return keyed(name, cause, std::move(keys), scale_, in_.conv.masked_score);
   }
+  // Rows of selected attention over `p`'s table (the judged pattern's when p is null) by
+  // selected_row, each listed entry counted (`count`) or each key once: the probes that
+  // change weights, not key sets.
+  Hypothesis selected_rows(const std::string& name, const std::string& cause,
+                           std::shared_ptr<const Pattern> p, bool count) {
+    Hypothesis hy;
+    hy.name = name;
+    hy.cause = cause;
+    const Pattern* table = p ? p.get() : &in_.pattern;
+    hy.predict = [this, p, table, count](int64_t b, int64_t h, int64_t i, double* o,
+                                         double* lse, int64_t* work) {
+      const HeadView hv = head_view(b, h);
+      *work += selected_row(*table, b, h, i, count, hv.q, hv.k, hv.v, hv.head_dim,
+                            hv.head_dim_v, scale_, o, lse);
+      return true;
+    };
+    return hy;
+  }
   KeysFn keys_of(std::shared_ptr<const Pattern> p) const {
     // Under --padding-align valid a rebuilt pattern is read with the judged alignment
     // (contract §2.6); valid_row_keys throws where it cannot be, and run() skips the probe.
@@ -447,17 +465,7 @@ void Prober::add_selected_probes() {
       add(m.name, [this, m]() -> std::optional<Hypothesis> {
         std::shared_ptr<const Pattern> p = build(m.spec, false);
         if (!p) return std::nullopt;
-        Hypothesis hy;
-        hy.name = m.name;
-        hy.cause = m.cause;
-        hy.predict = [this, p](int64_t b, int64_t h, int64_t i, double* o, double* lse,
-                               int64_t* work) {
-          const HeadView hv = head_view(b, h);
-          *work += selected_row(*p, b, h, i, true, hv.q, hv.k, hv.v, hv.head_dim,
-                                hv.head_dim_v, scale_, o, lse);
-          return true;
-        };
-        return hy;
+        return selected_rows(m.name, m.cause, p, true);
       });
       continue;
     }
@@ -477,17 +485,7 @@ void Prober::add_selected_probes() {
               : "duplicates counted once: a key listed twice entered the softmax once; the "
                 "pattern has --duplicates count (contract §3.16)";
     add(name, [this, name, cause, count]() -> std::optional<Hypothesis> {
-      Hypothesis hy;
-      hy.name = name;
-      hy.cause = cause;
-      hy.predict = [this, count](int64_t b, int64_t h, int64_t i, double* o, double* lse,
-                                 int64_t* work) {
-        const HeadView hv = head_view(b, h);
-        *work += selected_row(in_.pattern, b, h, i, count, hv.q, hv.k, hv.v, hv.head_dim,
-                              hv.head_dim_v, scale_, o, lse);
-        return true;
-      };
-      return hy;
+      return selected_rows(name, cause, nullptr, count);
     });
   }
 }

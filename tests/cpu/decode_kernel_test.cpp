@@ -32,6 +32,7 @@
 #include "reference/attention.h"
 #include "registry/float32_guard.h"
 #include "registry/registry.h"
+#include "tests/reference/decode_specs.h"
 
 namespace sparseattn {
 namespace {
@@ -48,27 +49,9 @@ struct Sizes {
   int64_t hq = 8, hkv = 2, lq = 4, d = 16, dv = 16;
 };
 
-PatternSpec dense(bool causal) {
-  PatternSpec s;
-  s.causal = causal;
-  return s;
-}
-PatternSpec window(int64_t left, int64_t right, int64_t dilation, bool causal) {
-  PatternSpec s;
-  s.kind = PatternKind::window;
-  s.window_left = left;
-  s.window_right = right;
-  s.dilation = dilation;
-  s.causal = causal;
-  return s;
-}
-PatternSpec chunked(int64_t c, bool causal) {
-  PatternSpec s;
-  s.kind = PatternKind::chunked;
-  s.chunk_size = c;
-  s.causal = causal;
-  return s;
-}
+using testing_spec::chunked;
+using testing_spec::dense;
+using testing_spec::window;
 
 std::vector<PatternSpec> specs() {
   return {dense(false),         dense(true),         window(3, 2, 1, false), window(5, 0, 2, true),

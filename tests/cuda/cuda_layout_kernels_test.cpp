@@ -41,6 +41,7 @@
 #include "reference/attention.h"
 #include "registry/registry.h"
 #include "tests/reference/grid.h"
+#include "tests/reference/decode_specs.h"
 
 namespace sparseattn {
 namespace {
@@ -62,27 +63,9 @@ Tolerance tolerance_of(const Kernel& k) {
 
 // ---------------------------------------------------------------- decode (c09)
 
-PatternSpec dense(bool causal) {
-  PatternSpec s;
-  s.causal = causal;
-  return s;
-}
-PatternSpec window(int64_t left, int64_t right, int64_t dilation, bool causal) {
-  PatternSpec s;
-  s.kind = PatternKind::window;
-  s.window_left = left;
-  s.window_right = right;
-  s.dilation = dilation;
-  s.causal = causal;
-  return s;
-}
-PatternSpec chunked(int64_t c, bool causal) {
-  PatternSpec s;
-  s.kind = PatternKind::chunked;
-  s.chunk_size = c;
-  s.causal = causal;
-  return s;
-}
+using testing_spec::chunked;
+using testing_spec::dense;
+using testing_spec::window;
 
 struct DecodeCase {
   std::string name;

@@ -12,31 +12,14 @@
 
 #include "pattern/decode_row.h"
 #include "pattern/pattern.h"
+#include "tests/reference/decode_specs.h"
 
 namespace sparseattn {
 namespace {
 
-PatternSpec dense(bool causal) {
-  PatternSpec s;
-  s.causal = causal;
-  return s;
-}
-PatternSpec window(int64_t left, int64_t right, int64_t dilation, bool causal) {
-  PatternSpec s;
-  s.kind = PatternKind::window;
-  s.window_left = left;
-  s.window_right = right;
-  s.dilation = dilation;
-  s.causal = causal;
-  return s;
-}
-PatternSpec chunked(int64_t c, bool causal) {
-  PatternSpec s;
-  s.kind = PatternKind::chunked;
-  s.chunk_size = c;
-  s.causal = causal;
-  return s;
-}
+using testing_spec::chunked;
+using testing_spec::dense;
+using testing_spec::window;
 
 // The keys of the row, listed: {lo, lo + stride, …, hi}.
 std::vector<int64_t> keys(const PatternSpec& spec, int64_t lq, int64_t n, int64_t i) {
