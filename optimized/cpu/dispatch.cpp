@@ -3,6 +3,7 @@
 // not depend on the build; the avx2 one answers for both.
 #include "optimized/cpu/isa.h"
 #include "optimized/cpu/isa_kernels.h"
+#include "optimized/cpu/selected_kernels.h"
 
 namespace sparseattn::cpu {
 
@@ -15,6 +16,11 @@ namespace sparseattn::cpu {
 
 SPARSEATTN_CPU_FORWARD_KERNELS(SPARSEATTN_DISPATCH_FORWARD)
 #undef SPARSEATTN_DISPATCH_FORWARD
+
+void k08_selected_gather(const Inputs& in, const Outputs& out) {
+  if (active_isa() == Isa::avx512) return avx512::k08_selected_gather(in, out);
+  return avx2::k08_selected_gather(in, out);
+}
 
 void kb01_generic_tiles_grad(const GradInputs& in, const GradOutputs& out) {
   avx2::kb01_generic_tiles_grad(in, out);

@@ -1,13 +1,15 @@
 // The per-build entry points behind kernels.h and grad_kernels.h (isa.h): each forward
 // kernel exists once per SIMD build, in namespace sparseattn::cpu::avx2 and ::avx512;
-// dispatch.cpp calls the one active_isa() names. The backward kernels and k07 have the
-// avx2 build only.
+// dispatch.cpp calls the one active_isa() names; k08's two twins (selected_kernels.h) are
+// built per ISA too, dispatched there and in dispatch_bf16.cpp. The backward kernels and
+// k07 have the avx2 build only.
 #pragma once
 
 #include <cstdint>
 
 #include "optimized/cpu/grad_kernels.h"
 #include "optimized/cpu/kernels.h"
+#include "optimized/cpu/kernels_bf16.h"
 
 // X(kernel, serves): every forward kernel built per ISA.
 #define SPARSEATTN_CPU_FORWARD_KERNELS(X) \
@@ -40,4 +42,17 @@ float fma_probe(int64_t iterations);
 int fma_probe_lanes();
 }  // namespace sparseattn::cpu::avx512
 
+// k08, token-level selected attention, and its bf16 twin (selected_kernels.h).
+#define SPARSEATTN_DECLARE_SELECTED                                 \
+  void k08_selected_gather(const Inputs& in, const Outputs& out); \
+  void k08_selected_gather_bf16(const InputsBf16& in, const Outputs& out);
+
+namespace sparseattn::cpu::avx2 {
+SPARSEATTN_DECLARE_SELECTED
+}  // namespace sparseattn::cpu::avx2
+namespace sparseattn::cpu::avx512 {
+SPARSEATTN_DECLARE_SELECTED
+}  // namespace sparseattn::cpu::avx512
+
+#undef SPARSEATTN_DECLARE_SELECTED
 #undef SPARSEATTN_DECLARE_FORWARD

@@ -26,21 +26,243 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
+#include "optimized/cpu/isa_kernels.h"
 #include "optimized/cpu/selected_kernels.h"
+#include "optimized/cpu/simd.h"
 
-namespace sparseattn::cpu {
-
-bool k08_serves(const Pattern& pattern) { return pattern.spec.kind == PatternKind::selected; }
+SPARSEATTN_ISA_BEGIN
 
 namespace {
 
 using selected::widen;
+
+// ---- The register-blocked path: G heads share a list, G divides the vector's lanes. ----
+//
+// S = Q (G × d) · K_selᵀ: a vector holds G heads × R = kLanes / G consecutive d of one
+// key's dot products (lane e·R + r sums q_e[d]·k[d] over d ≡ r mod R), so each FMA does
+// kLanes useful multiply-adds whatever G is; q is laid out once per unit as qr[d / R]
+// [e][r], k's R floats are one broadcast load. T keys at a time (T accumulators cover the
+// FMA latency on both pipes), then log2 R pairwise even/odd folds turn T vectors into T / R
+// vectors of R keys × G heads: the scores come out key-major, [t][e].
+
+// x in every lane. simd.h's splat is Vec{} + x, which GCC must compile as a scalar add of
+// +0 (it cannot drop it: -0 + 0 is +0) before the broadcast; these are one vbroadcast,
+// from memory when x was just loaded.
+inline Vec lanes_of_float(float x) {
+#if defined(SPARSEATTN_ISA_AVX512)
+  return reinterpret_cast<Vec>(_mm512_set1_ps(x));
+#else
+  return reinterpret_cast<Vec>(_mm256_set1_ps(x));
+#endif
+}
+inline Vec lanes_of_pair(const float* p) {
+  double x;
+  std::memcpy(&x, p, sizeof x);
+#if defined(SPARSEATTN_ISA_AVX512)
+  return reinterpret_cast<Vec>(_mm512_set1_pd(x));
+#else
+  return reinterpret_cast<Vec>(_mm256_set1_pd(x));
+#endif
+}
+
+// R consecutive floats at p, repeated over the vector: [p0 .. pR-1, p0 .. pR-1, ...].
+template <int R, size_t... I>
+inline Vec repeat_impl(const float* p, std::index_sequence<I...>) {
+  typename Simd<R>::f part;
+  std::memcpy(&part, p, sizeof part);
+  return __builtin_shufflevector(part, part, static_cast<int>(I % R)...);
+}
+template <int R>
+inline Vec repeat(const float* p) {
+  if constexpr (R == 1) {
+    return lanes_of_float(*p);
+  } else if constexpr (R == kLanes) {
+    return loadv(p);
+  } else if constexpr (R == 2) {
+    return lanes_of_pair(p);  // one vbroadcastsd: the two floats as one 64-bit element
+  } else {
+    return repeat_impl<R>(p, std::make_index_sequence<kLanes>{});
+  }
+}
+
+// Lane i of the result: a[2i] + a[2i + 1] for i < kLanes / 2, then b's pairs.
+template <size_t... I>
+inline Vec fold_impl(Vec a, Vec b, std::index_sequence<I...>) {
+  using VI = Simd<kLanes>::i;
+  const Vec even = __builtin_shuffle(a, b, VI{static_cast<int32_t>(2 * I)...});
+  const Vec odd = __builtin_shuffle(a, b, VI{static_cast<int32_t>(2 * I + 1)...});
+  return even + odd;
+}
+inline Vec fold(Vec a, Vec b) { return fold_impl(a, b, std::make_index_sequence<kLanes>{}); }
+
+template <int G>
+struct Blocking {
+  static constexpr int R = kLanes / G;      // d per lane group
+  static constexpr int T = R > 8 ? R : 8;   // keys per score block
+};
+
+// Scores of T keys (rows[t], D floats each, D a multiple of R) against the unit's qr:
+// out[t * G + e] = scale · <q_e, k_t>. Each dot sums d ≡ r (mod R) in d order, then the
+// R partial sums by the fixed fold tree: the same on every thread.
+template <int G>
+inline void score_block(const float* qr, const float* const* rows, int64_t D, float scale,
+                        float* out) {
+  constexpr int R = Blocking<G>::R, T = Blocking<G>::T;
+  Vec acc[T];
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) acc[t] = splat(0.0f);
+  const int64_t steps = D / R;
+  for (int64_t s = 0; s < steps; ++s) {
+    const Vec q = loadv(qr + s * kLanes);
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) acc[t] += q * repeat<R>(rows[t] + s * R);
+  }
+  int live = T;
+#pragma GCC unroll 4
+  for (int width = 1; width < R; width *= 2) {
+#pragma GCC unroll 8
+    for (int t = 0; t < live / 2; ++t) acc[t] = fold(acc[2 * t], acc[2 * t + 1]);
+    live /= 2;
+  }
+#pragma GCC unroll 16
+  for (int t = 0; t < live; ++t) storev(out + t * kLanes, acc[t] * scale);
+}
+
+// O (G × d_v) += P (n × G, key-major) · V_sel over keys [0, n): C vectors of d_v from d0
+// per head in registers, one load of each value row's C vectors for all G heads.
+template <int G, int C>
+inline void pv_block(const float* p, const float* const* vrows, int64_t n, int64_t d0,
+                     float* acc, int64_t Dv) {
+  Vec a[G][C];
+#pragma GCC unroll 16
+  for (int e = 0; e < G; ++e)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) a[e][c] = loadv(acc + e * Dv + d0 + c * kLanes);
+  for (int64_t t = 0; t < n; ++t) {
+    const float* v = vrows[t] + d0;
+    Vec x[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) x[c] = loadv(v + c * kLanes);
+#pragma GCC unroll 16
+    for (int e = 0; e < G; ++e) {
+      const Vec pe = lanes_of_float(p[t * G + e]);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) a[e][c] += pe * x[c];
+    }
+  }
+#pragma GCC unroll 16
+  for (int e = 0; e < G; ++e)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) storev(acc + e * Dv + d0 + c * kLanes, a[e][c]);
+}
+
+// Per-thread scratch of the blocked path.
+struct Scratch {
+  std::vector<float> qr, scores, weights, acc, kpanel, vpanel;
+  std::vector<const float*> krows, vrows;
+};
+
+// One unit (G heads, one list of n >= 1 keys at krows/vrows, float32 rows): scores,
+// softmax per head with the counted weights w (nullptr: all 1), P·V; writes o and lse.
+template <int G>
+void blocked_unit(const float* qr, int64_t n, const float* w, int64_t D, int64_t Dv,
+                  float scale, Scratch& sc, float* const* o_rows, float* const* lse) {
+  constexpr int T = Blocking<G>::T;
+  const int64_t npad = (n + T - 1) / T * T;
+  for (int64_t t = n; t < npad; ++t) sc.krows[static_cast<size_t>(t)] = sc.krows[0];
+  sc.scores.resize(static_cast<size_t>(npad * G));
+  float* s = sc.scores.data();
+  for (int64_t t0 = 0; t0 < npad; t0 += T)
+    score_block<G>(qr, sc.krows.data() + t0, D, scale, s + t0 * G);
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  for (int64_t x = n * G; x < npad * G; ++x) s[x] = neg_inf;  // padding keys: weight 0
+  // Softmax per head on the key-major scores: lane j of every vector is head j mod G.
+  const int64_t nvec = npad * G / kLanes;
+  Vec mv = splat(neg_inf);
+  for (int64_t x = 0; x < nvec; ++x) {
+    const Vec y = loadv(s + x * kLanes);
+    mv = y > mv ? y : mv;
+  }
+  float m[G];
+  for (int e = 0; e < G; ++e) {
+    m[e] = mv[e];
+    for (int j = e + G; j < kLanes; j += G) m[e] = std::max(m[e], mv[j]);
+  }
+  Vec mb;
+  for (int j = 0; j < kLanes; ++j) mb[j] = m[j % G];
+  Vec lv = splat(0.0f);
+  if (w == nullptr) {
+    for (int64_t x = 0; x < nvec; ++x) {
+      const Vec p = vexp(loadv(s + x * kLanes) - mb);
+      storev(s + x * kLanes, p);
+      lv += p;
+    }
+  } else {
+    for (int64_t x = 0; x < nvec; ++x) {
+      Vec wv;
+      for (int j = 0; j < kLanes; ++j) {
+        const int64_t t = (x * kLanes + j) / G;
+        wv[j] = t < n ? w[t] : 0.0f;
+      }
+      const Vec p = vexp(loadv(s + x * kLanes) - mb) * wv;
+      storev(s + x * kLanes, p);
+      lv += p;
+    }
+  }
+  float inv[G];
+  for (int e = 0; e < G; ++e) {
+    float l = lv[e];  // the lanes of head e in lane order: fixed
+    for (int j = e + G; j < kLanes; j += G) l += lv[j];
+    *lse[e] = m[e] + std::log(l);
+    inv[e] = 1.0f / l;
+  }
+  // P·V in blocks of keys, so that each block's value rows stay in L1 across the d_v groups.
+  constexpr int C = std::max(1, (kLanes == 16 ? 16 : 8) / G);
+  const int64_t dvec = Dv / kLanes * kLanes;
+  sc.acc.assign(static_cast<size_t>(G * Dv), 0.0f);
+  float* acc = sc.acc.data();
+  constexpr int64_t kKeyBlock = 64;
+  for (int64_t t0 = 0; t0 < n; t0 += kKeyBlock) {
+    const int64_t nb = std::min(kKeyBlock, n - t0);
+    const float* pb = s + t0 * G;
+    const float* const* vb = sc.vrows.data() + t0;
+    int64_t d0 = 0;
+    for (; d0 + C * kLanes <= dvec; d0 += C * kLanes) pv_block<G, C>(pb, vb, nb, d0, acc, Dv);
+    for (; d0 < dvec; d0 += kLanes) pv_block<G, 1>(pb, vb, nb, d0, acc, Dv);
+    for (int64_t t = 0; t < nb && dvec < Dv; ++t)
+      for (int e = 0; e < G; ++e)
+        for (int64_t d = dvec; d < Dv; ++d) acc[e * Dv + d] += pb[t * G + e] * vb[t][d];
+  }
+  for (int e = 0; e < G; ++e)
+    for (int64_t d = 0; d < Dv; ++d) o_rows[e][d] = acc[e * Dv + d] * inv[e];
+}
+
+using UnitFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float, Scratch&,
+                        float* const*, float* const*);
+
+// The blocked unit for `share` heads, or nullptr when share does not divide the lanes or
+// head_dim is not a multiple of R (then the per-key path below).
+UnitFn blocked_for(int64_t share, int64_t D) {
+  auto fits = [&](int g) { return share == g && D % (kLanes / g) == 0; };
+  if (fits(1)) return &blocked_unit<1>;
+  if (fits(2)) return &blocked_unit<2>;
+  if (fits(4)) return &blocked_unit<4>;
+  if (fits(8)) return &blocked_unit<8>;
+#if defined(SPARSEATTN_ISA_AVX512)
+  if (fits(16)) return &blocked_unit<16>;
+#endif
+  return nullptr;
+}
+
+// ---- The per-key path: any number of heads sharing a list, any head_dim. ----
 
 // exp(x) for x <= 0 (a score minus its row maximum), about 1 ulp: simd.h's vexp (Cephes
 // expf) written per element and branch-free, so that the softmax loop below vectorizes
@@ -138,10 +360,11 @@ void selected_gather(const In& in, const Outputs& out, const char* name) {
   const int64_t share = hsel == H && g > 1 ? 1 : g;
   const int64_t units = H / share;  // lists per batch element and query
   const float neg_inf = -std::numeric_limits<float>::infinity();
-  // bf16: the fixed-width scorer reads a float32 panel of the gathered key rows (widened
-  // once per unit, vectorized) instead of widening one scalar per key and d in its loop.
+  // bf16: the scorers read float32 panels of the gathered rows (widened once per unit,
+  // vectorized) instead of widening one scalar per key and d in their loops.
   constexpr bool kWiden = !std::is_same_v<T, float>;
-  const ScoresFn fixed = scores_for(share);
+  const UnitFn blocked = blocked_for(share, D);
+  const ScoresFn fixed = blocked != nullptr ? nullptr : scores_for(share);
 
 #pragma omp parallel
   {
@@ -150,6 +373,8 @@ void selected_gather(const In& in, const Outputs& out, const char* name) {
     std::vector<float> qt(static_cast<size_t>(share * D));  // the unit's q, heads in lanes
     std::vector<float> panel;     // bf16: the unit's gathered key rows widened, [n][D]
     std::vector<int32_t> rows;    // bf16: 0, 1, ..., n - 1 (the panel's rows)
+    Scratch sc;
+    std::vector<float*> o_rows(static_cast<size_t>(share)), lse_rows(static_cast<size_t>(share));
 #pragma omp for schedule(dynamic, 8)
     for (int64_t item = 0; item < B * units * Lq; ++item) {
       const int64_t i = item % Lq, u = (item / Lq) % units, b = item / (Lq * units);
@@ -159,6 +384,57 @@ void selected_gather(const In& in, const Outputs& out, const char* name) {
       const int64_t n = static_cast<int64_t>(keys.size());
       const T* kh = in.k + (b * Hkv + hk) * Lk * D;
       const T* vh = in.v + (b * Hkv + hk) * Lk * Dv;
+      if (blocked != nullptr) {
+        for (int64_t e = 0; e < share; ++e) {
+          o_rows[static_cast<size_t>(e)] = out.o + ((b * H + h0 + e) * Lq + i) * Dv;
+          lse_rows[static_cast<size_t>(e)] = out.lse + (b * H + h0 + e) * Lq + i;
+        }
+        if (n == 0) {
+          for (int64_t e = 0; e < share; ++e) {
+            *lse_rows[static_cast<size_t>(e)] = neg_inf;
+            std::fill_n(o_rows[static_cast<size_t>(e)], Dv, 0.0f);
+          }
+          continue;
+        }
+        // q as qr[d / R][e][r] (blocked_unit's layout), R = lanes / share.
+        const int64_t R = kLanes / share;
+        sc.qr.resize(static_cast<size_t>(share * D));
+        for (int64_t e = 0; e < share; ++e) {
+          const T* qi = in.q + ((b * H + h0 + e) * Lq + i) * D;
+          for (int64_t d = 0; d < D; ++d)
+            sc.qr[static_cast<size_t>((d / R) * kLanes + e * R + d % R)] = widen(qi[d]);
+        }
+        // Row pointers (krows padded to a whole score block by blocked_unit).
+        sc.krows.resize(static_cast<size_t>(n + kLanes));
+        sc.vrows.resize(static_cast<size_t>(n));
+        if constexpr (kWiden) {
+          sc.kpanel.resize(static_cast<size_t>(n * D));
+          sc.vpanel.resize(static_cast<size_t>(n * Dv));
+          for (int64_t t = 0; t < n; ++t) {
+            const T* kj = kh + static_cast<int64_t>(keys[static_cast<size_t>(t)]) * D;
+            const T* vj = vh + static_cast<int64_t>(keys[static_cast<size_t>(t)]) * Dv;
+            float* kd = sc.kpanel.data() + t * D;
+            float* vd = sc.vpanel.data() + t * Dv;
+#pragma omp simd
+            for (int64_t d = 0; d < D; ++d) kd[d] = widen(kj[d]);
+#pragma omp simd
+            for (int64_t d = 0; d < Dv; ++d) vd[d] = widen(vj[d]);
+            sc.krows[static_cast<size_t>(t)] = kd;
+            sc.vrows[static_cast<size_t>(t)] = vd;
+          }
+        } else {
+          for (int64_t t = 0; t < n; ++t) {
+            const int64_t j = keys[static_cast<size_t>(t)];
+            sc.krows[static_cast<size_t>(t)] = kh + j * D;
+            sc.vrows[static_cast<size_t>(t)] = vh + j * Dv;
+          }
+        }
+        const bool weighted =
+            std::any_of(weights.begin(), weights.end(), [](float x) { return x != 1.0f; });
+        blocked(sc.qr.data(), n, weighted ? weights.data() : nullptr, D, Dv, in.scale, sc,
+                o_rows.data(), lse_rows.data());
+        continue;
+      }
       scores.assign(static_cast<size_t>(share * n), 0.0f);
       // Scores: each key row once, against every head of the unit.
       if (fixed != nullptr) {
@@ -231,32 +507,6 @@ void selected_gather(const In& in, const Outputs& out, const char* name) {
 
 }  // namespace
 
-void selected_keys(const Pattern& pattern, int64_t b, int64_t row, int64_t i,
-                   std::vector<int32_t>& keys, std::vector<float>& weights,
-                   std::vector<int32_t>& seen) {
-  keys.clear();
-  weights.clear();
-  if (!pattern.query_valid(b, i)) return;
-  const Tensor<int64_t>& t = pattern.selection;
-  const int64_t kk = t.dim(3), lk = pattern.sizes.seq_len_k;
-  const int64_t position = i + lk - pattern.sizes.seq_len_q;  // p, contract §3.1
-  const bool count = pattern.spec.duplicates == Duplicates::count;
-  const int64_t* list = t.ptr() + ((((t.dim(0) == 1 ? 0 : b) * t.dim(1) + row) * t.dim(2)) + i) * kk;
-  for (int64_t c = 0; c < kk; ++c) {
-    const int64_t j = list[c];
-    if (j < 0 || (pattern.spec.causal && j > position) || !pattern.key_valid(b, j)) continue;
-    int32_t& at = seen[static_cast<size_t>(j)];
-    if (at >= 0) {
-      if (count) weights[static_cast<size_t>(at)] += 1.0f;
-      continue;
-    }
-    at = static_cast<int32_t>(keys.size());
-    keys.push_back(static_cast<int32_t>(j));
-    weights.push_back(1.0f);
-  }
-  for (int32_t j : keys) seen[static_cast<size_t>(j)] = -1;
-}
-
 void k08_selected_gather(const Inputs& in, const Outputs& out) {
   selected_gather(in, out, "cpu_k08_selected_gather");
 }
@@ -264,4 +514,4 @@ void k08_selected_gather_bf16(const InputsBf16& in, const Outputs& out) {
   selected_gather(in, out, "cpu_k08_selected_gather_bf16");
 }
 
-}  // namespace sparseattn::cpu
+SPARSEATTN_ISA_END

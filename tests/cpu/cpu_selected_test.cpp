@@ -86,6 +86,10 @@ const SelCase kCases[] = {
     {"heavy_overlap", 2, 4, 2, 40, 9, 16, 16, 6, 1, 1, false, false, false, SelCase::overlap},
     {"heavy_overlap_counted", 1, 4, 2, 40, 9, 16, 16, 6, 2, 1, true, true, true, SelCase::overlap},
     {"wide", 1, 8, 1, 150, 300, 64, 64, 48, 1, 1, true, false, false, SelCase::random},
+    // 16 heads on one list with counted repeats: the avx512 build's one-head-per-lane
+    // blocks (R = 1), d_v = 40 a partial vector; the avx2 build's per-key path.
+    {"shared_list_g16_counted", 1, 16, 1, 21, 50, 32, 40, 30, 1, 1, true, false, true,
+     SelCase::random},
 };
 
 class SelectedCpu : public ::testing::TestWithParam<SelCase> {};
