@@ -74,12 +74,6 @@ inline Vec lanes_of_pair(const float* p) {
 }
 
 // R consecutive floats at p, repeated over the vector: [p0 .. pR-1, p0 .. pR-1, ...].
-template <int R, size_t... I>
-inline Vec repeat_impl(const float* p, std::index_sequence<I...>) {
-  typename Simd<R>::f part;
-  std::memcpy(&part, p, sizeof part);
-  return __builtin_shufflevector(part, part, static_cast<int>(I % R)...);
-}
 template <int R>
 inline Vec repeat(const float* p) {
   if constexpr (R == 1) {
@@ -88,8 +82,21 @@ inline Vec repeat(const float* p) {
     return loadv(p);
   } else if constexpr (R == 2) {
     return lanes_of_pair(p);  // one vbroadcastsd: the two floats as one 64-bit element
+  } else if constexpr (R == 4) {
+#if defined(SPARSEATTN_ISA_AVX512)
+    // The zero-masked forms: GCC 12's unmasked ones pass an undefined vector that
+    // -Wmaybe-uninitialized reports (simd.h's vexp says the same).
+    return reinterpret_cast<Vec>(_mm512_maskz_broadcast_f32x4(0xFFFF, _mm_loadu_ps(p)));
+#else
+    return reinterpret_cast<Vec>(_mm256_broadcast_ps(reinterpret_cast<const __m128*>(p)));
+#endif
   } else {
-    return repeat_impl<R>(p, std::make_index_sequence<kLanes>{});
+#if defined(SPARSEATTN_ISA_AVX512)
+    return reinterpret_cast<Vec>(_mm512_maskz_broadcast_f32x8(0xFFFF, _mm256_loadu_ps(p)));
+#else
+    static_assert(R != 8, "R = 8 is a whole 256-bit vector");
+    return Vec{};
+#endif
   }
 }
 
@@ -116,15 +123,28 @@ template <int G>
 inline void score_block(const float* qr, const float* const* rows, int64_t D, float scale,
                         float* out) {
   constexpr int R = Blocking<G>::R, T = Blocking<G>::T;
-  Vec acc[T];
+  // Two accumulators per key (even and odd steps over d), added at the end: 2T chains
+  // keep both FMA pipes busy through the FMA latency; T alone left them half idle.
+  Vec acc[T], odd[T];
 #pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) acc[t] = splat(0.0f);
+  for (int t = 0; t < T; ++t) acc[t] = odd[t] = splat(0.0f);
   const int64_t steps = D / R;
-  for (int64_t s = 0; s < steps; ++s) {
+  int64_t s = 0;
+  for (; s + 2 <= steps; s += 2) {
+    const Vec q0 = loadv(qr + s * kLanes), q1 = loadv(qr + (s + 1) * kLanes);
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      acc[t] += q0 * repeat<R>(rows[t] + s * R);
+      odd[t] += q1 * repeat<R>(rows[t] + (s + 1) * R);
+    }
+  }
+  if (s < steps) {
     const Vec q = loadv(qr + s * kLanes);
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) acc[t] += q * repeat<R>(rows[t] + s * R);
   }
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) acc[t] += odd[t];
   int live = T;
 #pragma GCC unroll 4
   for (int width = 1; width < R; width *= 2) {
@@ -147,6 +167,9 @@ inline void pv_block(const float* p, const float* const* vrows, int64_t n, int64
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) a[e][c] = loadv(acc + e * Dv + d0 + c * kLanes);
   for (int64_t t = 0; t < n; ++t) {
+    // The first cache line this pass reads of the value row 8 keys ahead (measured: about
+    // 5% off the DSA shape's time, TUNING.md).
+    if (t + 8 < n) __builtin_prefetch(vrows[t + 8] + d0, 0, 3);
     const float* v = vrows[t] + d0;
     Vec x[C];
 #pragma GCC unroll 4
@@ -162,6 +185,12 @@ inline void pv_block(const float* p, const float* const* vrows, int64_t n, int64
   for (int e = 0; e < G; ++e)
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) storev(acc + e * Dv + d0 + c * kLanes, a[e][c]);
+}
+
+// Every cache line of a row of `count` floats, into L1 (Locality 3) or L2 (2).
+template <int Locality>
+inline void prefetch_row(const float* row, int64_t count) {
+  for (int64_t x = 0; x < count; x += 16) __builtin_prefetch(row + x, 0, Locality);
 }
 
 // Per-thread scratch of the blocked path.
@@ -180,8 +209,14 @@ void blocked_unit(const float* qr, int64_t n, const float* w, int64_t D, int64_t
   for (int64_t t = n; t < npad; ++t) sc.krows[static_cast<size_t>(t)] = sc.krows[0];
   sc.scores.resize(static_cast<size_t>(npad * G));
   float* s = sc.scores.data();
-  for (int64_t t0 = 0; t0 < npad; t0 += T)
+  // The rows are scattered over L_k, beyond the hardware prefetcher's reach: while a block
+  // is scored, the key rows two blocks ahead are fetched into L1 (one block ahead, or the
+  // value rows fetched here for P·V as well, measured slower: TUNING.md).
+  for (int64_t t0 = 0; t0 < npad; t0 += T) {
+    if (t0 + 2 * T < npad)
+      for (int t = 0; t < T; ++t) prefetch_row<3>(sc.krows[static_cast<size_t>(t0 + 2 * T + t)], D);
     score_block<G>(qr, sc.krows.data() + t0, D, scale, s + t0 * G);
+  }
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (int64_t x = n * G; x < npad * G; ++x) s[x] = neg_inf;  // padding keys: weight 0
   // Softmax per head on the key-major scores: lane j of every vector is head j mod G.
