@@ -123,28 +123,15 @@ template <int G>
 inline void score_block(const float* qr, const float* const* rows, int64_t D, float scale,
                         float* out) {
   constexpr int R = Blocking<G>::R, T = Blocking<G>::T;
-  // Two accumulators per key (even and odd steps over d), added at the end: 2T chains
-  // keep both FMA pipes busy through the FMA latency; T alone left them half idle.
-  Vec acc[T], odd[T];
+  Vec acc[T];
 #pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) acc[t] = odd[t] = splat(0.0f);
+  for (int t = 0; t < T; ++t) acc[t] = splat(0.0f);
   const int64_t steps = D / R;
-  int64_t s = 0;
-  for (; s + 2 <= steps; s += 2) {
-    const Vec q0 = loadv(qr + s * kLanes), q1 = loadv(qr + (s + 1) * kLanes);
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) {
-      acc[t] += q0 * repeat<R>(rows[t] + s * R);
-      odd[t] += q1 * repeat<R>(rows[t] + (s + 1) * R);
-    }
-  }
-  if (s < steps) {
+  for (int64_t s = 0; s < steps; ++s) {
     const Vec q = loadv(qr + s * kLanes);
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) acc[t] += q * repeat<R>(rows[t] + s * R);
   }
-#pragma GCC unroll 16
-  for (int t = 0; t < T; ++t) acc[t] += odd[t];
   int live = T;
 #pragma GCC unroll 4
   for (int width = 1; width < R; width *= 2) {
