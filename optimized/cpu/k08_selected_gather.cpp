@@ -174,23 +174,44 @@ inline void pv_block(const float* p, const float* const* vrows, int64_t n, int64
     for (int c = 0; c < C; ++c) storev(acc + e * Dv + d0 + c * kLanes, a[e][c]);
 }
 
-// Every cache line of a row of `count` floats, into L1 (Locality 3) or L2 (2).
-template <int Locality>
-inline void prefetch_row(const float* row, int64_t count) {
-  for (int64_t x = 0; x < count; x += 16) __builtin_prefetch(row + x, 0, Locality);
+// Every cache line of a row of `count` elements, into L1 (Locality 3) or L2 (2).
+template <int Locality, class E>
+inline void prefetch_row(const E* row, int64_t count) {
+  constexpr int64_t kLine = 64 / sizeof(E);
+  for (int64_t x = 0; x < count; x += kLine) __builtin_prefetch(row + x, 0, Locality);
 }
 
-// Per-thread scratch of the blocked path.
+// Rows of E (float: as they are; bf16 bits: widened) as float32 rows: `out[t]` points at
+// row t, in place for float, else in `buf` (count rows of `width`). The bf16 twin widens
+// one score block or P·V key block at a time, so the widened rows stay in L1.
+inline void as_float_rows(const float* const* rows, int64_t count, int64_t, std::vector<float>&,
+                          const float** out) {
+  for (int64_t t = 0; t < count; ++t) out[t] = rows[t];
+}
+inline void as_float_rows(const uint16_t* const* rows, int64_t count, int64_t width,
+                          std::vector<float>& buf, const float** out) {
+  buf.resize(static_cast<size_t>(count * width));
+  for (int64_t t = 0; t < count; ++t) {
+    float* dst = buf.data() + t * width;
+    const uint16_t* src = rows[t];
+#pragma omp simd
+    for (int64_t d = 0; d < width; ++d) dst[d] = widen(src[d]);
+    out[t] = dst;
+  }
+}
+
+// Per-thread scratch of the blocked path; E the input element type.
+template <class E>
 struct Scratch {
-  std::vector<float> qr, scores, weights, acc, kpanel, vpanel;
-  std::vector<const float*> krows, vrows;
+  std::vector<float> qr, scores, acc, kbuf, vbuf;
+  std::vector<const E*> krows, vrows;
 };
 
-// One unit (G heads, one list of n >= 1 keys at krows/vrows, float32 rows): scores,
-// softmax per head with the counted weights w (nullptr: all 1), P·V; writes o and lse.
-template <int G>
+// One unit (G heads, one list of n >= 1 keys at krows/vrows, rows of E): scores, softmax
+// per head with the counted weights w (nullptr: all 1), P·V; writes o and lse.
+template <int G, class E>
 void blocked_unit(const float* qr, int64_t n, const float* w, int64_t D, int64_t Dv,
-                  float scale, Scratch& sc, float* const* o_rows, float* const* lse) {
+                  float scale, Scratch<E>& sc, float* const* o_rows, float* const* lse) {
   constexpr int T = Blocking<G>::T;
   const int64_t npad = (n + T - 1) / T * T;
   for (int64_t t = n; t < npad; ++t) sc.krows[static_cast<size_t>(t)] = sc.krows[0];
@@ -202,7 +223,9 @@ void blocked_unit(const float* qr, int64_t n, const float* w, int64_t D, int64_t
   for (int64_t t0 = 0; t0 < npad; t0 += T) {
     if (t0 + 2 * T < npad)
       for (int t = 0; t < T; ++t) prefetch_row<3>(sc.krows[static_cast<size_t>(t0 + 2 * T + t)], D);
-    score_block<G>(qr, sc.krows.data() + t0, D, scale, s + t0 * G);
+    const float* rows[T];
+    as_float_rows(sc.krows.data() + t0, T, D, sc.kbuf, rows);
+    score_block<G>(qr, rows, D, scale, s + t0 * G);
   }
   const float neg_inf = -std::numeric_limits<float>::infinity();
   for (int64_t x = n * G; x < npad * G; ++x) s[x] = neg_inf;  // padding keys: weight 0
@@ -255,7 +278,8 @@ void blocked_unit(const float* qr, int64_t n, const float* w, int64_t D, int64_t
   for (int64_t t0 = 0; t0 < n; t0 += kKeyBlock) {
     const int64_t nb = std::min(kKeyBlock, n - t0);
     const float* pb = s + t0 * G;
-    const float* const* vb = sc.vrows.data() + t0;
+    const float* vb[kKeyBlock];
+    as_float_rows(sc.vrows.data() + t0, nb, Dv, sc.vbuf, vb);
     int64_t d0 = 0;
     for (; d0 + C * kLanes <= dvec; d0 += C * kLanes) pv_block<G, C>(pb, vb, nb, d0, acc, Dv);
     for (; d0 < dvec; d0 += kLanes) pv_block<G, 1>(pb, vb, nb, d0, acc, Dv);
@@ -267,19 +291,21 @@ void blocked_unit(const float* qr, int64_t n, const float* w, int64_t D, int64_t
     for (int64_t d = 0; d < Dv; ++d) o_rows[e][d] = acc[e * Dv + d] * inv[e];
 }
 
-using UnitFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float, Scratch&,
-                        float* const*, float* const*);
+template <class E>
+using UnitFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, float,
+                        Scratch<E>&, float* const*, float* const*);
 
 // The blocked unit for `share` heads, or nullptr when share does not divide the lanes or
 // head_dim is not a multiple of R (then the per-key path below).
-UnitFn blocked_for(int64_t share, int64_t D) {
+template <class E>
+UnitFn<E> blocked_for(int64_t share, int64_t D) {
   auto fits = [&](int g) { return share == g && D % (kLanes / g) == 0; };
-  if (fits(1)) return &blocked_unit<1>;
-  if (fits(2)) return &blocked_unit<2>;
-  if (fits(4)) return &blocked_unit<4>;
-  if (fits(8)) return &blocked_unit<8>;
+  if (fits(1)) return &blocked_unit<1, E>;
+  if (fits(2)) return &blocked_unit<2, E>;
+  if (fits(4)) return &blocked_unit<4, E>;
+  if (fits(8)) return &blocked_unit<8, E>;
 #if defined(SPARSEATTN_ISA_AVX512)
-  if (fits(16)) return &blocked_unit<16>;
+  if (fits(16)) return &blocked_unit<16, E>;
 #endif
   return nullptr;
 }
@@ -385,7 +411,7 @@ void selected_gather(const In& in, const Outputs& out, const char* name) {
   // bf16: the scorers read float32 panels of the gathered rows (widened once per unit,
   // vectorized) instead of widening one scalar per key and d in their loops.
   constexpr bool kWiden = !std::is_same_v<T, float>;
-  const UnitFn blocked = blocked_for(share, D);
+  const UnitFn<T> blocked = blocked_for<T>(share, D);
   const ScoresFn fixed = blocked != nullptr ? nullptr : scores_for(share);
 
 #pragma omp parallel
@@ -395,7 +421,7 @@ void selected_gather(const In& in, const Outputs& out, const char* name) {
     std::vector<float> qt(static_cast<size_t>(share * D));  // the unit's q, heads in lanes
     std::vector<float> panel;     // bf16: the unit's gathered key rows widened, [n][D]
     std::vector<int32_t> rows;    // bf16: 0, 1, ..., n - 1 (the panel's rows)
-    Scratch sc;
+    Scratch<T> sc;
     std::vector<float*> o_rows(static_cast<size_t>(share)), lse_rows(static_cast<size_t>(share));
 #pragma omp for schedule(dynamic, 8)
     for (int64_t item = 0; item < B * units * Lq; ++item) {
@@ -429,27 +455,10 @@ void selected_gather(const In& in, const Outputs& out, const char* name) {
         // Row pointers (krows padded to a whole score block by blocked_unit).
         sc.krows.resize(static_cast<size_t>(n + kLanes));
         sc.vrows.resize(static_cast<size_t>(n));
-        if constexpr (kWiden) {
-          sc.kpanel.resize(static_cast<size_t>(n * D));
-          sc.vpanel.resize(static_cast<size_t>(n * Dv));
-          for (int64_t t = 0; t < n; ++t) {
-            const T* kj = kh + static_cast<int64_t>(keys[static_cast<size_t>(t)]) * D;
-            const T* vj = vh + static_cast<int64_t>(keys[static_cast<size_t>(t)]) * Dv;
-            float* kd = sc.kpanel.data() + t * D;
-            float* vd = sc.vpanel.data() + t * Dv;
-#pragma omp simd
-            for (int64_t d = 0; d < D; ++d) kd[d] = widen(kj[d]);
-#pragma omp simd
-            for (int64_t d = 0; d < Dv; ++d) vd[d] = widen(vj[d]);
-            sc.krows[static_cast<size_t>(t)] = kd;
-            sc.vrows[static_cast<size_t>(t)] = vd;
-          }
-        } else {
-          for (int64_t t = 0; t < n; ++t) {
-            const int64_t j = keys[static_cast<size_t>(t)];
-            sc.krows[static_cast<size_t>(t)] = kh + j * D;
-            sc.vrows[static_cast<size_t>(t)] = vh + j * Dv;
-          }
+        for (int64_t t = 0; t < n; ++t) {
+          const int64_t j = keys[static_cast<size_t>(t)];
+          sc.krows[static_cast<size_t>(t)] = kh + j * D;
+          sc.vrows[static_cast<size_t>(t)] = vh + j * Dv;
         }
         const bool weighted =
             std::any_of(weights.begin(), weights.end(), [](float x) { return x != 1.0f; });
