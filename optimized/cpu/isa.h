@@ -1,8 +1,8 @@
 // Which SIMD build of the CPU kernels runs: chosen at run time from the CPU's features,
 // so one binary serves an AVX2-only machine and an AVX-512 one.
 //
-// Every forward kernel k01…k06 (and the FMA peak probe) is compiled twice from one source
-// (isa_target.h): once for 256-bit vectors (AVX2 + FMA, the build's floor) and once for
+// Every forward kernel k01…k06 and k08 (and the FMA peak probe) is compiled twice from one
+// source (isa_target.h): once for 256-bit vectors (AVX2 + FMA, the build's floor) and once for
 // 512-bit vectors (AVX-512 F/BW/DQ/VL). The public entry points of kernels.h call the
 // build active_isa() names. Both builds obey the same contract (kernels.h): they differ in
 // summation order inside a row, so their outputs agree within kTolFloat32, not bit for bit;

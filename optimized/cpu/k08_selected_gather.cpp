@@ -15,13 +15,22 @@
 // heads' work.
 // Counted duplicates enter as weights m_j: l = Σ m_j exp(s_j − m), o = Σ m_j exp(s_j − m) v_j / l.
 // Each output row is written by one work item in a fixed order: thread-count independent.
-// The bf16 twin widens each gathered k row once into a float32 panel for the scorer (a
-// scalar widen per key and d inside the scorer cost it 1.2x float32's time) and each v row
-// as P·V reads it; from there the arithmetic is float32's, in the same order.
-// Measured: docs/benchmarks.md, "Selected attention: token-level gather (k08)" (2026-12-01,
-// 1 thread): 21.6 GFLOP per CPU-second = 18% of the FMA peak at n 16384, K 2048, H_q 8
-// sharing one list (k06 on the same pattern: 1.23x its CPU time); the bf16 twin's time as a
-// ratio to the float32 entry's: the same section's bf16 line.
+// Built per SIMD build (isa_target.h, like k01-k06; dispatch.cpp, dispatch_bf16.cpp): the
+// two builds agree within kTolFloat32, not bit for bit (8 vs 16 lanes).
+// The per-query work is a small GEMM, done register-blocked over the listed rows read in
+// place (blocked_unit, when the G heads sharing a list divide the vector's lanes and
+// head_dim is a multiple of R = lanes / G): S = Q·K_selᵀ with G heads × R consecutive d per
+// vector (one broadcast load of R key floats per FMA, T keys per block, the R partial sums
+// folded to key-major scores), a vectorized softmax per head, P·V with G × C value vectors
+// in registers per 64-key block; key rows prefetched two blocks ahead, value rows 8 keys
+// ahead. Other head counts (3, 5, 6, ...; 16 in the avx2 build) keep the per-key path below.
+// The bf16 twin widens one score block (T key rows) or one P·V block (64 value rows) at a
+// time into L1-resident float32 rows; from there the arithmetic is float32's, in the same
+// order.
+// Measured: docs/benchmarks.md, "Selected attention: token-level gather (k08)" (2026-12-02,
+// 1 thread, avx512 build): 61.9 GFLOP per CPU-second = 26% of the FMA peak at n 16384,
+// K 2048, H_q 8 sharing one list (3.4x main's k08 in the same session; k06: 2.94x its CPU
+// time); the bf16 twin 1.02x the float32 entry's time.
 #include <omp.h>
 
 #include <algorithm>
