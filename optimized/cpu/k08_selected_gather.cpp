@@ -469,8 +469,10 @@ void selected_gather(const In& in, const Outputs& out, const char* name) {
           sc.krows[static_cast<size_t>(t)] = kh + j * D;
           sc.vrows[static_cast<size_t>(t)] = vh + j * Dv;
         }
-        const bool weighted =
-            std::any_of(weights.begin(), weights.end(), [](float x) { return x != 1.0f; });
+        // Weights other than 1 exist only for counted duplicates.
+        bool weighted = false;
+        if (pattern.spec.duplicates == Duplicates::count)
+          for (float x : weights) weighted |= x != 1.0f;
         blocked(sc.qr.data(), n, weighted ? weights.data() : nullptr, D, Dv, in.scale, sc,
                 o_rows.data(), lse_rows.data());
         continue;
