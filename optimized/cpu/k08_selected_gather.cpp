@@ -28,9 +28,9 @@
 // time into L1-resident float32 rows; from there the arithmetic is float32's, in the same
 // order.
 // Measured: docs/benchmarks.md, "Selected attention: token-level gather (k08)" (2026-12-02,
-// 1 thread, avx512 build): 61.9 GFLOP per CPU-second = 26% of the FMA peak at n 16384,
-// K 2048, H_q 8 sharing one list (3.4x main's k08 in the same session; k06: 2.94x its CPU
-// time); the bf16 twin 1.02x the float32 entry's time.
+// 1 thread, avx512 build): 62.6 GFLOP per CPU-second = 28% of the FMA peak at n 16384,
+// K 2048, H_q 8 sharing one list (3.5x main's k08 in the same session; k06: 3.09x its CPU
+// time); the bf16 twin 0.99x the float32 entry's time.
 #include <omp.h>
 
 #include <algorithm>
