@@ -42,8 +42,11 @@ inline V loadv(const float* p) {
 }
 template <class V>
 inline void storev(float* p, V v) { std::memcpy(p, &v, sizeof v); }
+// x in every lane, one vbroadcastss: x − (+0) is x for every x (−0 included) under
+// round-to-nearest, so GCC drops the subtraction; V{} + x cannot be dropped (−0 + 0 is +0)
+// and compiled to a scalar add before the broadcast, in inner loops too.
 template <class V = Vec>
-inline V splat(float x) { return V{} + x; }
+inline V splat(float x) { return x - V{}; }
 
 inline constexpr int lanes_of(v8f) { return 8; }
 inline constexpr int lanes_of(Simd<16>::f) { return 16; }
