@@ -549,8 +549,9 @@ TargetRow decode_target(const InputFile& f) {
   const json ratio = j.value("paged_over_contiguous", json::object());
   const double hq = get(j, "num_heads"), hkv = get(j, "num_kv_heads"), d = get(j, "head_dim");
   const double threads = std::max(1.0, get(j, "threads"));
-  what += fmt::format(", L_cache {}, H_q {}, H_kv {}, head_dim {}, page_size {}, {} threads (`{}`)",
-                      get(j, "l_cache"), hq, hkv, d, get(j, "page_size"), threads, path);
+  what += fmt::format(", L_cache {}, H_q {}, H_kv {}, head_dim {}, page_size {}, {} thread{} (`{}`)",
+                      get(j, "l_cache"), hq, hkv, d, get(j, "page_size"), threads,
+                      threads == 1 ? "" : "s", path);
   TargetRow row = file_row("decode_k09_bf16", what, threshold, "", "");
   const double bytes = get(j, "bytes_per_call"), copy = get(j, "copy_gbps");
   const double fc = get(c, "frac_copy"), fp = get(pg, "frac_copy");
@@ -570,12 +571,12 @@ TargetRow decode_target(const InputFile& f) {
     const double per_cpu = cpu_s > 0 ? bytes / cpu_s * 1e-9 : 0.0;
     const double g = hkv > 0 ? hq / hkv : 0.0;
     row.bound = fmt::format(
-        "per CPU-second {:.2f} GB/s, × {} threads = {:.2f} GB/s = {} of the probe had every thread "
+        "per CPU-second {:.2f} GB/s, × {} thread{} = {:.2f} GB/s = {} of the probe had every thread "
         "its core{}; the arithmetic per key against the read: g = {} dot products of head_dim {} "
         "and g accumulations of it, 4·d·g = {} FLOPs per 4·d = {} bytes of bf16 K and V ({} FLOP "
         "per byte), and the online softmax per 64-key block, about as long as the read itself on "
         "one core, so the prefetch overlaps only part of it",
-        per_cpu, threads, per_cpu * threads, pct(copy > 0 ? per_cpu * threads / copy : 0.0),
+        per_cpu, threads, threads == 1 ? "" : "s", per_cpu * threads, pct(copy > 0 ? per_cpu * threads / copy : 0.0),
         copy > 0 && per_cpu * threads / copy >= 0.6
             ? " (the wall clock lost time to other jobs: per CPU-second the target is reached)"
             : "",
@@ -599,8 +600,9 @@ TargetRow selected_target(const InputFile& f) {
   auto get = [](const json& o, const char* key) {
     return o.is_object() && o.contains(key) && o[key].is_number() ? o[key].get<double>() : 0.0;
   };
-  what += fmt::format(", n {}, K {}, H_q {}, head_dim {}, {} threads (`{}`)", get(j, "n"),
-                      get(j, "k"), get(j, "num_heads"), get(j, "head_dim"), get(j, "threads"), path);
+  what += fmt::format(", n {}, K {}, H_q {}, head_dim {}, {} thread{} (`{}`)", get(j, "n"),
+                      get(j, "k"), get(j, "num_heads"), get(j, "head_dim"), get(j, "threads"),
+                      get(j, "threads") == 1 ? "" : "s", path);
   const json *k08 = nullptr, *bf16 = nullptr;
   if (j["kernels"].is_array())
     for (const json& k : j["kernels"]) {

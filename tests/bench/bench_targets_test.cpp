@@ -481,7 +481,7 @@ TEST(BenchTargets, SelectedRowFromBenchSelected) {
   const TargetRow met = row(evaluate_targets(bench_json(pts), {}, extra), "selected_k08");
   EXPECT_EQ(met.status, "met");
   EXPECT_TRUE(met.bound.empty());
-  EXPECT_TRUE(has(met.what, "n 16384, K 2048, H_q 8, head_dim 64, 1 threads (`s.json`)")) << met.what;
+  EXPECT_TRUE(has(met.what, "n 16384, K 2048, H_q 8, head_dim 64, 1 thread (`s.json`)")) << met.what;
   extra.selected = file("s.json", selected_json(0.28));
   const TargetRow slow = row(evaluate_targets(bench_json(pts), {}, extra), "selected_k08");
   EXPECT_EQ(slow.status, "not met");
