@@ -160,11 +160,25 @@ export OMP_WAIT_POLICY ?= passive
 # JSON (and $(BUILD)/peers/*.json of `make peers-bench` if present) and writes targets.md and
 # targets.json next to it -- even when a benchmark failed validation (bench_cpu exits 1; the
 # report says "not measured" for that point, and make still fails with bench_cpu's status).
+# `make bench` also runs, at the sizes docs/benchmarks.md states, bench_modern (GQA g = 8
+# against MHA, n 4096, head_dim 64), bench_decode (k09 bf16 against the copy probe, L_cache
+# 32768, H_q 32, H_kv 8, head_dim 128) and bench_selected (k08 on DSA's shape, n 16384, K
+# 2048, 8 heads, head_dim 64), their --json into $(BUILD)/bench/ (removed first: a program that
+# fails leaves no stale file), which the report reads for the GQA, decode and selected rows
+# (a few minutes more). `make bench-quick` does not run them (CI): its report, in
+# $(BUILD)/bench/quick/, says "not measured" for those rows with the command that measures them.
+BENCH_DIR = $(dir $(BENCH_JSON))
 bench: build
 	@mkdir -p $(BUILD)/bench
+	@rm -f $(BENCH_DIR)bench_modern.json $(BENCH_DIR)bench_decode.json $(BENCH_DIR)bench_selected.json
 	@rc=0; $(BUILD)/bench_cpu --benchmark_out=$(BENCH_JSON) --benchmark_out_format=json || rc=$$?; \
 	  $(BUILD)/bench_backward --benchmark_out=$(BUILD)/bench/bench_backward.json --benchmark_out_format=json || rc=$$?; \
-	  $(BUILD)/bench_targets $(BENCH_JSON) $(dir $(BENCH_JSON)) --peers $(BUILD)/peers || rc=$$?; \
+	  $(BUILD)/bench_modern --n 4096 --head-dim 64 --heads 8 --rounds 11 --repeats 3 \
+	    --json $(BENCH_DIR)bench_modern.json || rc=$$?; \
+	  $(BUILD)/bench_decode --rounds 11 --repeats 5 --json $(BENCH_DIR)bench_decode.json || rc=$$?; \
+	  $(BUILD)/bench_selected --n 16384 --k 2048 --heads 8 --head-dim 64 --repeats 2 \
+	    --json $(BENCH_DIR)bench_selected.json || rc=$$?; \
+	  $(BUILD)/bench_targets $(BENCH_JSON) $(BENCH_DIR) --peers $(BUILD)/peers || rc=$$?; \
 	  exit $$rc
 
 bench-quick: build

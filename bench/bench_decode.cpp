@@ -5,6 +5,7 @@
 //
 //   build/bench_decode [--l-cache 32768] [--heads 32] [--kv-heads 8] [--head-dim 128]
 //                      [--page-size 256] [--threads 2] [--rounds 7] [--repeats 5]
+//                      [--json FILE]
 //
 // The case: batch 1, L_q 1 (one decoding step), a full cache of L_cache keys, H_q query
 // heads on H_kv kv heads, bf16 q, K, V (k09_decode_bf16 on inputs already in bfloat16: the
@@ -22,6 +23,9 @@
 // Both layouts are first checked against the oracle a1_dense_masked on the same bf16 values
 // (kTolBfloat16, contract §4.2) and must agree bit for bit (same keys in the same blocks);
 // the program exits 1 otherwise and times nothing (contract §4.11).
+// --json FILE writes the printed figures (the shape, bytes per call, each layout's time, GB/s,
+// fraction of the probe and CPU time, the ratio) to FILE through a temporary name renamed into
+// place (contract §5.4); bench_targets (bench/targets.h) reads it as the decode target's row.
 #include <omp.h>
 
 #include <algorithm>
@@ -33,9 +37,12 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "api/peak_probe.h"
 #include "core/bfloat16.h"
 #include "core/check.h"
+#include "core/npy.h"
 #include "core/numerics.h"
 #include "core/seeded_inputs.h"
 #include "optimized/cpu/copy_probe.h"
@@ -49,6 +56,7 @@ namespace {
 struct Options {
   int64_t l_cache = 32768, heads = 32, kv_heads = 8, head_dim = 128, page_size = 256;
   int threads = 2, rounds = 7, repeats = 5;
+  std::string json;  // --json FILE; empty: print only
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -196,6 +204,41 @@ int run(const Options& opt) {
   std::printf("paged/contiguous  %8.3f  (rounds: lowest %.3f, highest %.3f, %d rounds)\n",
               median(ratio), *std::min_element(ratio.begin(), ratio.end()),
               *std::max_element(ratio.begin(), ratio.end()), opt.rounds);
+  if (!opt.json.empty()) {
+    auto layout = [&](double t, double cpu_s) {
+      return nlohmann::json{{"ms", t * 1e3},
+                            {"gbps", bytes / t / 1e9},
+                            {"frac_copy", bytes / t / copy},
+                            {"cpu_ms", cpu_s * 1e3}};
+    };
+    const nlohmann::json j{
+        {"kernel", "cpu_k09_decode_bf16"},
+        {"isa", cpu::isa_name(cpu::active_isa())},
+        {"threads", opt.threads},
+        {"l_cache", L},
+        {"num_heads", hq},
+        {"num_kv_heads", hkv},
+        {"head_dim", d},
+        {"page_size", ps},
+        {"rounds", opt.rounds},
+        {"repeats", opt.repeats},
+        {"bytes_per_call", bytes},
+        {"copy_gbps", copy / 1e9},
+        {"copy_before_gbps", copy_before / 1e9},
+        {"copy_after_gbps", copy_after / 1e9},
+        {"contiguous", layout(c, cpu_c)},
+        {"paged", layout(p, cpu_p)},
+        {"paged_over_contiguous",
+         {{"median", median(ratio)},
+          {"min", *std::min_element(ratio.begin(), ratio.end())},
+          {"max", *std::max_element(ratio.begin(), ratio.end())}}}};
+    try {
+      write_text_atomic(opt.json, j.dump(2) + "\n");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_decode: cannot write --json = %s: %s\n", opt.json.c_str(), e.what());
+      return 1;
+    }
+  }
   return 0;
 }
 
@@ -218,6 +261,14 @@ int main(int argc, char** argv) {
       }
       return x;
     };
+    if (a == "--json") {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_decode: --json needs a value\n");
+        return 2;
+      }
+      opt.json = argv[++i];
+      continue;
+    }
     if (a == "--l-cache") opt.l_cache = value(1);
     else if (a == "--heads") opt.heads = value(1);
     else if (a == "--kv-heads") opt.kv_heads = value(1);

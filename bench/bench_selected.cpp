@@ -9,11 +9,15 @@
 // as ratios to k08's CPU time within the run.
 //
 //   build/bench_selected [--n 16384] [--k 2048] [--heads 8] [--head-dim 64] [--repeats 3]
-//                        [--no-bf16] [--no-k06]
+//                        [--no-bf16] [--no-k06] [--json FILE]
 //
 // The list of query i: keys 0..i when i < K (then -1), else K keys spread evenly over
 // [0, i] (floor(t·(i+1)/K), t < K: distinct). Every kernel is checked against the oracle
 // (sampled rows, api/oracle.h) before it is timed (contract §4.11). Exits 1 on a failure.
+// --json FILE writes the printed figures (the shape, nnz, GFLOP kept, bytes gathered, the
+// peak, and per kernel its CPU seconds per call, GFLOP per CPU-second, fraction of the peak
+// and ratio to k08's CPU time) to FILE through a temporary name renamed into place (contract
+// §5.4); bench_targets (bench/targets.h) reads it as the selected target's row.
 #include <omp.h>
 
 #include <cstdio>
@@ -21,9 +25,12 @@
 #include <cstring>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "api/measure.h"
 #include "api/oracle.h"
 #include "api/peak_probe.h"
+#include "core/npy.h"
 #include "core/seeded_inputs.h"
 #include "registry/registry.h"
 
@@ -33,6 +40,7 @@ namespace {
 int run(int argc, char** argv) {
   int64_t n = 16384, kk = 2048, heads = 8, d = 64, repeats = 3;
   bool k06 = true, bf16 = true;
+  std::string json_path;
   for (int a = 1; a < argc; ++a) {
     const std::string f = argv[a];
     auto value = [&]() -> int64_t {
@@ -49,6 +57,13 @@ int run(int argc, char** argv) {
     else if (f == "--repeats") repeats = value();
     else if (f == "--no-k06") k06 = false;
     else if (f == "--no-bf16") bf16 = false;
+    else if (f == "--json") {
+      if (a + 1 >= argc) {
+        std::fprintf(stderr, "bench_selected: error: --json needs a value\n");
+        return 2;
+      }
+      json_path = argv[++a];
+    }
     else {
       std::fprintf(stderr, "bench_selected: error: unknown flag %s\n", f.c_str());
       return 2;
@@ -81,6 +96,7 @@ int run(int argc, char** argv) {
               static_cast<long long>(n), static_cast<long long>(kk), static_cast<long long>(heads),
               static_cast<long long>(d), omp_get_max_threads(), static_cast<long long>(st.nnz),
               flops * 1e-9, gathered * 1e-6, peak.cpu_gflops);
+  nlohmann::json kernels = nlohmann::json::array();
   double k08_cpu = 0.0;
   for (const char* name :
        {"cpu_k08_selected_gather", "cpu_k08_selected_gather_bf16", "cpu_k06_generic_tiles"}) {
@@ -113,6 +129,34 @@ int run(int argc, char** argv) {
                 "%.2fx k08's CPU time (check: %.0f%% of the tolerance)\n",
                 name, per_call, rate, 100.0 * rate / peak.cpu_gflops, per_call / k08_cpu,
                 100.0 * m.check.budget_used());
+    kernels.push_back({{"name", name},
+                       {"cpu_s_per_call", per_call},
+                       {"gflop_per_cpu_s", rate},
+                       {"frac_peak", rate / peak.cpu_gflops},
+                       {"cpu_time_vs_k08", per_call / k08_cpu},
+                       {"check_budget_used", m.check.budget_used()}});
+  }
+  if (!json_path.empty()) {
+    const nlohmann::json j{{"n", n},
+                           {"k", kk},
+                           {"num_heads", heads},
+                           {"num_kv_heads", 1},
+                           {"num_sel_heads", 1},
+                           {"head_dim", d},
+                           {"threads", omp_get_max_threads()},
+                           {"repeats", repeats},
+                           {"nnz", st.nnz},
+                           {"gflop_kept", flops * 1e-9},
+                           {"gathered_bytes", gathered},
+                           {"peak_cpu_gflops", peak.cpu_gflops},
+                           {"kernels", kernels}};
+    try {
+      write_text_atomic(json_path, j.dump(2) + "\n");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_selected: error: cannot write --json = %s: %s\n",
+                   json_path.c_str(), e.what());
+      return 1;
+    }
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 namespace sparseattn::bench {
 namespace {
@@ -416,6 +417,228 @@ std::vector<TargetRow> peer_targets(const std::vector<PeerFile>& peers) {
   return rows;
 }
 
+// The other programs' files (ExtraFiles). `file_problem` says why a file gives no figures:
+// absent (the command that writes it), not JSON, or not that program's JSON; "" when usable.
+std::string default_path(const InputFile& f, const char* name) {
+  return f.path.empty() ? fmt::format("build/bench/{}.json", name) : f.path;
+}
+
+TargetRow file_row(const std::string& id, const std::string& what, const std::string& threshold,
+                   const std::string& status, const std::string& measured) {
+  TargetRow row;
+  row.id = id;
+  row.what = what;
+  row.threshold = threshold;
+  row.status = status;
+  row.measured = measured;
+  row.values = json::array();
+  return row;
+}
+
+// nullopt when `f` is usable (an object with every key of `keys`), else the row's words.
+std::optional<std::pair<std::string, std::string>> file_problem(
+    const InputFile& f, const char* program, const std::string& command,
+    std::initializer_list<const char*> keys) {
+  const std::string path = default_path(f, program);
+  if (!f.present)
+    return std::make_pair(std::string("not measured"),
+                          fmt::format("no `{}`: run `make bench`, or `{}`", path, command));
+  if (f.json.is_null() || f.json.is_discarded())
+    return std::make_pair(std::string("see file"), fmt::format("`{}` did not parse", path));
+  for (const char* key : keys)
+    if (!f.json.is_object() || !f.json.contains(key))
+      return std::make_pair(std::string("see file"),
+                            fmt::format("`{}` is not {}'s JSON (no \"{}\")", path, program, key));
+  return std::nullopt;
+}
+
+// GQA: bench_modern's "<pattern> <kernel> gqa g=8" variants against their MHA baselines
+// (same q, same FLOPs, H_kv 1 against 8), one row per kernel, the median ratio of the rounds.
+std::vector<TargetRow> gqa_targets(const InputFile& f) {
+  const std::string path = default_path(f, "bench_modern");
+  const std::string command = fmt::format("build/bench_modern --heads 8 --json {}", path);
+  const std::string threshold = "≤ 1.0× the time of plain multi-head attention (median ratio of "
+                                "interleaved rounds)";
+  struct Case {
+    const char* id;
+    const char* variant;  // bench_modern's name, without " g=<heads>"
+    const char* words;
+  };
+  const Case cases[] = {
+      {"gqa_dense_k01", "dense k01 gqa", "dense (`cpu_k01_dense_flash`)"},
+      {"gqa_window_k02", "window k02 gqa", "window (`cpu_k02_window_band`)"},
+      {"gqa_window_k06", "window k06 gqa", "window through the layout (`cpu_k06_generic_tiles`)"},
+  };
+  std::vector<TargetRow> rows;
+  const auto problem = file_problem(f, "bench_modern", command, {"variants", "heads"});
+  const json& j = f.json;
+  for (const Case& cs : cases) {
+    std::string what = fmt::format("grouped-query attention g = 8 (H_q 8, H_kv 1) vs multi-head "
+                                   "(H_kv 8) on the same q, {}", cs.words);
+    if (problem) {
+      rows.push_back(file_row(cs.id, what, threshold, problem->first, problem->second));
+      continue;
+    }
+    what += fmt::format(", n {}, head_dim {}{} (`{}`)", j.value("n", json()).dump(),
+                        j.value("head_dim", json()).dump(),
+                        std::string(cs.variant).rfind("window", 0) == 0
+                            ? ", window " + j.value("window", json()).dump()
+                            : "",
+                        path);
+    const int64_t heads = j["heads"].is_number_integer() ? j["heads"].get<int64_t>() : 0;
+    if (heads != 8) {
+      rows.push_back(file_row(cs.id, what, threshold, "not measured",
+                              fmt::format("`{}` ran with H_q {} (g = {}), not g = 8: run `{}`",
+                                          path, j["heads"].dump(), j["heads"].dump(), command)));
+      continue;
+    }
+    const json* v = nullptr;
+    const json* base = nullptr;
+    if (j["variants"].is_array())
+      for (const json& x : j["variants"])
+        if (x.is_object() && x.value("name", std::string()) == std::string(cs.variant) + " g=8")
+          v = &x;
+    if (v)
+      for (const json& x : j["variants"])
+        if (x.is_object() && x.value("name", std::string()) == v->value("vs", std::string()))
+          base = &x;
+    if (!v || !v->contains("ratio") || !(*v)["ratio"].is_number()) {
+      rows.push_back(file_row(cs.id, what, threshold, "see file",
+                              fmt::format("`{}` has no \"{} g=8\" ratio", path, cs.variant)));
+      continue;
+    }
+    TargetRow row = file_row(cs.id, what, threshold, "", "");
+    const double ratio = (*v)["ratio"].get<double>();
+    const double lo = v->value("ratio_min", 0.0), hi = v->value("ratio_max", 0.0);
+    row.measured = fmt::format("{:.3f}× (rounds {:.3f}–{:.3f}; GQA {:.1f} ms, MHA {} ms, median "
+                               "of {} rounds)",
+                               ratio, lo, hi, v->value("median_ms", 0.0),
+                               base ? fmt::format("{:.1f}", base->value("median_ms", 0.0)) : "?",
+                               j.value("rounds", json()).dump());
+    row.values = json{{"ratio", ratio}, {"ratio_min", lo}, {"ratio_max", hi},
+                      {"median_ms", v->value("median_ms", 0.0)},
+                      {"mha_median_ms", base ? base->value("median_ms", 0.0) : 0.0}};
+    row.status = ratio <= 1.0 ? "met" : "not met";
+    if (ratio > 1.0)
+      row.bound = fmt::format(
+          "the packed panels: GQA does MHA's FLOPs with one K/V panel packed per kv head "
+          "(optimized/cpu/panel.h) — 1 instead of 8 — read by the 8 query heads of its group, so "
+          "its bound is below 1.0×; above it ({:.3f}×) the packing saved less than the rounds' "
+          "spread ({:.3f}–{:.3f}) or the shared panel left the cache between the heads that read it",
+          ratio, lo, hi);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// Decode: bench_decode's bytes per second against its copy probe; the worse layout decides.
+TargetRow decode_target(const InputFile& f) {
+  const std::string path = default_path(f, "bench_decode");
+  const std::string command = fmt::format("build/bench_decode --json {}", path);
+  const std::string threshold = "≥ 60% of the probed copy bandwidth (read + written per second)";
+  std::string what = "decode `cpu_k09_decode_bf16`: one query against a bf16 KV cache, "
+                     "contiguous and paged";
+  if (auto p = file_problem(f, "bench_decode", command,
+                            {"contiguous", "paged", "copy_gbps", "bytes_per_call"}))
+    return file_row("decode_k09_bf16", what, threshold, p->first, p->second);
+  const json& j = f.json;
+  auto get = [](const json& o, const char* key) {
+    return o.is_object() && o.contains(key) && o[key].is_number() ? o[key].get<double>() : 0.0;
+  };
+  const json &c = j["contiguous"], &pg = j["paged"];
+  const json ratio = j.value("paged_over_contiguous", json::object());
+  const double hq = get(j, "num_heads"), hkv = get(j, "num_kv_heads"), d = get(j, "head_dim");
+  const double threads = std::max(1.0, get(j, "threads"));
+  what += fmt::format(", L_cache {}, H_q {}, H_kv {}, head_dim {}, page_size {}, {} thread{} (`{}`)",
+                      get(j, "l_cache"), hq, hkv, d, get(j, "page_size"), threads,
+                      threads == 1 ? "" : "s", path);
+  TargetRow row = file_row("decode_k09_bf16", what, threshold, "", "");
+  const double bytes = get(j, "bytes_per_call"), copy = get(j, "copy_gbps");
+  const double fc = get(c, "frac_copy"), fp = get(pg, "frac_copy");
+  row.measured = fmt::format(
+      "contiguous {:.2f} GB/s = {}, paged {:.2f} GB/s = {} of the copy probe's {:.2f} GB/s "
+      "({:.1f} MB per call; CPU {:.2f} ms per call contiguous); paged/contiguous {:.2f} (rounds "
+      "{:.2f}–{:.2f})",
+      get(c, "gbps"), pct(fc), get(pg, "gbps"), pct(fp), copy, bytes * 1e-6, get(c, "cpu_ms"),
+      get(ratio, "median"), get(ratio, "min"), get(ratio, "max"));
+  row.values = j;
+  const double worst = std::min(fc, fp);
+  row.status = worst >= 0.6 ? "met" : "not met";
+  if (worst < 0.6) {
+    // CPU time is summed over the threads: bytes per CPU-second times the threads is the rate
+    // had every thread kept its core.
+    const double cpu_s = get(c, "cpu_ms") * 1e-3;
+    const double per_cpu = cpu_s > 0 ? bytes / cpu_s * 1e-9 : 0.0;
+    const double g = hkv > 0 ? hq / hkv : 0.0;
+    row.bound = fmt::format(
+        "per CPU-second {:.2f} GB/s, × {} thread{} = {:.2f} GB/s = {} of the probe had every thread "
+        "its core{}; the arithmetic per key against the read: g = {} dot products of head_dim {} "
+        "and g accumulations of it, 4·d·g = {} FLOPs per 4·d = {} bytes of bf16 K and V ({} FLOP "
+        "per byte), and the online softmax per 64-key block, about as long as the read itself on "
+        "one core, so the prefetch overlaps only part of it",
+        per_cpu, threads, threads == 1 ? "" : "s", per_cpu * threads, pct(copy > 0 ? per_cpu * threads / copy : 0.0),
+        copy > 0 && per_cpu * threads / copy >= 0.6
+            ? " (the wall clock lost time to other jobs: per CPU-second the target is reached)"
+            : "",
+        g, d, 4.0 * d * g, 4.0 * d, g);
+  }
+  return row;
+}
+
+// Selected: bench_selected's k08 GFLOP per CPU-second over the FLOPs kept, against its peak.
+TargetRow selected_target(const InputFile& f) {
+  const std::string path = default_path(f, "bench_selected");
+  const std::string command = fmt::format(
+      "build/bench_selected --n 16384 --k 2048 --heads 8 --head-dim 64 --json {}", path);
+  const std::string threshold = "≥ 50% of the FMA peak per CPU-second, on the FLOPs the "
+                                "selection keeps";
+  std::string what = "selected attention `cpu_k08_selected_gather`, one causal list of K keys "
+                     "per query shared by every head (H_sel 1, H_kv 1)";
+  if (auto p = file_problem(f, "bench_selected", command, {"kernels", "peak_cpu_gflops"}))
+    return file_row("selected_k08", what, threshold, p->first, p->second);
+  const json& j = f.json;
+  auto get = [](const json& o, const char* key) {
+    return o.is_object() && o.contains(key) && o[key].is_number() ? o[key].get<double>() : 0.0;
+  };
+  what += fmt::format(", n {}, K {}, H_q {}, head_dim {}, {} thread{} (`{}`)", get(j, "n"),
+                      get(j, "k"), get(j, "num_heads"), get(j, "head_dim"), get(j, "threads"),
+                      get(j, "threads") == 1 ? "" : "s", path);
+  const json *k08 = nullptr, *bf16 = nullptr;
+  if (j["kernels"].is_array())
+    for (const json& k : j["kernels"]) {
+      const std::string name = k.is_object() ? k.value("name", std::string()) : "";
+      if (name == "cpu_k08_selected_gather") k08 = &k;
+      if (name == "cpu_k08_selected_gather_bf16") bf16 = &k;
+    }
+  if (!k08 || get(*k08, "gflop_per_cpu_s") <= 0)
+    return file_row("selected_k08", what, threshold, "see file",
+                    fmt::format("`{}` has no `cpu_k08_selected_gather` figures", path));
+  TargetRow row = file_row("selected_k08", what, threshold, "", "");
+  const double frac = get(*k08, "frac_peak"), rate = get(*k08, "gflop_per_cpu_s");
+  row.measured = fmt::format("{:.1f} GFLOP per CPU-second = {} of the peak's {:.1f} ({:.3f} CPU-s "
+                             "per call)",
+                             rate, pct(frac), get(j, "peak_cpu_gflops"),
+                             get(*k08, "cpu_s_per_call"));
+  if (bf16)
+    row.measured += fmt::format("; bf16 twin {:.2f}× k08's CPU time ({} of the peak)",
+                                get(*bf16, "cpu_time_vs_k08"), pct(get(*bf16, "frac_peak")));
+  row.values = j;
+  row.status = frac >= 0.5 ? "met" : "not met";
+  if (frac < 0.5) {
+    const double cpu_s = get(*k08, "cpu_s_per_call");
+    const double d = get(j, "head_dim");
+    row.bound = fmt::format(
+        "gathered rows: {:.1f} MB of k and v rows per call (each row once for the {} heads of a "
+        "list) = {:.2f} GB/s per CPU-second at the measured rate, scattered over the cache; the "
+        "scorer is broadcast-bound: one broadcast load of a key's two floats per FMA ({} loads "
+        "and {} FMAs per key and list at head_dim {}), so the load ports, not the FMA pipes, set "
+        "its pace",
+        get(j, "gathered_bytes") * 1e-6, get(j, "num_heads"),
+        cpu_s > 0 ? get(j, "gathered_bytes") / cpu_s * 1e-9 : 0.0, d / 2, d / 2, d);
+  }
+  return row;
+}
+
 }  // namespace
 
 double fma_pipe_bound(int64_t head_dim, int softmax_ops) {
@@ -476,7 +699,8 @@ std::vector<BenchPoint> parse_bench_points(const json& bench) {
   return out;
 }
 
-TargetsReport evaluate_targets(const json& bench, const std::vector<PeerFile>& peers) {
+TargetsReport evaluate_targets(const json& bench, const std::vector<PeerFile>& peers,
+                               const ExtraFiles& extra) {
   const Points pts(parse_bench_points(bench));
   const json ctx = bench.value("context", json::object());
   auto ctx_str = [&](const char* key) {
@@ -532,6 +756,9 @@ TargetsReport evaluate_targets(const json& bench, const std::vector<PeerFile>& p
   rows.push_back(speedup_target(pts, c, "longformer_w256_g2_vs_dense", kLongformer, 64, 16384, 0.9));
   rows.push_back(frac_target(pts, c, "bigbird_b64_r3", kBigBird, 64, 0, 16384, 0.65));
   for (TargetRow& r : bf16_targets(pts, c, 1.6)) rows.push_back(std::move(r));
+  for (TargetRow& r : gqa_targets(extra.modern)) rows.push_back(std::move(r));
+  rows.push_back(decode_target(extra.decode));
+  rows.push_back(selected_target(extra.selected));
   for (TargetRow& r : peer_targets(peers)) rows.push_back(std::move(r));
   return report;
 }

@@ -66,6 +66,22 @@ struct PeerFile {
   nlohmann::json json;  // null when the file did not parse
 };
 
+// An optional input of its own program (bench_modern, bench_decode, bench_selected --json):
+// absent, present and parsed, or present and not JSON.
+struct InputFile {
+  std::string path;       // as given to bench_targets; "" = the default build/bench/ name
+  bool present = false;   // the file exists
+  nlohmann::json json;    // null when present but not JSON
+};
+
+// The three other programs' files. Each gives its rows; an absent one "not measured" with the
+// command that writes it, one that is not (their) JSON "see file", pointed at.
+struct ExtraFiles {
+  InputFile modern;    // bench/bench_modern.cpp: GQA g = 8 against MHA, <= 1.0x its time
+  InputFile decode;    // bench/bench_decode.cpp: k09 bf16, >= 60% of the copy probe
+  InputFile selected;  // bench/bench_selected.cpp: k08, >= 50% of the FMA peak per CPU-second
+};
+
 // One row of the report. status: "met", "not met", "not measured", "not built",
 // "not applicable" (the target's condition does not hold on this CPU), "see file",
 // "reported" (a peers' ratio the targets set no threshold for).
@@ -84,8 +100,10 @@ struct TargetsReport {
   std::vector<TargetRow> rows;
 };
 
-// Evaluates every target on bench_cpu's JSON (`bench`) and the peers' files.
-TargetsReport evaluate_targets(const nlohmann::json& bench, const std::vector<PeerFile>& peers);
+// Evaluates every target on bench_cpu's JSON (`bench`), the other programs' files (`extra`)
+// and the peers' files.
+TargetsReport evaluate_targets(const nlohmann::json& bench, const std::vector<PeerFile>& peers,
+                               const ExtraFiles& extra = {});
 
 std::string to_markdown(const TargetsReport& report);
 nlohmann::json to_json(const TargetsReport& report);

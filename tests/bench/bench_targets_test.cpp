@@ -2,8 +2,9 @@
 // bench/targets.h on synthetic bench_cpu JSON: every row's status (met, not met, not
 // measured, not built, not applicable) and its measured values, the FMA-pipe bound
 // 2d/(2d + c) and the notes built from it (hand-computed below), the fallback n of the
-// speedup rows, repetitions reduced to their median, the peers' files; then the
-// bench_targets binary end to end.
+// speedup rows, repetitions reduced to their median, the peers' files, the rows of
+// bench_modern's, bench_decode's and bench_selected's files (met, not met, absent, broken);
+// then the bench_targets binary end to end, and those three programs' --json on a tiny run.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -333,6 +334,181 @@ TEST(BenchTargets, PeersFilesAreReadOrPointedAt) {
   for (const TargetRow& t : r.rows) EXPECT_NE(t.id, "peers");
 }
 
+// bench_modern --json as the program writes it: the g = 8 variants against their baselines.
+json modern_json(int64_t heads, double dense_ratio, double k02_ratio, bool with_k06 = true) {
+  const std::string g = "gqa g=" + std::to_string(heads);
+  json v = json::array({json{{"name", "dense k01 mha"}, {"median_ms", 411.1}},
+                        json{{"name", "dense k01 " + g}, {"median_ms", 390.2},
+                             {"vs", "dense k01 mha"}, {"ratio", dense_ratio},
+                             {"ratio_min", 0.884}, {"ratio_max", 1.025}},
+                        json{{"name", "dense k01 softcap"}, {"median_ms", 448.8},
+                             {"vs", "dense k01 mha"}, {"ratio", 1.09}},
+                        json{{"name", "window k02 mha"}, {"median_ms", 68.0}},
+                        json{{"name", "window k02 " + g}, {"median_ms", 71.4},
+                             {"vs", "window k02 mha"}, {"ratio", k02_ratio},
+                             {"ratio_min", 0.95}, {"ratio_max", 1.12}}});
+  if (with_k06) {
+    v.push_back(json{{"name", "window k06 mha"}, {"median_ms", 65.7}});
+    v.push_back(json{{"name", "window k06 " + g}, {"median_ms", 62.6}, {"vs", "window k06 mha"},
+                     {"ratio", 1.0}, {"ratio_min", 0.855}, {"ratio_max", 1.079}});
+  }
+  return json{{"isa", "avx512"}, {"threads", 2}, {"n", 4096}, {"head_dim", 64},
+              {"heads", heads}, {"window", 256}, {"rounds", 11}, {"variants", v}};
+}
+
+// bench_decode --json: frac_copy = gbps / copy_gbps, as the program computes them.
+json decode_json(double frac_c, double frac_p, double cpu_ms) {
+  const double copy = 8.15, bytes = 134.2e6;
+  auto layout = [&](double f) {
+    return json{{"ms", bytes / (f * copy * 1e9) * 1e3}, {"gbps", f * copy}, {"frac_copy", f},
+                {"cpu_ms", cpu_ms}};
+  };
+  return json{{"kernel", "cpu_k09_decode_bf16"}, {"isa", "avx512"}, {"threads", 2},
+              {"l_cache", 32768}, {"num_heads", 32}, {"num_kv_heads", 8}, {"head_dim", 128},
+              {"page_size", 256}, {"rounds", 11}, {"repeats", 5}, {"bytes_per_call", bytes},
+              {"copy_gbps", copy}, {"contiguous", layout(frac_c)}, {"paged", layout(frac_p)},
+              {"paged_over_contiguous", {{"median", 1.07}, {"min", 0.94}, {"max", 1.23}}}};
+}
+
+// bench_selected --json: k08 at `frac` of a 226.5 GFLOP/s peak, the bf16 twin beside it.
+json selected_json(double frac, bool with_bf16 = true) {
+  const double peak = 226.5;
+  json kernels = json::array({json{{"name", "cpu_k08_selected_gather"}, {"cpu_s_per_call", 1.029},
+                                   {"gflop_per_cpu_s", frac * peak}, {"frac_peak", frac},
+                                   {"cpu_time_vs_k08", 1.0}}});
+  if (with_bf16)
+    kernels.push_back(json{{"name", "cpu_k08_selected_gather_bf16"}, {"cpu_s_per_call", 1.016},
+                           {"gflop_per_cpu_s", 63.4}, {"frac_peak", 63.4 / peak},
+                           {"cpu_time_vs_k08", 1.016 / 1.029}});
+  return json{{"n", 16384}, {"k", 2048}, {"num_heads", 8}, {"num_kv_heads", 1},
+              {"num_sel_heads", 1}, {"head_dim", 64}, {"threads", 1}, {"nnz", 251666432},
+              {"gflop_kept", 64.4}, {"gathered_bytes", 16.1e9}, {"peak_cpu_gflops", peak},
+              {"kernels", kernels}};
+}
+
+InputFile file(const std::string& path, json j) { return InputFile{path, true, std::move(j)}; }
+
+TEST(BenchTargets, GroupedHeadsRowsFromBenchModern) {
+  const json pts = json::array();
+  ExtraFiles extra;
+  extra.modern = file("out/bench_modern.json", modern_json(8, 0.936, 1.05, /*with_k06=*/false));
+  const TargetsReport r = evaluate_targets(bench_json(pts), {}, extra);
+  const TargetRow& dense = row(r, "gqa_dense_k01");
+  EXPECT_EQ(dense.status, "met");  // 0.936 <= 1.0
+  EXPECT_TRUE(dense.bound.empty());
+  EXPECT_EQ(dense.measured, "0.936× (rounds 0.884–1.025; GQA 390.2 ms, MHA 411.1 ms, median of 11 "
+                            "rounds)");
+  EXPECT_TRUE(has(dense.what, "n 4096, head_dim 64 (`out/bench_modern.json`)")) << dense.what;
+  const TargetRow& k02 = row(r, "gqa_window_k02");
+  EXPECT_EQ(k02.status, "not met");  // 1.05 > 1.0
+  EXPECT_TRUE(has(k02.what, "window 256")) << k02.what;
+  EXPECT_NEAR(k02.values["ratio"].get<double>(), 1.05, 1e-12);
+  EXPECT_NEAR(k02.values["mha_median_ms"].get<double>(), 68.0, 1e-12);
+  EXPECT_TRUE(has(k02.bound, "the packed panels")) << k02.bound;
+  EXPECT_TRUE(has(k02.bound, "above it (1.050×)")) << k02.bound;
+  // The file has no k06 variant: pointed at, neither met nor measured.
+  const TargetRow& k06 = row(r, "gqa_window_k06");
+  EXPECT_EQ(k06.status, "see file");
+  EXPECT_EQ(k06.measured, "`out/bench_modern.json` has no \"window k06 gqa g=8\" ratio");
+  // The same file at g = 4 is not the target's point.
+  extra.modern = file("m.json", modern_json(4, 0.9, 0.9));
+  const TargetsReport r4 = evaluate_targets(bench_json(pts), {}, extra);
+  EXPECT_EQ(row(r4, "gqa_dense_k01").status, "not measured");
+  EXPECT_TRUE(has(row(r4, "gqa_dense_k01").measured, "ran with H_q 4 (g = 4), not g = 8"));
+  // Absent (the default ExtraFiles): the command that writes it; not JSON: pointed at.
+  const TargetsReport none = evaluate_targets(bench_json(pts), {});
+  for (const char* id : {"gqa_dense_k01", "gqa_window_k02", "gqa_window_k06"}) {
+    EXPECT_EQ(row(none, id).status, "not measured") << id;
+    EXPECT_EQ(row(none, id).measured,
+              "no `build/bench/bench_modern.json`: run `make bench`, or `build/bench_modern "
+              "--heads 8 --json build/bench/bench_modern.json`");
+  }
+  extra.modern = file("bad.json", json());
+  EXPECT_EQ(row(evaluate_targets(bench_json(pts), {}, extra), "gqa_window_k06").measured,
+            "`bad.json` did not parse");
+  extra.modern = file("other.json", json{{"rows", 3}});
+  EXPECT_EQ(row(evaluate_targets(bench_json(pts), {}, extra), "gqa_dense_k01").status, "see file");
+}
+
+TEST(BenchTargets, DecodeRowFromBenchDecode) {
+  const json pts = json::array();
+  ExtraFiles extra;
+  extra.decode = file("d.json", decode_json(0.65, 0.62, 20.0));
+  const TargetRow met = row(evaluate_targets(bench_json(pts), {}, extra), "decode_k09_bf16");
+  EXPECT_EQ(met.status, "met");  // the worse layout, 62%, >= 60%
+  EXPECT_TRUE(met.bound.empty());
+  EXPECT_TRUE(has(met.measured, "contiguous 5.30 GB/s = 65%, paged 5.05 GB/s = 62% of the copy "
+                                "probe's 8.15 GB/s (134.2 MB per call"))
+      << met.measured;
+  EXPECT_TRUE(has(met.measured, "paged/contiguous 1.07 (rounds 0.94–1.23)")) << met.measured;
+  EXPECT_TRUE(has(met.what, "L_cache 32768, H_q 32, H_kv 8, head_dim 128, page_size 256")) << met.what;
+  // Contiguous met, paged not: the worse layout decides.
+  extra.decode = file("d.json", decode_json(0.65, 0.59, 20.0));
+  EXPECT_EQ(row(evaluate_targets(bench_json(pts), {}, extra), "decode_k09_bf16").status, "not met");
+  // 27%: 134.2 MB / 60 ms = 2.24 GB/s per CPU-second, × 2 threads = 4.47 = 55% of 8.15.
+  extra.decode = file("d.json", decode_json(0.27, 0.27, 60.0));
+  const TargetRow slow = row(evaluate_targets(bench_json(pts), {}, extra), "decode_k09_bf16");
+  EXPECT_EQ(slow.status, "not met");
+  EXPECT_TRUE(has(slow.bound, "per CPU-second 2.24 GB/s, × 2 threads = 4.47 GB/s = 55% of the "
+                              "probe had every thread its core;"))
+      << slow.bound;
+  // g = 32 / 8 = 4: 4·128·4 = 2048 FLOPs per 512 bytes.
+  EXPECT_TRUE(has(slow.bound, "g = 4 dot products of head_dim 128 and g accumulations of it, "
+                              "4·d·g = 2048 FLOPs per 4·d = 512 bytes of bf16 K and V (4 FLOP per "
+                              "byte)"))
+      << slow.bound;
+  EXPECT_FALSE(has(slow.bound, "lost time to other jobs")) << slow.bound;
+  // 26 ms of CPU: 5.16 GB/s × 2 = 127% of the probe: the wall clock lost it, not the kernel.
+  extra.decode = file("d.json", decode_json(0.27, 0.27, 26.0));
+  EXPECT_TRUE(has(row(evaluate_targets(bench_json(pts), {}, extra), "decode_k09_bf16").bound,
+                  "(the wall clock lost time to other jobs: per CPU-second the target is reached)"));
+  EXPECT_EQ(row(evaluate_targets(bench_json(pts), {}), "decode_k09_bf16").measured,
+            "no `build/bench/bench_decode.json`: run `make bench`, or `build/bench_decode --json "
+            "build/bench/bench_decode.json`");
+  extra.decode = file("broken.json", json());
+  const TargetRow broken = row(evaluate_targets(bench_json(pts), {}, extra), "decode_k09_bf16");
+  EXPECT_EQ(broken.status, "see file");
+  EXPECT_EQ(broken.measured, "`broken.json` did not parse");
+  extra.decode = file("sel.json", selected_json(0.5));  // another program's file
+  EXPECT_EQ(row(evaluate_targets(bench_json(pts), {}, extra), "decode_k09_bf16").measured,
+            "`sel.json` is not bench_decode's JSON (no \"contiguous\")");
+}
+
+TEST(BenchTargets, SelectedRowFromBenchSelected) {
+  const json pts = json::array();
+  ExtraFiles extra;
+  extra.selected = file("s.json", selected_json(0.55));
+  const TargetRow met = row(evaluate_targets(bench_json(pts), {}, extra), "selected_k08");
+  EXPECT_EQ(met.status, "met");
+  EXPECT_TRUE(met.bound.empty());
+  EXPECT_TRUE(has(met.what, "n 16384, K 2048, H_q 8, head_dim 64, 1 thread (`s.json`)")) << met.what;
+  extra.selected = file("s.json", selected_json(0.28));
+  const TargetRow slow = row(evaluate_targets(bench_json(pts), {}, extra), "selected_k08");
+  EXPECT_EQ(slow.status, "not met");
+  // 0.28 · 226.5 = 63.4; the bf16 twin 1.016 / 1.029 = 0.99× k08's CPU time at 63.4 / 226.5.
+  EXPECT_EQ(slow.measured, "63.4 GFLOP per CPU-second = 28% of the peak's 226.5 (1.029 CPU-s per "
+                           "call); bf16 twin 0.99× k08's CPU time (28% of the peak)");
+  // 16.1 GB / 1.029 s = 15.65 GB/s; head_dim 64: 32 broadcasts and 32 FMAs per key and list.
+  EXPECT_TRUE(has(slow.bound, "gathered rows: 16100.0 MB of k and v rows per call (each row once "
+                              "for the 8 heads of a list) = 15.65 GB/s per CPU-second"))
+      << slow.bound;
+  EXPECT_TRUE(has(slow.bound, "broadcast-bound: one broadcast load of a key's two floats per FMA "
+                              "(32 loads and 32 FMAs per key and list at head_dim 64)"))
+      << slow.bound;
+  extra.selected = file("s.json", selected_json(0.28, /*with_bf16=*/false));
+  EXPECT_FALSE(has(row(evaluate_targets(bench_json(pts), {}, extra), "selected_k08").measured,
+                   "bf16"));
+  EXPECT_EQ(row(evaluate_targets(bench_json(pts), {}), "selected_k08").status, "not measured");
+  extra.selected = file("broken.json", json());
+  EXPECT_EQ(row(evaluate_targets(bench_json(pts), {}, extra), "selected_k08").measured,
+            "`broken.json` did not parse");
+  json no_k08 = selected_json(0.5);
+  no_k08["kernels"] = json::array();
+  extra.selected = file("s.json", no_k08);
+  EXPECT_EQ(row(evaluate_targets(bench_json(pts), {}, extra), "selected_k08").measured,
+            "`s.json` has no `cpu_k08_selected_gather` figures");
+}
+
 int run(const std::string& cmd) {
   const int s = std::system(cmd.c_str());
   return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
@@ -370,6 +546,106 @@ TEST(BenchTargets, BinaryWritesBothFilesAndNothingOnBadInput) {
             2);
   EXPECT_EQ(run(bin + " only_one_argument 2> /dev/null"), 2);
   fs::remove_all(dir);
+}
+
+json read_json(const fs::path& p) {
+  std::ifstream f(p);
+  return json::parse(f);
+}
+
+const json& target(const json& report, const std::string& id) {
+  for (const json& t : report["targets"])
+    if (t["id"] == id) return t;
+  ADD_FAILURE() << "no row " << id;
+  static const json none;
+  return none;
+}
+
+TEST(BenchTargets, BinaryReadsTheOtherProgramsFiles) {
+  const fs::path dir = fs::temp_directory_path() / ("bench_targets_extra_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "out");
+  const fs::path in = dir / "bench_cpu.json";
+  std::ofstream(in) << bench_json(json::array()).dump();
+  // Defaults: OUT_DIR/bench_modern.json etc.; --decode elsewhere overrides its default.
+  std::ofstream(dir / "out" / "bench_modern.json") << modern_json(8, 0.9, 0.95).dump();
+  std::ofstream(dir / "out" / "bench_decode.json") << "{ not json";
+  std::ofstream(dir / "decode.json") << decode_json(0.7, 0.66, 20.0).dump();
+  const std::string bin = SPARSEATTN_BENCH_TARGETS_BIN;
+  const std::string base = bin + " " + in.string() + " " + (dir / "out").string();
+  ASSERT_EQ(run(base + " > /dev/null"), 0);
+  json j = read_json(dir / "out" / "targets.json");
+  EXPECT_EQ(target(j, "gqa_window_k06")["status"], "met");
+  EXPECT_EQ(target(j, "decode_k09_bf16")["status"], "see file");
+  EXPECT_EQ(target(j, "decode_k09_bf16")["measured"],
+            "`" + (dir / "out" / "bench_decode.json").string() + "` did not parse");
+  EXPECT_EQ(target(j, "selected_k08")["status"], "not measured");
+  EXPECT_TRUE(has(target(j, "selected_k08")["measured"].get<std::string>(),
+                  "--json " + (dir / "out" / "bench_selected.json").string()));
+  ASSERT_EQ(run(base + " --decode " + (dir / "decode.json").string() + " > /dev/null"), 0);
+  j = read_json(dir / "out" / "targets.json");
+  EXPECT_EQ(target(j, "decode_k09_bf16")["status"], "met");
+  EXPECT_NEAR(target(j, "decode_k09_bf16")["values"]["contiguous"]["frac_copy"].get<double>(), 0.7,
+              1e-12);
+  EXPECT_EQ(run(base + " --decode 2> /dev/null"), 2);  // a flag without its path
+  fs::remove_all(dir);
+}
+
+// The three programs' --json on a tiny problem (seconds): each file parses, has the figures
+// bench_targets reads, and gives its rows a measured status (met or not: the sizes are not the
+// targets' — only the plumbing is checked here).
+TEST(BenchTargets, TinyRunsOfTheBenchProgramsFeedTheReport) {
+#if defined(SPARSEATTN_BENCH_DECODE_BIN) && defined(SPARSEATTN_BENCH_SELECTED_BIN) && \
+    defined(SPARSEATTN_BENCH_MODERN_BIN)
+  const fs::path dir = fs::temp_directory_path() / ("bench_targets_tiny_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string quiet = " > /dev/null 2>&1";
+  ASSERT_EQ(run(std::string(SPARSEATTN_BENCH_MODERN_BIN) + " --n 128 --heads 8 --window 32 --rounds 1 "
+                "--repeats 1 --json " + (dir / "bench_modern.json").string() + quiet),
+            0);
+  ASSERT_EQ(run(std::string(SPARSEATTN_BENCH_DECODE_BIN) + " --l-cache 512 --heads 4 --kv-heads 2 "
+                "--head-dim 64 --page-size 64 --threads 1 --rounds 1 --repeats 1 --json " +
+                (dir / "bench_decode.json").string() + quiet),
+            0);
+  ASSERT_EQ(run(std::string(SPARSEATTN_BENCH_SELECTED_BIN) + " --n 96 --k 16 --heads 8 "
+                "--head-dim 32 --repeats 1 --no-k06 --json " + (dir / "bench_selected.json").string() +
+                quiet),
+            0);
+  const json d = read_json(dir / "bench_decode.json");
+  EXPECT_EQ(d["l_cache"], 512);
+  EXPECT_EQ(d["num_kv_heads"], 2);
+  // bytes per call: K and V in bf16, q in bf16, o and lse in float32.
+  EXPECT_NEAR(d["bytes_per_call"].get<double>(), 2.0 * 2 * 2 * 512 * 64 + 2.0 * 4 * 64 + 4.0 * 4 * 65,
+              1e-9);
+  EXPECT_NEAR(d["contiguous"]["frac_copy"].get<double>(),
+              d["contiguous"]["gbps"].get<double>() / d["copy_gbps"].get<double>(), 1e-9);
+  for (const char* key : {"ms", "gbps", "frac_copy", "cpu_ms"}) EXPECT_TRUE(d["paged"][key].is_number()) << key;
+  EXPECT_TRUE(d["paged_over_contiguous"]["median"].is_number());
+  const json s = read_json(dir / "bench_selected.json");
+  ASSERT_EQ(s["kernels"].size(), 2u);  // k08 and its bf16 twin; k06 left out
+  EXPECT_EQ(s["kernels"][0]["name"], "cpu_k08_selected_gather");
+  EXPECT_EQ(s["kernels"][1]["name"], "cpu_k08_selected_gather_bf16");
+  // nnz: queries 0..15 keep i + 1 keys, the other 80 keep 16; 8 heads.
+  EXPECT_EQ(s["nnz"], 8 * (16 * 17 / 2 + 80 * 16));
+  EXPECT_NEAR(s["gflop_kept"].get<double>(), 4.0 * s["nnz"].get<double>() * 32 * 1e-9, 1e-12);
+  EXPECT_NEAR(s["kernels"][0]["frac_peak"].get<double>(),
+              s["kernels"][0]["gflop_per_cpu_s"].get<double>() / s["peak_cpu_gflops"].get<double>(),
+              1e-9);
+  std::ofstream(dir / "bench_cpu.json") << bench_json(json::array()).dump();
+  ASSERT_EQ(run(std::string(SPARSEATTN_BENCH_TARGETS_BIN) + " " + (dir / "bench_cpu.json").string() +
+                " " + dir.string() + " > /dev/null"),
+            0);
+  const json j = read_json(dir / "targets.json");
+  for (const char* id : {"gqa_dense_k01", "gqa_window_k02", "gqa_window_k06", "decode_k09_bf16",
+                         "selected_k08"}) {
+    const std::string st = target(j, id)["status"];
+    EXPECT_TRUE(st == "met" || st == "not met") << id << ": " << st;
+  }
+  fs::remove_all(dir);
+#else
+  GTEST_SKIP() << "the benchmark programs are not built (SPARSEATTN_BUILD_BENCH off)";
+#endif
 }
 
 }  // namespace
