@@ -262,8 +262,8 @@ TEST_F(Varlen, CheckJudgesPackedGradientsSequenceBySequence) {
   }
   // The crossed rows fail only in sequence 2: mismatches are keyed by sequence.
   r = run(base + grads("dq.npy", "dk_crossed.npy", "dv.npy"));
-  const nlohmann::json crossed = json_of(r);  // named: a range-for does not keep it alive
-  for (const auto& m : crossed["dk"]["mismatches"].items())
+  const nlohmann::json crossed_report = json_of(r);  // named: a range-for does not keep it alive
+  for (const auto& m : crossed_report["dk"]["mismatches"].items())
     EXPECT_EQ(m.key().rfind("2,", 0), 0u) << m.key();
 }
 
