@@ -32,22 +32,26 @@
 #include "reference/attention.h"
 #include "registry/float32_guard.h"
 #include "registry/registry.h"
+#include "tests/api/cache_inputs.h"
 #include "tests/reference/decode_specs.h"
 
 namespace sparseattn {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-Tensor<double> uniform(const Shape& shape, testing_inputs::TestRng& rng) {
-  Tensor<double> t(shape);
-  for (double& x : t.data) x = rng.uniform(-1.0, 1.0);
-  return t;
-}
+using testing_cache::uniform;
 
 struct Sizes {
   int64_t hq = 8, hkv = 2, lq = 4, d = 16, dv = 16;
 };
+
+api::CacheInputs contiguous(const Sizes& z, const std::vector<int64_t>& seqlens, int64_t l_cache,
+                            testing_inputs::TestRng& rng) {
+  return testing_cache::contiguous_cache(z, seqlens, l_cache, rng);
+}
+api::CacheInputs paged(const Sizes& z, const std::vector<int64_t>& seqlens, int64_t page_size,
+                       int64_t max_pages, testing_inputs::TestRng& rng) {
+  return testing_cache::paged_cache(z, seqlens, page_size, max_pages, rng);
+}
 
 using testing_spec::chunked;
 using testing_spec::dense;
@@ -71,65 +75,6 @@ std::vector<ScoreMods> mods_grid(int64_t batch, int64_t hq, testing_inputs::Test
   out[3] = out[2];
   out[3].softcap = 0.7;
   return out;
-}
-
-// A contiguous cache [B, H_kv, L_cache, d] filled to `seqlens`, NaN past them.
-api::CacheInputs contiguous(const Sizes& z, const std::vector<int64_t>& seqlens, int64_t l_cache,
-                            testing_inputs::TestRng& rng) {
-  const int64_t batch = static_cast<int64_t>(seqlens.size());
-  api::CacheInputs in;
-  in.q = uniform({batch, z.hq, z.lq, z.d}, rng);
-  in.k = uniform({batch, z.hkv, l_cache, z.d}, rng);
-  in.v = uniform({batch, z.hkv, l_cache, z.dv}, rng);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < z.hkv; ++h)
-      for (int64_t t = seqlens[b]; t < l_cache; ++t) {
-        std::fill_n(in.k.ptr() + ((b * z.hkv + h) * l_cache + t) * z.d, z.d, kNaN);
-        std::fill_n(in.v.ptr() + ((b * z.hkv + h) * l_cache + t) * z.dv, z.dv, kNaN);
-      }
-  in.cache.cache_seqlens = seqlens;
-  return in;
-}
-
-// Page pools [num_pages, H_kv, page_size, d]: each element's pages drawn from a shuffled
-// list, element 1's first page the same as element 0's (a shared prefix: element 1 then
-// holds element 0's first page_size keys), −1 in the table past each length, NaN in every
-// slot no element reads.
-api::CacheInputs paged(const Sizes& z, const std::vector<int64_t>& seqlens, int64_t page_size,
-                       int64_t max_pages, testing_inputs::TestRng& rng) {
-  const int64_t batch = static_cast<int64_t>(seqlens.size());
-  const int64_t num_pages = batch * max_pages + 3;  // some pages nobody reads
-  std::vector<int64_t> order(static_cast<size_t>(num_pages));
-  std::iota(order.begin(), order.end(), 0);
-  for (int64_t i = num_pages - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
-  api::CacheInputs in;
-  in.q = uniform({batch, z.hq, z.lq, z.d}, rng);
-  in.k = Tensor<double>({num_pages, z.hkv, page_size, z.d}, kNaN);
-  in.v = Tensor<double>({num_pages, z.hkv, page_size, z.dv}, kNaN);
-  in.cache.cache_seqlens = seqlens;
-  in.cache.max_pages = max_pages;
-  in.cache.block_table.assign(static_cast<size_t>(batch * max_pages), -1);
-  size_t next = 0;
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t used = (seqlens[b] + page_size - 1) / page_size;
-    for (int64_t m = 0; m < used; ++m) {
-      const bool shared = b == 1 && m == 0 && seqlens[0] >= page_size && used > 0;
-      in.cache.block_table[b * max_pages + m] = shared ? in.cache.block_table[0] : order[next++];
-    }
-  }
-  // Fill exactly the slots some element reads (a shared page gets one set of values).
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t t = 0; t < seqlens[b]; ++t) {
-      const int64_t page = in.cache.block_table[b * max_pages + t / page_size];
-      for (int64_t h = 0; h < z.hkv; ++h) {
-        double* kr = in.k.ptr() + ((page * z.hkv + h) * page_size + t % page_size) * z.d;
-        double* vr = in.v.ptr() + ((page * z.hkv + h) * page_size + t % page_size) * z.dv;
-        if (!std::isnan(kr[0])) continue;
-        for (int64_t c = 0; c < z.d; ++c) kr[c] = rng.uniform(-1.0, 1.0);
-        for (int64_t c = 0; c < z.dv; ++c) vr[c] = rng.uniform(-1.0, 1.0);
-      }
-    }
-  return in;
 }
 
 Tolerance tolerance_of(const Kernel& k) {
@@ -244,7 +189,8 @@ TEST(DecodeKernel, ManySplitsMergeToTheOracle) {
       for (size_t m = 0; m < mods.size(); ++m) {
         SCOPED_TRACE(case_name(spec, m, z) + (use_pages ? " paged" : " contiguous"));
         api::CacheInputs in =
-            use_pages ? paged(z, {40, 17, 33}, 8, 6, rng) : contiguous(z, {40, 17, 33}, 48, rng);
+            use_pages ? paged(z, {40, 17, 33}, 8, 6, rng)
+                      : contiguous(z, {40, 17, 33}, 48, rng);
         in.spec = spec;
         in.mods = mods[m];
         const Output ref = api::attend_cache(find_kernel("a1_dense_masked"), in);

@@ -41,18 +41,14 @@
 #include "reference/attention.h"
 #include "registry/registry.h"
 #include "tests/reference/grid.h"
+#include "tests/api/cache_inputs.h"
 #include "tests/reference/decode_specs.h"
 
 namespace sparseattn {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-Tensor<double> uniform(const Shape& shape, testing_inputs::TestRng& rng) {
-  Tensor<double> t(shape);
-  for (double& x : t.data) x = rng.uniform(-1.0, 1.0);
-  return t;
-}
+using testing_cache::kNaN;
+using testing_cache::uniform;
 
 Tolerance tolerance_of(const Kernel& k) {
   const Tolerance want = k.dtype == DType::bfloat16 ? kTolBfloat16 : kTolFloat32;
@@ -94,61 +90,13 @@ ScoreMods mods_of(int which, int64_t batch, int64_t hq, testing_inputs::TestRng&
   return m;
 }
 
-// A contiguous cache [B, H_kv, L_cache, d] filled to `seqlens`, NaN past them.
 api::CacheInputs contiguous(const DecodeCase& c, const std::vector<int64_t>& seqlens, int64_t l_cache,
                             testing_inputs::TestRng& rng) {
-  const int64_t batch = static_cast<int64_t>(seqlens.size());
-  api::CacheInputs in;
-  in.q = uniform({batch, c.hq, c.lq, c.d}, rng);
-  in.k = uniform({batch, c.hkv, l_cache, c.d}, rng);
-  in.v = uniform({batch, c.hkv, l_cache, c.dv}, rng);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < c.hkv; ++h)
-      for (int64_t t = seqlens[b]; t < l_cache; ++t) {
-        std::fill_n(in.k.ptr() + ((b * c.hkv + h) * l_cache + t) * c.d, c.d, kNaN);
-        std::fill_n(in.v.ptr() + ((b * c.hkv + h) * l_cache + t) * c.dv, c.dv, kNaN);
-      }
-  in.cache.cache_seqlens = seqlens;
-  return in;
+  return testing_cache::contiguous_cache(c, seqlens, l_cache, rng);
 }
-
-// Page pools [num_pages, H_kv, page_size, d]: pages drawn from a shuffled list, element 1's
-// first page the same as element 0's (a shared prefix), −1 in the table past each length,
-// NaN in every slot no element reads.
 api::CacheInputs paged(const DecodeCase& c, const std::vector<int64_t>& seqlens, int64_t max_pages,
                        testing_inputs::TestRng& rng) {
-  const int64_t batch = static_cast<int64_t>(seqlens.size()), ps = c.page_size;
-  const int64_t num_pages = batch * max_pages + 3;  // some pages nobody reads
-  std::vector<int64_t> order(static_cast<size_t>(num_pages));
-  std::iota(order.begin(), order.end(), 0);
-  for (int64_t i = num_pages - 1; i > 0; --i) std::swap(order[i], order[rng.below(i + 1)]);
-  api::CacheInputs in;
-  in.q = uniform({batch, c.hq, c.lq, c.d}, rng);
-  in.k = Tensor<double>({num_pages, c.hkv, ps, c.d}, kNaN);
-  in.v = Tensor<double>({num_pages, c.hkv, ps, c.dv}, kNaN);
-  in.cache.cache_seqlens = seqlens;
-  in.cache.max_pages = max_pages;
-  in.cache.block_table.assign(static_cast<size_t>(batch * max_pages), -1);
-  size_t next = 0;
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t used = (seqlens[b] + ps - 1) / ps;
-    for (int64_t m = 0; m < used; ++m) {
-      const bool shared = b == 1 && m == 0 && seqlens[0] >= ps;
-      in.cache.block_table[b * max_pages + m] = shared ? in.cache.block_table[0] : order[next++];
-    }
-  }
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t t = 0; t < seqlens[b]; ++t) {
-      const int64_t page = in.cache.block_table[b * max_pages + t / ps];
-      for (int64_t h = 0; h < c.hkv; ++h) {
-        double* kr = in.k.ptr() + ((page * c.hkv + h) * ps + t % ps) * c.d;
-        double* vr = in.v.ptr() + ((page * c.hkv + h) * ps + t % ps) * c.dv;
-        if (!std::isnan(kr[0])) continue;  // a shared page gets one set of values
-        for (int64_t x = 0; x < c.d; ++x) kr[x] = rng.uniform(-1.0, 1.0);
-        for (int64_t x = 0; x < c.dv; ++x) vr[x] = rng.uniform(-1.0, 1.0);
-      }
-    }
-  return in;
+  return testing_cache::paged_cache(c, seqlens, c.page_size, max_pages, rng);
 }
 
 api::CacheInputs rounded(api::CacheInputs in, DType dtype) {
