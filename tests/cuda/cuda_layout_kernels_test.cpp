@@ -50,6 +50,22 @@ namespace {
 using testing_cache::kNaN;
 using testing_cache::uniform;
 
+// A float32-output kernel's o and lse within `tol` of the oracle's (`ref`: an Output or an
+// AttentionResult, both with float64 o and lse).
+template <class Ref>
+void expect_close(const Output& out, const Ref& ref, const Tolerance& tol) {
+  const CheckReport o = check_close(out.o32, ref.o, tol);
+  const CheckReport lse = check_close(out.lse32, ref.lse, tol);
+  EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
+  EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
+}
+
+// A second run gives the same bits (no atomics, a fixed order).
+void expect_same_bits(const Output& again, const Output& out) {
+  EXPECT_EQ(again.o32.data, out.o32.data) << "not deterministic";
+  EXPECT_EQ(again.lse32.data, out.lse32.data) << "not deterministic";
+}
+
 Tolerance tolerance_of(const Kernel& k) {
   const Tolerance want = k.dtype == DType::bfloat16 ? kTolBfloat16 : kTolFloat32;
   EXPECT_EQ(k.atol, want.atol) << k.name;
@@ -170,13 +186,8 @@ TEST_P(CudaDecodeCache, MatchesTheOracleThroughTheWalkAtItsEntrysTolerance) {
     const Output ref = api::attend_cache(find_kernel("a1_dense_masked"),
                                          kernel.dtype == DType::float32 ? in : rounded(in, kernel.dtype));
     const Output out = api::attend_cache(kernel, in);  // in place: the entry lists the features
-    const CheckReport o = check_close(out.o32, ref.o, tol);
-    const CheckReport lse = check_close(out.lse32, ref.lse, tol);
-    EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
-    EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
-    const Output again = api::attend_cache(kernel, in);
-    EXPECT_EQ(again.o32.data, out.o32.data) << "not deterministic";
-    EXPECT_EQ(again.lse32.data, out.lse32.data) << "not deterministic";
+    expect_close(out, ref, tol);
+    expect_same_bits(api::attend_cache(kernel, in), out);
   }
 }
 
@@ -283,13 +294,8 @@ TEST_P(CudaVarlen, MatchesTheOracleThroughTheWalkAtItsEntrysTolerance) {
     const Output out = api::attend_varlen(kernel, in);
     ASSERT_EQ(out.o32.shape, ref.o.shape);
     ASSERT_EQ(out.lse32.shape, ref.lse.shape);
-    const CheckReport o = check_close(out.o32, ref.o, tol);
-    const CheckReport lse = check_close(out.lse32, ref.lse, tol);
-    EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
-    EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
-    const Output again = api::attend_varlen(kernel, in);
-    EXPECT_EQ(again.o32.data, out.o32.data) << "not deterministic";
-    EXPECT_EQ(again.lse32.data, out.lse32.data) << "not deterministic";
+    expect_close(out, ref, tol);
+    expect_same_bits(api::attend_varlen(kernel, in), out);
   }
 }
 
@@ -396,10 +402,7 @@ TEST_P(CudaSelected, GatherMatchesTheOracleAtItsEntrysTolerance) {
   const Tolerance tol = tolerance_of(kernel);
   Output out;
   kernel.run(problem, out);
-  const CheckReport o = check_close(out.o32, oracle.o, tol);
-  const CheckReport lse = check_close(out.lse32, oracle.lse, tol);
-  EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
-  EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
+  expect_close(out, oracle, tol);
   Output again;
   kernel.run(problem, again);
   EXPECT_EQ(again.o32.data, out.o32.data) << "not deterministic";
@@ -449,10 +452,7 @@ TEST_P(CudaSelectedBlocks, GenericKernelMatchesTheOracleThroughTheLayout) {
                                                cuda::round_like_device(v, dt), pattern, nullptr);
     Output out;
     kernel.run(problem, out);
-    const CheckReport o = check_close(out.o32, oracle.o, tol);
-    const CheckReport lse = check_close(out.lse32, oracle.lse, tol);
-    EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
-    EXPECT_TRUE(lse.pass) << report_json(lse, "lse", tol);
+    expect_close(out, oracle, tol);
   }
 }
 
