@@ -334,7 +334,7 @@ class FlashTile {
   // write(r, o_row, lse): o_row holds head_dim_v floats of query r's output.
   template <class Write>
   void finish(Write&& write) {
-    std::vector<float>& row = s_;  // reuse scratch: the tile is done
+    AlignedFloats& row = s_;  // reuse scratch: the tile is done
     if (static_cast<int64_t>(row.size()) < head_dim_v_) row.resize(head_dim_v_);
     for (int64_t r = 0; r < rows_; ++r) {
       const float* o = o_.data() + r * ldv_;
@@ -434,10 +434,10 @@ class FlashTile {
   int64_t head_dim_, head_dim_v_, ldv_;
   int64_t rows_ = 0;
   ScorePipeline pipeline_;  // the tile's softcap and ALiBi (inactive: plain attention)
-  std::vector<float> q_;  // [kBr][head_dim], scaled
-  std::vector<float> s_;  // [kBr][kBc] scores, then P
-  std::vector<float> o_;  // [kBr][ldv] unnormalized output
-  std::vector<float> kb_;  // [kBc / kStep][head_dim][kStep] the chunk's keys
+  AlignedFloats q_;  // [kBr][head_dim], scaled
+  AlignedFloats s_;  // [kBr][kBc] scores, then P
+  AlignedFloats o_;  // [kBr][ldv] unnormalized output
+  AlignedFloats kb_;  // [kBc / kStep][head_dim][kStep] the chunk's keys
   std::vector<float> m_;  // [kBr] running max
   std::vector<float> m_chunk_;  // [kBr] the current chunk's row maxima
   std::vector<float> alpha_;  // [kBr] exp(m_old − m_new) of the current chunk

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "optimized/cpu/aligned.h"
 #include "optimized/cpu/isa_target.h"
 
 SPARSEATTN_ISA_BEGIN
@@ -40,8 +41,8 @@ inline constexpr int64_t kStep = 16;  // columns of one micro-kernel step: two 8
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 struct KeyPanel {
-  std::unique_ptr<float[]> kb;  // [ldk / kStep][head_dim][kStep]
-  std::unique_ptr<float[]> vb;  // [ldv / kStep][ldk][kStep] when V is packed, else empty
+  AlignedFloatArray kb;  // [ldk / kStep][head_dim][kStep]
+  AlignedFloatArray vb;  // [ldv / kStep][ldk][kStep] when V is packed, else empty
   const float* v = nullptr;     // where P·V reads V (see above)
   int64_t v_row = 0, v_block = 0;
   int64_t num_keys = 0, ldk = 0, ldv = 0, head_dim = 0, head_dim_v = 0;
@@ -59,7 +60,7 @@ inline void init_panel(KeyPanel& p, int64_t head_dim, int64_t head_dim_v, int64_
   p.head_dim_v = head_dim_v;
   p.ldk = round_up(count, kStep) + kStep;
   p.ldv = round_up(head_dim_v, kStep);
-  p.kb.reset(new float[static_cast<size_t>(head_dim * p.ldk)]);
+  p.kb.reset(aligned_floats(static_cast<size_t>(head_dim * p.ldk)));
   if (in_order && head_dim_v % kStep == 0) {
     p.vb.reset();
     p.v = v;
@@ -67,7 +68,7 @@ inline void init_panel(KeyPanel& p, int64_t head_dim, int64_t head_dim_v, int64_
     p.v_block = kStep;
     return;
   }
-  p.vb.reset(new float[static_cast<size_t>(p.ldv * p.ldk)]);
+  p.vb.reset(aligned_floats(static_cast<size_t>(p.ldv * p.ldk)));
   p.v = p.vb.get();
   p.v_row = kStep;
   p.v_block = p.ldk * kStep;
