@@ -43,6 +43,7 @@
 #include "api/measure.h"
 #include "api/peak_probe.h"
 #include "core/seeded_inputs.h"
+#include "optimized/cpu/engine_probe.h"
 #include "optimized/cpu/isa.h"
 #include "registry/registry.h"
 
@@ -162,6 +163,31 @@ void peak_fma(benchmark::State& state) {
   state.counters["threads"] = omp_get_max_threads();
 }
 
+// The float32 engine's own ceiling here (optimized/cpu/engine_probe.h): its QKᵀ and P·V
+// micro-kernels and a whole tile step, one thread, hot in cache, as fractions of the FMA
+// probe per CPU-second taken right before on one thread, as the parts run (a core's clock
+// differs with one or two cores busy). bench_targets sets these beside each dense and
+// sparse target: a kernel cannot beat its engine's step on hot data.
+void engine_parts(benchmark::State& state, int64_t head_dim) {
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Peak peak = measure_peak(kShortProbeRepeats, kShortProbeIterations);
+  omp_set_num_threads(threads);
+  // About 25 ms per part at 200 GFLOP per CPU-second.
+  const int64_t chunks = 10'000 * 64 / head_dim;
+  cpu::EngineProbe e;
+  for (auto _ : state) e = cpu::engine_probe(head_dim, chunks, 3);
+  const auto rate = [](double flops, double seconds) { return flops / seconds / 1e9; };
+  state.counters["qk_cpu_gflops"] = rate(e.qk_flops, e.qk_seconds);
+  state.counters["pv_cpu_gflops"] = rate(e.pv_flops, e.pv_seconds);
+  state.counters["step_cpu_gflops"] = rate(e.step_flops, e.step_seconds);
+  state.counters["qk_frac_peak"] = rate(e.qk_flops, e.qk_seconds) / peak.cpu_gflops;
+  state.counters["pv_frac_peak"] = rate(e.pv_flops, e.pv_seconds) / peak.cpu_gflops;
+  state.counters["step_frac_peak"] = rate(e.step_flops, e.step_seconds) / peak.cpu_gflops;
+  state.counters["peak_cpu_gflops"] = peak.cpu_gflops;
+  state.counters["head_dim"] = static_cast<double>(head_dim);
+}
+
 std::vector<int64_t> sizes(int64_t lo, int64_t hi) {
   std::vector<int64_t> v;
   for (int64_t n = lo; n <= hi; n *= 2) v.push_back(n);
@@ -170,6 +196,11 @@ std::vector<int64_t> sizes(int64_t lo, int64_t hi) {
 
 void register_all(bool quick) {
   benchmark::RegisterBenchmark("peak_fma", peak_fma)->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (int64_t head_dim : {32, 64, 128})
+    benchmark::RegisterBenchmark(("engine_parts/D" + std::to_string(head_dim)).c_str(), engine_parts,
+                                 head_dim)
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond);
   const double min_time = quick ? 0.05 : 0.3;
   for (const Family& family : families()) {
     if (!family.cpu) continue;

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,17 @@ struct BenchPoint {
 // peak_fma row are skipped). Repetitions of one point are reduced to the one with the
 // median cpu_frac_peak. Throws std::runtime_error when "benchmarks" is missing.
 std::vector<BenchPoint> parse_bench_points(const nlohmann::json& bench);
+
+// The float32 engine's own ceiling, measured by bench_cpu's `engine_parts/D<head_dim>`
+// (optimized/cpu/engine_probe.h): its micro-kernels and a whole tile step, one thread, hot
+// in cache, as fractions of the FMA probe per CPU-second. A kernel on that engine cannot
+// beat `step` (times the share of its computed scores that are counted).
+struct EngineCeiling {
+  int64_t head_dim = 0;
+  double qk = 0.0, pv = 0.0, step = 0.0;  // fractions of peak per CPU-second
+};
+// Every engine_parts row of the JSON, by head_dim (absent: none measured).
+std::map<int64_t, EngineCeiling> parse_engine_ceilings(const nlohmann::json& bench);
 
 // A file of `make peers-bench` (build/peers/*.json) as read: its path and contents.
 struct PeerFile {

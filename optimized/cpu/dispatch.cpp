@@ -1,6 +1,7 @@
 // The public CPU kernel entry points (kernels.h, grad_kernels.h): each forwards to the
 // build of the kernel that active_isa() names (isa.h). The pattern checks (k0*_serves) do
 // not depend on the build; the avx2 one answers for both.
+#include "optimized/cpu/engine_probe.h"
 #include "optimized/cpu/isa.h"
 #include "optimized/cpu/isa_kernels.h"
 #include "optimized/cpu/selected_kernels.h"
@@ -38,6 +39,10 @@ bool kb02_serves(const Pattern& pattern) { return avx2::kb02_serves(pattern); }
 float fma_probe(int64_t iterations) {
   if (active_isa() == Isa::avx512) return avx512::fma_probe(iterations);
   return avx2::fma_probe(iterations);
+}
+EngineProbe engine_probe(int64_t head_dim, int64_t chunks, int repeats) {
+  if (active_isa() == Isa::avx512) return avx512::engine_probe(head_dim, chunks, repeats);
+  return avx2::engine_probe(head_dim, chunks, repeats);
 }
 int fma_probe_lanes() {
   return active_isa() == Isa::avx512 ? avx512::fma_probe_lanes() : avx2::fma_probe_lanes();
