@@ -64,8 +64,8 @@ enum class Bf16Engine { dot, widen };
 // halves the multiply-add instructions of Q·Kᵀ and P·V but adds work the widening engine
 // does not have (P rounded to bf16, V re-paired per chunk), so it wins only where
 // vdpbf16ps keeps most of the FMA's FLOP rate. The two machines measured (docs/benchmarks.md,
-// "Every target in one run") sit far on either side: Zen 5, ratio ~1.0, dot engine
-// 1.35–2.4× float32; an Intel Xeon (one 512-bit vdpbf16ps per two cycles against two FMAs
+// "Every target in one run") sit far on either side: Zen 5, ratio about 1.0 (vdpbf16ps
+// at the FMA's FLOP rate; not yet read with this probe), dot engine 1.35–2.4× float32; an Intel Xeon (one 512-bit vdpbf16ps per two cycles against two FMAs
 // per cycle), ratio 0.50, dot engine 0.65–0.78× float32 where widening gave 0.87–1.00×.
 // 0.75 is the midpoint, 0.25 from each: the probe's run-to-run noise (a few %) cannot
 // move either machine across it.
