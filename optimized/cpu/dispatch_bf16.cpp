@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 
 #include "core/error.h"
 #include "optimized/cpu/isa.h"
@@ -40,8 +39,11 @@ double cpu_seconds_of(F f, int64_t iterations) {
 }
 }  // namespace
 
+// bf16_engine_choice() first, in either build: the engine is fixed at the first bf16 call,
+// and a bad SPARSEATTN_BF16_ENGINE is refused even where the avx2 build runs.
 #define SPARSEATTN_DISPATCH_BF16(kernel, serves)                                    \
   void kernel(const InputsBf16& in, const Outputs& out) {                           \
+    bf16_engine_choice();                                                           \
     if (active_isa() == Isa::avx512) return avx512::kernel(in, out);                \
     return avx2::kernel(in, out);                                                   \
   }
@@ -135,11 +137,11 @@ const char* bf16_engine() {
 }
 
 std::string bf16_engine_summary() {
+  const Bf16EngineChoice& choice = bf16_engine_choice();  // first: a bad variable stops here
   if (active_isa() != Isa::avx512) return "widen (avx2 build)";
   const int forced = g_forced.load(std::memory_order_relaxed);
   if (forced == kWiden) return "widen (set_bf16_force_widen)";
   if (forced == kDot) return "dot (set_bf16_force_dot)";
-  const Bf16EngineChoice& choice = bf16_engine_choice();
   return std::string(choice.engine == Bf16Engine::dot ? "dot" : "widen") + " (" + choice.reason +
          ")";
 }

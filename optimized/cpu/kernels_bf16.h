@@ -55,6 +55,8 @@ struct InputsBf16 {
   void kernel(const InputsBf16& in, const Outputs& out);
 
 // The public entry points: forward to the active SIMD build (isa.h), which picks the engine.
+// The first call, in either build, fixes the process's engine (bf16_engine_choice below);
+// every call throws InvalidArgument("SPARSEATTN_BF16_ENGINE", ...) while that variable is bad.
 SPARSEATTN_CPU_BF16_KERNELS(SPARSEATTN_DECLARE_BF16)
 
 enum class Bf16Engine { dot, widen };
