@@ -35,6 +35,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,7 @@
 #include "core/seeded_inputs.h"
 #include "optimized/cpu/engine_probe.h"
 #include "optimized/cpu/isa.h"
+#include "optimized/cpu/kernels_bf16.h"
 #include "registry/registry.h"
 
 namespace sparseattn::bench {
@@ -265,6 +267,12 @@ int main(int argc, char** argv) {
                               "best of 3 x 3M iterations right before its timed loop "
                               "(counters peak_gflops, peak_cpu_gflops)");
   benchmark::AddCustomContext("cpu_isa", sparseattn::cpu::isa_summary());
+  // The bf16 entries' engine, fixed for the process (kernels_bf16.h), and the measured
+  // vdpbf16ps / FMA FLOP rate ratio it was chosen by ("n/a" without AVX512-BF16).
+  benchmark::AddCustomContext("bf16_engine", sparseattn::cpu::bf16_engine_summary());
+  const std::optional<double> dot_vs_fma = sparseattn::cpu::bf16_engine_choice().dot_vs_fma;
+  benchmark::AddCustomContext("bf16_dot_vs_fma",
+                              dot_vs_fma ? std::to_string(*dot_vs_fma) : std::string("n/a"));
   benchmark::AddCustomContext("fma_probe_lanes", std::to_string(sparseattn::cpu::fma_probe_lanes()));
   benchmark::AddCustomContext("omp_threads", std::to_string(omp_get_max_threads()));
   benchmark::AddCustomContext("mode", quick ? "quick" : "full");

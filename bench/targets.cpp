@@ -809,8 +809,8 @@ TargetsReport evaluate_targets(const json& bench, const std::vector<PeerFile>& p
 
   TargetsReport report;
   json& rc = report.context;
-  for (const char* key : {"date", "host_name", "mode", "cpu_isa", "fma_probe_lanes", "omp_threads",
-                          "OMP_WAIT_POLICY", "peak_probe"})
+  for (const char* key : {"date", "host_name", "mode", "cpu_isa", "bf16_engine", "bf16_dot_vs_fma",
+                          "fma_probe_lanes", "omp_threads", "OMP_WAIT_POLICY", "peak_probe"})
     if (ctx.contains(key)) rc[key] = ctx[key];
   if (ctx.contains("load_avg")) rc["load_avg"] = ctx["load_avg"];
   auto ctx_num = [&](const char* key) {

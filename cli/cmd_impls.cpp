@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "optimized/cpu/isa.h"
+#include "optimized/cpu/kernels_bf16.h"
 #include "registry/backward.h"
 #include "api/results.h"
 #include "registry/registry.h"
@@ -44,6 +45,7 @@ void run_backward_impls(bool json) {
 
 void run_impls(bool json) {
   const std::string simd = cpu::isa_summary();  // first: a bad SPARSEATTN_CPU_ISA stops here
+  const std::string bf16 = cpu::bf16_engine_summary();  // ... and a bad SPARSEATTN_BF16_ENGINE
   if (json) {
     std::cout << impls_json().dump(2) << "\n";
     return;
@@ -55,7 +57,10 @@ void run_impls(bool json) {
                              k.name, target_name(k.target), dtype_name(k.dtype),
                              k.exact ? "yes" : "no", k.patterns, k.reference, k.atol, k.rtol);
   std::cout << "\ncpu kernels run the " << simd
-            << " build; SPARSEATTN_CPU_ISA=avx2|avx512 forces one (optimized/cpu/isa.h)\n";
+            << " build; SPARSEATTN_CPU_ISA=avx2|avx512 forces one (optimized/cpu/isa.h)\n"
+            << "cpu bf16 kernels use the engine " << bf16
+            << "; SPARSEATTN_BF16_ENGINE=auto|dot|widen forces one "
+               "(optimized/cpu/kernels_bf16.h)\n";
 }
 
 }  // namespace

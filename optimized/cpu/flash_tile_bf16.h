@@ -5,10 +5,11 @@
 //
 // Bf16WidenEngine (both builds): WidenTile widens q's bf16 to float32 in begin() and
 // the panels are widened when packed (pack_keys_widen, panel_bf16.h); everything else is
-// the float32 FlashTile. Used by the avx2 build and on AVX-512 CPUs without AVX512-BF16.
+// the float32 FlashTile. Used by the avx2 build, on AVX-512 CPUs without AVX512-BF16 and
+// where vdpbf16ps is too slow (kBf16DotMinRatio, kernels_bf16.h).
 //
-// Bf16DotEngine (avx512 build; run only where cpu_has_avx512_bf16(), see
-// with_bf16_engine): Bf16Tile keeps q, K and V in bf16 and uses vdpbf16ps, which adds two
+// Bf16DotEngine (avx512 build; run only where cpu_has_avx512_bf16() and the process chose
+// it by the measured vdpbf16ps rate, see with_bf16_engine): Bf16Tile keeps q, K and V in bf16 and uses vdpbf16ps, which adds two
 // bf16 products (exact in float32) into each float32 lane, for both products:
 //   S = Q Kᵀ: pairs along head_dim — K packed as [head_dim/2][keys][2] (panel_bf16.h), a
 //             32-bit broadcast of q's pair (q[2p], q[2p+1]) against 16 keys' pairs;
@@ -497,13 +498,14 @@ struct Bf16DotEngine {
 #endif  // SPARSEATTN_ISA_AVX512
 
 // Calls f(Engine{}) with the engine this call uses: the dot engine in the avx512 build on
-// a CPU with AVX512-BF16 (unless a test forces widening), the widening engine otherwise.
-// The avx2 build never contains a bf16 instruction; the avx512 build runs its dot engine
-// only after the cpuid check, so no CPU without the instruction executes one.
+// a CPU with AVX512-BF16 where this process chose it (bf16_engine_choice, kernels_bf16.h:
+// measured rates or SPARSEATTN_BF16_ENGINE) or where a test forces it; the widening
+// engine otherwise (or where a test forces widening). The avx2 build never contains a bf16 instruction; the avx512 build runs
+// its dot engine only after the cpuid check, so no CPU without the instruction executes one.
 template <class F>
 void with_bf16_engine(F&& f) {
 #if defined(SPARSEATTN_ISA_AVX512)
-  if (cpu_has_avx512_bf16() && !bf16_force_widen()) return f(Bf16DotEngine{});
+  if (cpu_has_avx512_bf16() && bf16_dot_engine_selected()) return f(Bf16DotEngine{});
 #endif
   f(Bf16WidenEngine{});
 }

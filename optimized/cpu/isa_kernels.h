@@ -40,6 +40,13 @@ namespace sparseattn::cpu::avx512 {
 SPARSEATTN_CPU_FORWARD_KERNELS(SPARSEATTN_DECLARE_FORWARD)
 float fma_probe(int64_t iterations);
 int fma_probe_lanes();
+// The bf16 engine's rate probe (fma_probe.cpp; call only where cpu_has_avx512_bf16()):
+// `iterations` rounds of 12 independent chains on the calling thread, of 512-bit FMAs
+// (12 · 32 FLOP per round) and of vdpbf16ps (12 · 64 FLOP per round).
+namespace detail_bf16 {
+float fma_probe_one_thread(int64_t iterations);
+float dot_probe(int64_t iterations);
+}  // namespace detail_bf16
 }  // namespace sparseattn::cpu::avx512
 
 // k08, token-level selected attention, and its bf16 twin (selected_kernels.h).

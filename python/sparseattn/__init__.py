@@ -16,14 +16,14 @@ Shapes follow docs/contract.md §1: q [batch, num_heads, seq_len_q, head_dim], k
 from . import select, testing
 from .analysis import analyze, extend_positions, reach
 from .attention import (AttendGlobalResult, AttendResult, AttendSinksResult, CheckReport, TensorReport, Timing,
-                        attend, check, cpu_isa, impls, nystrom, performer_favor, time_impl)
+                        attend, bf16_engine, check, cpu_isa, impls, nystrom, performer_favor, time_impl)
 from .pattern import BlockMask, Pattern
 from .presets import preset_info, preset_names, preset_reach
 from .sweep import SweepFit, SweepPoint, SweepResult, sweep
 
 __all__ = [
     "AttendGlobalResult", "AttendResult", "AttendSinksResult", "BlockMask", "CheckReport", "Pattern", "TensorReport", "Timing", "analyze",
-    "attend", "check", "cpu_isa", "extend_positions", "impls", "nystrom", "performer_favor",
+    "attend", "bf16_engine", "check", "cpu_isa", "extend_positions", "impls", "nystrom", "performer_favor",
     "preset_info", "preset_names", "preset_reach", "reach", "select", "sweep", "SweepFit", "SweepPoint", "SweepResult", "testing", "time_impl",
 ]
 __version__ = "0.1.0"

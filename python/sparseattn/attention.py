@@ -82,6 +82,31 @@ def cpu_isa() -> str:
     return _C.cpu_isa()
 
 
+def bf16_engine() -> str:
+    """The engine the bf16 CPU kernels (``cpu_k0*_bf16``) run in this process, and why: one
+    line, e.g. ``"widen (vdpbf16ps 0.50× the FMA FLOP rate)"``, ``"dot (vdpbf16ps 0.98× the
+    FMA FLOP rate)"``, ``"widen (SPARSEATTN_BF16_ENGINE; no AVX512-BF16)"``,
+    ``"widen (avx2 build)"``.
+
+    The two engines round differently (docs/numerics.md), so the choice is made once per
+    process (optimized/cpu/kernels_bf16.h, contract §4.6): the ``vdpbf16ps`` ("dot") engine
+    where the CPU has AVX512-BF16 and a ~30 ms one-thread probe finds its FLOP rate at least
+    0.75× the float32 FMA's, the widening engine otherwise;
+    ``SPARSEATTN_BF16_ENGINE=auto|dot|widen`` fixes it.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        ``SPARSEATTN_BF16_ENGINE`` is not auto, dot or widen, or is dot on a CPU without
+        AVX512-BF16; or ``SPARSEATTN_CPU_ISA`` names a build this CPU cannot run.
+    """
+    return _C.bf16_engine()
+
+
 class AttendResult(NamedTuple):
     """What :func:`attend` returns when ``dout`` is given: a tuple that unpacks as
     ``o, lse, dq, dk, dv = attend(..., dout=do)`` and names its fields (``r.dq``).

@@ -32,6 +32,7 @@
 #include "core/error.h"
 #include "graph/layer_graph.h"
 #include "optimized/cpu/isa.h"
+#include "optimized/cpu/kernels_bf16.h"
 #include "pattern/block_mask.h"
 #include "python/src/arrays.h"
 #include "python/src/report_bindings.h"
@@ -848,5 +849,6 @@ PYBIND11_MODULE(_sparseattn, m) {
   m.def("extend_positions", &positions_extended);
   m.def("impls", [] { return to_python(api::impls_json()); });
   m.def("cpu_isa", [] { return cpu::isa_summary(); });
+  m.def("bf16_engine", [] { return cpu::bf16_engine_summary(); });
   m.def("grad_impls", [] { return to_python(api::grad_impls_json()); });
 }

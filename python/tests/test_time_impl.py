@@ -1,8 +1,11 @@
 """sparseattn.time_impl (kernel time only, the sparseattn side of tools/peers_bench.py) and
-sparseattn.cpu_isa: what they return and how they refuse bad arguments (contract §5)."""
+sparseattn.cpu_isa and sparseattn.bf16_engine: what they return and how they refuse bad arguments (contract §5)."""
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -83,6 +86,23 @@ def test_time_impl_refuses_nonfinite_inputs_as_attend_does():
     q[0, 0, 3, 1] = np.nan
     with pytest.raises(ValueError, match=r"^invalid q\[0,0,3,1\] = nan"):
         sa.time_impl(q, k, v, sa.Pattern.dense(), "cpu_k01_dense_flash")
+
+
+def test_bf16_engine_names_the_engine_and_why():
+    line = sa.bf16_engine()
+    assert re.fullmatch(r"(dot|widen) \((vdpbf16ps \d\.\d\d× the FMA FLOP rate|no AVX512-BF16|avx2 build)\)",
+                        line), line
+    assert sa.bf16_engine() == line  # fixed for the process
+    if "avx512_bf16: no" in sa.cpu_isa():
+        assert line.startswith("widen")
+
+
+def test_bf16_engine_refuses_a_bad_override_naming_the_variable():
+    env = dict(os.environ, SPARSEATTN_BF16_ENGINE="fast")
+    out = subprocess.run([sys.executable, "-c", "import sparseattn; sparseattn.bf16_engine()"],
+                         env=env, capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "ValueError: invalid SPARSEATTN_BF16_ENGINE = fast: must be auto, dot or widen" in out.stderr, out.stderr
 
 
 def test_cpu_isa_names_the_active_build_first():

@@ -4,8 +4,10 @@
 Disassembles the CPU kernel library and requires every function that contains an
 AVX512-BF16 instruction (vdpbf16ps, vcvtne2ps2bf16, vcvtneps2bf16) to belong to the dot
 engine of the avx512 build (optimized/cpu/flash_tile_bf16.h: Bf16Tile, Bf16DotEngine,
-KeyPanelBf16, detail_bf16), which with_bf16_engine() reaches only after the cpuid check
-cpu_has_avx512_bf16(). Also requires that such functions exist (the engine is built).
+KeyPanelBf16, detail_bf16 — the last also holds the engine's rate probe, fma_probe.cpp's
+detail_bf16::dot_probe), which with_bf16_engine() and measure_bf16_dot_vs_fma() reach only
+after the cpuid check cpu_has_avx512_bf16(). Also requires that such functions exist (the
+engine is built).
 
 Usage: bf16_isolation_check.py LIBRARY. Exit 0 pass, 1 fail, 77 (skip) without objdump.
 """

@@ -11,6 +11,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -107,7 +108,7 @@ TEST(Bfloat16Rounding, Float64RoundsThroughFloat32) {
             1.0 + std::ldexp(1.0, -7));
 }
 
-// The engines this CPU can run: (isa, force widening).
+// The engines this CPU can run: (isa, force widening; false: force the dot engine).
 std::vector<std::pair<cpu::Isa, bool>> engines() {
   std::vector<std::pair<cpu::Isa, bool>> e;
   for (const cpu::Isa isa : cpu::supported_isas()) {
@@ -139,7 +140,9 @@ TEST(Bf16Entries, RoundInputsToNearestEvenThemselves) {
     for (const auto& [isa, widen] : engines()) {
       const cpu::ScopedIsa forced(isa);
       std::optional<cpu::ScopedBf16Widen> forced_widen;
+      std::optional<cpu::ScopedBf16Dot> forced_dot;  // whatever engine this process chose
       if (widen) forced_widen.emplace();
+      else forced_dot.emplace();  // engines(): only with AVX512-BF16
       SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + cpu::bf16_engine());
       Output a, b;
       kernel.run(raw, a);
@@ -263,15 +266,180 @@ TEST(Bf16Entries, SelectedTwinsRefuseAnInputBeyondBfloat16Range) {
   }
 }
 
-// The engine choice: the avx2 build always widens (no bf16 instruction there); the avx512
-// build uses vdpbf16ps exactly when the CPU has AVX512-BF16 and no test forces widening.
-TEST(Bf16Entries, EngineFollowsTheBuildAndTheCpu) {
+// The engine rule (kernels_bf16.h's choose_bf16_engine) on synthetic rates: the dot engine
+// exactly when vdpbf16ps reaches kBf16DotMinRatio = 0.75 of the FMA's FLOP rate, both
+// sides of the threshold and the two measured machines (Zen 5 ~1.0, the Intel Xeon 0.50).
+TEST(Bf16Engine, AutoChoosesDotFromThreeQuartersOfTheFmaRate) {
+  EXPECT_EQ(cpu::kBf16DotMinRatio, 0.75);
+  struct Case {
+    double ratio;
+    const char* override;
+    cpu::Bf16Engine want;
+  };
+  for (const Case& c : {Case{1.0, nullptr, cpu::Bf16Engine::dot},
+                        Case{0.50, nullptr, cpu::Bf16Engine::widen},
+                        Case{0.75, "auto", cpu::Bf16Engine::dot},
+                        Case{0.7499, "", cpu::Bf16Engine::widen},
+                        Case{0.7501, "auto", cpu::Bf16Engine::dot},
+                        Case{2.0, nullptr, cpu::Bf16Engine::dot},
+                        Case{0.0, nullptr, cpu::Bf16Engine::widen}}) {
+    SCOPED_TRACE(c.ratio);
+    const cpu::Bf16EngineChoice got = cpu::choose_bf16_engine(c.ratio, c.override);
+    EXPECT_EQ(got.engine, c.want);
+    ASSERT_TRUE(got.dot_vs_fma.has_value());
+    EXPECT_EQ(*got.dot_vs_fma, c.ratio);
+  }
+  EXPECT_EQ(cpu::choose_bf16_engine(0.98, nullptr).reason, "vdpbf16ps 0.98× the FMA FLOP rate");
+  EXPECT_EQ(cpu::choose_bf16_engine(0.5, nullptr).reason, "vdpbf16ps 0.50× the FMA FLOP rate");
+  // No AVX512-BF16: nothing measured, widening.
+  const cpu::Bf16EngineChoice none = cpu::choose_bf16_engine(std::nullopt, "auto");
+  EXPECT_EQ(none.engine, cpu::Bf16Engine::widen);
+  EXPECT_FALSE(none.dot_vs_fma.has_value());
+  EXPECT_EQ(none.reason, "no AVX512-BF16");
+}
+
+// SPARSEATTN_BF16_ENGINE=dot|widen wins over the rates either way and says so.
+TEST(Bf16Engine, OverrideWinsOverTheRates) {
+  const cpu::Bf16EngineChoice widen = cpu::choose_bf16_engine(1.0, "widen");
+  EXPECT_EQ(widen.engine, cpu::Bf16Engine::widen);
+  EXPECT_EQ(widen.reason, "SPARSEATTN_BF16_ENGINE; vdpbf16ps 1.00× the FMA FLOP rate");
+  const cpu::Bf16EngineChoice dot = cpu::choose_bf16_engine(0.5, "dot");
+  EXPECT_EQ(dot.engine, cpu::Bf16Engine::dot);
+  EXPECT_EQ(dot.reason, "SPARSEATTN_BF16_ENGINE; vdpbf16ps 0.50× the FMA FLOP rate");
+  const cpu::Bf16EngineChoice plain = cpu::choose_bf16_engine(std::nullopt, "widen");
+  EXPECT_EQ(plain.engine, cpu::Bf16Engine::widen);
+  EXPECT_EQ(plain.reason, "SPARSEATTN_BF16_ENGINE; no AVX512-BF16");
+}
+
+// Any other value, and "dot" on a CPU without AVX512-BF16, is refused naming the variable
+// and the values allowed (contract §5: one clear line, never a silent fallback).
+TEST(Bf16Engine, BadOverrideIsRefusedNamingTheVariable) {
+  for (const char* bad : {"fast", "DOT", "dot ", "1"}) {
+    SCOPED_TRACE(bad);
+    try {
+      cpu::choose_bf16_engine(1.0, bad);
+      ADD_FAILURE() << "no exception";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(e.argument(), "SPARSEATTN_BF16_ENGINE");
+      EXPECT_EQ(e.value(), bad);
+      EXPECT_EQ(e.allowed(), "must be auto, dot or widen");
+    }
+  }
+  try {
+    cpu::choose_bf16_engine(std::nullopt, "dot");
+    ADD_FAILURE() << "dot without AVX512-BF16: no exception";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(e.argument(), "SPARSEATTN_BF16_ENGINE");
+    EXPECT_EQ(e.allowed(), "this CPU has no AVX512-BF16 (allowed here: auto or widen)");
+  }
+}
+
+// This process's choice is the rule applied to its own measurement and environment, fixed
+// after the first call; bf16_engine() reports it in the avx512 build, "widen" in the avx2
+// build, and follows the tests' switches. (ctest also runs this binary's Bf16Engine tests
+// with SPARSEATTN_BF16_ENGINE=dot and =widen.)
+TEST(Bf16Engine, ProcessChoiceFollowsTheRuleTheBuildAndTheSwitches) {
+  const char* env = std::getenv("SPARSEATTN_BF16_ENGINE");
+  const bool bf16 = cpu::cpu_has_avx512_bf16();
+  std::optional<cpu::Bf16EngineChoice> want;
+  try {
+    want = cpu::choose_bf16_engine(bf16 ? std::optional<double>(1.0) : std::nullopt, env);
+  } catch (const InvalidArgument&) {
+    // Refused, as the rule is: by the choice, the report and a bf16 kernel in either build.
+    EXPECT_THROW(cpu::bf16_engine_choice(), InvalidArgument);
+    using testing_grid::token;
+    const Pattern pattern = materialize(token(PatternKind::dense, 0, 1, false, 64), {1, 1, 8, 8});
+    const Problem problem = make_problem(testing_inputs::random_tensor({1, 1, 8, 4}, 1),
+                                         testing_inputs::random_tensor({1, 1, 8, 4}, 2),
+                                         testing_inputs::random_tensor({1, 1, 8, 4}, 3),
+                                         pattern, nullptr);
+    for (const cpu::Isa isa : cpu::supported_isas()) {
+      SCOPED_TRACE(cpu::isa_name(isa));
+      const cpu::ScopedIsa forced(isa);
+      EXPECT_THROW(cpu::bf16_engine_summary(), InvalidArgument);
+      Output out;
+      try {
+        find_kernel("cpu_k01_dense_flash_bf16").run(problem, out);
+        ADD_FAILURE() << "the kernel ran";
+      } catch (const InvalidArgument& e) {
+        EXPECT_EQ(e.argument(), "SPARSEATTN_BF16_ENGINE");
+      }
+    }
+    return;
+  }
+  const cpu::Bf16EngineChoice& choice = cpu::bf16_engine_choice();
+  EXPECT_EQ(&choice, &cpu::bf16_engine_choice());  // made once
+  ASSERT_EQ(choice.dot_vs_fma.has_value(), bf16);
+  if (bf16) {
+    // A ratio, not a timing artefact: the machines measured give 0.5 and ~1.
+    EXPECT_GT(*choice.dot_vs_fma, 0.1);
+    EXPECT_LT(*choice.dot_vs_fma, 10.0);
+  }
+  const cpu::Bf16EngineChoice rule = cpu::choose_bf16_engine(choice.dot_vs_fma, env);
+  EXPECT_EQ(choice.engine, rule.engine);
+  EXPECT_EQ(choice.reason, rule.reason);
+  const bool dot = choice.engine == cpu::Bf16Engine::dot;
+  const std::string why = " (" + choice.reason + ")";
   for (const cpu::Isa isa : cpu::supported_isas()) {
+    SCOPED_TRACE(cpu::isa_name(isa));
     const cpu::ScopedIsa forced(isa);
-    const bool dot = isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16();
-    EXPECT_STREQ(cpu::bf16_engine(), dot ? "dot" : "widen") << cpu::isa_name(isa);
-    const cpu::ScopedBf16Widen widen;
-    EXPECT_STREQ(cpu::bf16_engine(), "widen") << cpu::isa_name(isa);
+    const bool avx512 = isa == cpu::Isa::avx512;
+    EXPECT_STREQ(cpu::bf16_engine(), avx512 && dot ? "dot" : "widen");
+    EXPECT_EQ(cpu::bf16_engine_summary(),
+              avx512 ? std::string(dot ? "dot" : "widen") + why : "widen (avx2 build)");
+    {
+      const cpu::ScopedBf16Widen widen;
+      EXPECT_STREQ(cpu::bf16_engine(), "widen");
+    }
+    if (bf16) {
+      const cpu::ScopedBf16Dot forced_dot;
+      EXPECT_STREQ(cpu::bf16_engine(), avx512 ? "dot" : "widen");
+    } else {
+      EXPECT_THROW(cpu::set_bf16_force_dot(true), InvalidArgument);
+    }
+    EXPECT_STREQ(cpu::bf16_engine(), avx512 && dot ? "dot" : "widen");  // switches undone
+  }
+}
+
+// bf16_engine() names the engine the kernels run: the two engines round differently (the
+// dot engine rounds P to bf16), so the entry's output without a switch is bit-identical to
+// its output with the reported engine forced, and (with AVX512-BF16) differs from the other.
+TEST(Bf16Engine, ReportedEngineIsTheOneThatRuns) {
+  try {
+    cpu::bf16_engine_choice();
+  } catch (const InvalidArgument& e) {  // the refusal is ProcessChoice…'s to check
+    GTEST_SKIP() << e.what();
+  }
+  using testing_grid::token;
+  const Pattern pattern = materialize(token(PatternKind::dense, 0, 1, false, 64), {1, 2, 96, 96});
+  const Problem problem = make_problem(testing_inputs::random_tensor({1, 2, 96, 64}, 31),
+                                       testing_inputs::random_tensor({1, 2, 96, 64}, 32),
+                                       testing_inputs::random_tensor({1, 2, 96, 64}, 33),
+                                       pattern, nullptr);
+  const Kernel& kernel = find_kernel("cpu_k01_dense_flash_bf16");
+  for (const cpu::Isa isa : cpu::supported_isas()) {
+    SCOPED_TRACE(cpu::isa_name(isa));
+    const cpu::ScopedIsa forced(isa);
+    const std::string reported = cpu::bf16_engine();
+    Output automatic, widened, dotted;
+    kernel.run(problem, automatic);
+    {
+      const cpu::ScopedBf16Widen widen;
+      kernel.run(problem, widened);
+    }
+    if (isa != cpu::Isa::avx512 || !cpu::cpu_has_avx512_bf16()) {
+      EXPECT_EQ(reported, "widen");
+      EXPECT_EQ(automatic.o32.data, widened.o32.data);
+      continue;
+    }
+    {
+      const cpu::ScopedBf16Dot dot;
+      kernel.run(problem, dotted);
+    }
+    ASSERT_NE(dotted.o32.data, widened.o32.data);  // the observation can tell them apart
+    EXPECT_EQ(automatic.o32.data, reported == "dot" ? dotted.o32.data : widened.o32.data)
+        << "reported " << reported;
+    EXPECT_EQ(automatic.lse32.data, reported == "dot" ? dotted.lse32.data : widened.lse32.data);
   }
 }
 

@@ -59,7 +59,9 @@ TEST(CpuDeterminism, BitIdenticalWithOneTwoAndThreeThreads) {
     SCOPED_TRACE(cpu::isa_name(isa));
     const cpu::ScopedIsa forced(isa);
     std::optional<cpu::ScopedBf16Widen> forced_widen;
+    std::optional<cpu::ScopedBf16Dot> forced_dot;  // whatever engine this process chose
     if (widen) forced_widen.emplace();
+    else if (isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) forced_dot.emplace();
     SCOPED_TRACE(bf16 ? cpu::bf16_engine() : "float32");
     PatternSpec spec = spec_for(kernel.name);
     // k09 serves no key padding (a cache has none, contract §2.11): its case runs without.

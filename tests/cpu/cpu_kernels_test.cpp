@@ -156,7 +156,9 @@ TEST_P(CpuVsOracle, EveryServingKernelMatchesA1AtItsDtypesTolerance) {
       SCOPED_TRACE(cpu::isa_name(run.isa));
       const cpu::ScopedIsa forced(run.isa);
       std::optional<cpu::ScopedBf16Widen> widen;
+      std::optional<cpu::ScopedBf16Dot> dot;  // whatever engine this process chose
       if (run.widen) widen.emplace();
+      else if (run.isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) dot.emplace();
       SCOPED_TRACE(is_bf16(*kernel) ? cpu::bf16_engine() : "float32");
       Output out;
       kernel->run(problem, out);
