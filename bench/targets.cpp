@@ -69,6 +69,7 @@ struct Ctx {
   int lanes = 8;            // fma_probe_lanes: 8 (avx2) or 16 (avx512)
   bool has_bf16 = false;    // AVX512-BF16 on this CPU
   std::map<int64_t, EngineCeiling> engine;  // engine_parts, by head_dim (may be empty)
+  std::string bf16_engine;  // bench_cpu's context: "dot (...)", "widen (...)", "amx (...)"
 };
 
 std::string not_measured(const Ctx& c) {
@@ -291,6 +292,33 @@ std::vector<TargetRow> engine_rows(const Ctx& c) {
   return rows;
 }
 
+// What bounds a bf16 entry against its float32 kernel, by the engine the run used (bench_cpu's
+// `bf16_engine` context; flash_tile_bf16.h, dispatch_bf16.cpp). Per vector of scores the
+// float32 kernel spends 2d FMA slots on the products and c = 23 … 11 on the softmax.
+std::string bf16_bound(int64_t d, const std::string& engine) {
+  const std::string used = engine.empty() ? "" : fmt::format("the engine that ran: {}. ", engine);
+  const auto ratio = [d](double product_slots, int c) {
+    return (2.0 * d + c) / (product_slots + c + 1.0);  // +1: P converted to bf16
+  };
+  if (engine.rfind("widen", 0) == 0)
+    return used + "The widening engine runs the float32 FMAs on bf16 panels widened to float32 "
+                  "(chosen where vdpbf16ps is below 0.75× the FMA FLOP rate): the products cost "
+                  "what float32's do, so its bound is ≈ 1.0× plus what the halved bytes of the "
+                  "panels save; 1.6× needs a faster bf16 product than this core's vdpbf16ps";
+  if (engine.rfind("amx", 0) == 0)
+    return used + fmt::format("AMX tiles run the products (TDPBF16PS, many times the FMA rate): "
+                              "the float32 softmax and the tile loads/stores are what is left, "
+                              "≤ {:.1f}–{:.1f}× at d {} ((2d+c)/(c+1), c = 23 … 11)",
+                              ratio(0.0, kSoftmaxOpsAll), ratio(0.0, kSoftmaxOpsFmaMul), d);
+  // vdpbf16ps: two bf16 products per float32 lane, so QKᵀ and PV cost d instead of 2d FMA
+  // slots per vector of scores, when it issues at the FMA's rate; the softmax stays float32.
+  return used + fmt::format("FMA pipes: vdpbf16ps halves the 2d FMA slots per score, the softmax "
+                            "stays float32: ≤ {:.2f}–{:.2f}× at d {} ((2d+c)/(d+c+1), c = 23 … "
+                            "11); memory: bf16 halves the bytes of the chunk copies and panels",
+                            ratio(static_cast<double>(d), kSoftmaxOpsAll),
+                            ratio(static_cast<double>(d), kSoftmaxOpsFmaMul), d);
+}
+
 std::vector<TargetRow> bf16_targets(const Points& pts, const Ctx& c, double threshold) {
   std::vector<TargetRow> rows;
   std::map<std::tuple<std::string, std::string, int64_t>, bool> seen;
@@ -336,16 +364,8 @@ std::vector<TargetRow> bf16_targets(const Points& pts, const Ctx& c, double thre
     } else if (ratio_cpu >= threshold) {
       row.status = "met";
     } else {
-      // vdpbf16ps: two bf16 products per float32 lane, so QKᵀ and PV cost d instead of 2d
-      // FMA slots per vector of scores; the softmax stays float32 (+1 convert of P).
-      const int64_t d = b->head_dim;
-      const double cap_lo = (2.0 * d + kSoftmaxOpsAll) / (d + kSoftmaxOpsAll + 1.0);
-      const double cap_hi = (2.0 * d + kSoftmaxOpsFmaMul) / (d + kSoftmaxOpsFmaMul + 1.0);
       row.status = "not met";
-      row.bound = fmt::format("FMA pipes: vdpbf16ps halves the 2d FMA slots per score, the softmax "
-                              "stays float32: ≤ {:.2f}–{:.2f}× at d {} ((2d+c)/(d+c+1), c = 23 … "
-                              "11); memory: bf16 halves the bytes of the chunk copies and panels",
-                              cap_lo, cap_hi, d);
+      row.bound = bf16_bound(b->head_dim, c.bf16_engine);
     }
     rows.push_back(row);
   }
@@ -806,6 +826,7 @@ TargetsReport evaluate_targets(const json& bench, const std::vector<PeerFile>& p
   const std::string isa = ctx_str("cpu_isa");
   c.has_bf16 = isa.find("avx512_bf16: yes") != std::string::npos;
   c.engine = parse_engine_ceilings(bench);
+  c.bf16_engine = ctx_str("bf16_engine");
 
   TargetsReport report;
   json& rc = report.context;

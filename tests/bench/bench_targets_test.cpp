@@ -315,6 +315,22 @@ TEST(BenchTargets, Bf16EntriesPairWithTheirFloat32Kernel) {
   EXPECT_TRUE(has(bird.measured, "no float32 `cpu_k05_bigbird_blocks` point")) << bird.measured;
   for (const TargetRow& t : r.rows) EXPECT_NE(t.status, "not built");
 
+  // The bound follows the engine the run used (bench_cpu's bf16_engine context).
+  json widen = bench_json(pts);
+  widen["context"]["bf16_engine"] = "widen (vdpbf16ps 0.50× the FMA FLOP rate)";
+  const TargetsReport rw = evaluate_targets(widen, {});
+  const TargetRow& w = row(rw, "bf16/cpu_k02_window_band_bf16/window_w256/D64");
+  EXPECT_TRUE(has(w.bound, "the engine that ran: widen (vdpbf16ps 0.50× the FMA FLOP rate). The "
+                           "widening engine runs the float32 FMAs"))
+      << w.bound;
+  EXPECT_FALSE(has(w.bound, "halves the 2d FMA slots")) << w.bound;
+  json amx = bench_json(pts);
+  amx["context"]["bf16_engine"] = "amx (AMX-BF16 tiles)";
+  const TargetsReport ra = evaluate_targets(amx, {});
+  const TargetRow& a = row(ra, "bf16/cpu_k02_window_band_bf16/window_w256/D64");
+  // (128 + 23) / (0 + 23 + 1) = 6.3, (128 + 11) / (11 + 1) = 11.6.
+  EXPECT_TRUE(has(a.bound, "≤ 6.3–11.6× at d 64")) << a.bound;
+
   // Without AVX512-BF16 the 1.6× target does not apply; the ratio is still shown.
   const TargetsReport r2 =
       evaluate_targets(bench_json(pts, "full", "avx2 (supported: avx2; avx512_bf16: no)"), {});
