@@ -15,7 +15,10 @@
 //   bytes   K and V read once, q read, o and lse written: what one call must move;
 //   GB/s    bytes / time (median of --repeats calls);
 //   frac    GB/s over the copy probe's (2·bytes copied / time, the STREAM convention, best
-//           of 5 copies of 256 MiB, probed before and after the rounds; the lower is used);
+//           of 5 copies of 256 MiB, probed before and after the rounds; the lower is used),
+//           and over the read probe's (bytes read / time, best of 5 reads of 256 MiB, every
+//           thread summing its slice: the ceiling of a kernel that only reads; the same
+//           before/after rule);
 //   CPU     process CPU time per call (all threads; a machine shared with other jobs
 //           stretches wall time, not this);
 //   ratio   paged / contiguous time within one round; median, lowest and highest over the
@@ -24,7 +27,7 @@
 // (kTolBfloat16, contract §4.2) and must agree bit for bit (same keys in the same blocks);
 // the program exits 1 otherwise and times nothing (contract §4.11).
 // --json FILE writes the printed figures (the shape, bytes per call, each layout's time, GB/s,
-// fraction of the probe and CPU time, the ratio) to FILE through a temporary name renamed into
+// fraction of each probe and CPU time, the ratio) to FILE through a temporary name renamed into
 // place (contract §5.4); bench_targets (bench/targets.h) reads it as the decode target's row.
 #include <omp.h>
 
@@ -66,6 +69,21 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// Read bandwidth, bytes read per second, best of 5 reads of 256 MiB (every thread its slice).
+double read_bandwidth() {
+  const int64_t bytes = int64_t{256} << 20;
+  std::vector<unsigned char> src(static_cast<size_t>(bytes), 1);
+  volatile uint64_t sink = cpu::read_probe(src.data(), bytes, 1);  // fault in
+  double best = 0.0;
+  for (int r = 0; r < 5; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    sink = cpu::read_probe(src.data(), bytes, 1);
+    best = std::max(best, static_cast<double>(bytes) / seconds_since(t0));
+  }
+  (void)sink;
+  return best;
 }
 
 // Copy bandwidth, bytes per second (read + written), best of 5 copies of 256 MiB.
@@ -157,7 +175,7 @@ int run(const Options& opt) {
     }
   }
 
-  const double copy_before = copy_bandwidth();
+  const double copy_before = copy_bandwidth(), read_before = read_bandwidth();
   // Wall time per call (median of the repeats) and process CPU time per call (their mean).
   double cpu_c = 0.0, cpu_p = 0.0;
   auto time_one = [&](const cpu::DecodeInputsBf16& in, const cpu::Outputs& out, double& cpu_sum) {
@@ -183,8 +201,9 @@ int run(const Options& opt) {
   }
   cpu_c /= opt.rounds;
   cpu_p /= opt.rounds;
-  const double copy_after = copy_bandwidth();
+  const double copy_after = copy_bandwidth(), read_after = read_bandwidth();
   const double copy = std::min(copy_before, copy_after);
+  const double read = std::min(read_before, read_after);
   const double bytes = 2.0 * (2.0 * static_cast<double>(hkv * L * d)) +  // K and V, bf16
                        2.0 * static_cast<double>(hq * d) +                // q
                        4.0 * static_cast<double>(hq * (d + 1));           // o, lse (float32)
@@ -195,12 +214,17 @@ int run(const Options& opt) {
               static_cast<long long>(d), opt.threads, cpu::isa_name(cpu::active_isa()));
   std::printf("copy probe        %8.2f GB/s (before %.2f, after %.2f; read + written)\n",
               copy / 1e9, copy_before / 1e9, copy_after / 1e9);
+  std::printf("read probe        %8.2f GB/s (before %.2f, after %.2f; read only)\n", read / 1e9,
+              read_before / 1e9, read_after / 1e9);
   std::printf("bytes per call    %8.2f MB\n", bytes / 1e6);
-  std::printf("contiguous        %8.3f ms  %8.2f GB/s  %5.1f%% of copy  (CPU %.3f ms per call)\n",
-              c * 1e3, bytes / c / 1e9, 100.0 * bytes / c / copy, cpu_c * 1e3);
-  std::printf("paged (ps %lld)    %8.3f ms  %8.2f GB/s  %5.1f%% of copy  (CPU %.3f ms per call)\n",
+  std::printf("contiguous        %8.3f ms  %8.2f GB/s  %5.1f%% of copy  %5.1f%% of read  "
+              "(CPU %.3f ms per call)\n",
+              c * 1e3, bytes / c / 1e9, 100.0 * bytes / c / copy, 100.0 * bytes / c / read,
+              cpu_c * 1e3);
+  std::printf("paged (ps %lld)    %8.3f ms  %8.2f GB/s  %5.1f%% of copy  %5.1f%% of read  "
+              "(CPU %.3f ms per call)\n",
               static_cast<long long>(ps), p * 1e3, bytes / p / 1e9, 100.0 * bytes / p / copy,
-              cpu_p * 1e3);
+              100.0 * bytes / p / read, cpu_p * 1e3);
   std::printf("paged/contiguous  %8.3f  (rounds: lowest %.3f, highest %.3f, %d rounds)\n",
               median(ratio), *std::min_element(ratio.begin(), ratio.end()),
               *std::max_element(ratio.begin(), ratio.end()), opt.rounds);
@@ -209,6 +233,7 @@ int run(const Options& opt) {
       return nlohmann::json{{"ms", t * 1e3},
                             {"gbps", bytes / t / 1e9},
                             {"frac_copy", bytes / t / copy},
+                            {"frac_read", bytes / t / read},
                             {"cpu_ms", cpu_s * 1e3}};
     };
     const nlohmann::json j{
@@ -226,6 +251,9 @@ int run(const Options& opt) {
         {"copy_gbps", copy / 1e9},
         {"copy_before_gbps", copy_before / 1e9},
         {"copy_after_gbps", copy_after / 1e9},
+        {"read_gbps", read / 1e9},
+        {"read_before_gbps", read_before / 1e9},
+        {"read_after_gbps", read_after / 1e9},
         {"contiguous", layout(c, cpu_c)},
         {"paged", layout(p, cpu_p)},
         {"paged_over_contiguous",
