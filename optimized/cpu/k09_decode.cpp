@@ -22,10 +22,12 @@
 // widened a pair of vectors per load (even and odd elements, load_pair); α of the group in
 // one vector exp; the row maxima by vector max over the −inf-padded score rows; the K and V
 // rows of the block two ahead asked for into L2 a row at a time while the block computes.
-// Per CPU-second about 1.5× the K/V bytes of the version before, more with the cache in L2.
-// Measured: docs/benchmarks.md, "Decode against a KV cache: bytes per second" (2026-12-01,
-// Zen 5, avx512 build, 2 threads on a shared machine): 27% of the probed copy bandwidth at
-// L_cache 32768, H_q 32, H_kv 8, head_dim 128, bf16; paged (page_size 256) / contiguous 1.07.
+// Measured: docs/benchmarks.md, "Decode against a KV cache: bytes per second" (2026-12-02,
+// Intel Xeon VM with AVX-512, avx512 build, 2 threads on a shared machine): 14.2 GB/s = 54%
+// of the probed copy bandwidth (was 35%) at L_cache 32768, H_q 32, H_kv 8, head_dim 128,
+// bf16; 18.5 ms of CPU per call (was 28.9), 7.3 GB/s per CPU-second; paged (page_size 256)
+// / contiguous 1.03. The 60% target is not met: the reads and the arithmetic per key
+// overlap only in part (that section says what bounds it). History: optimized/cpu/TUNING.md.
 #include <omp.h>
 
 #include <algorithm>
