@@ -23,11 +23,11 @@
 // one vector exp; the row maxima by vector max over the −inf-padded score rows; the K and V
 // rows of the block two ahead asked for into L2 a row at a time while the block computes.
 // Measured: docs/benchmarks.md, "Decode against a KV cache: bytes per second" (2026-12-02,
-// Intel Xeon VM with AVX-512, avx512 build, 2 threads on a shared machine): 14.2 GB/s = 54%
-// of the probed copy bandwidth (was 35%) at L_cache 32768, H_q 32, H_kv 8, head_dim 128,
-// bf16; 18.5 ms of CPU per call (was 28.9), 7.3 GB/s per CPU-second; paged (page_size 256)
-// / contiguous 1.03. The 60% target is not met: the reads and the arithmetic per key
-// overlap only in part (that section says what bounds it). History: optimized/cpu/TUNING.md.
+// Intel Xeon VM with AVX-512, avx512 build, 2 threads on a shared machine, L_cache 32768,
+// H_q 32, H_kv 8, head_dim 128, bf16): 14.5 GB/s = 56% of the probed copy bandwidth with
+// 4 KiB pages (was 39%), 18.4 GB/s = 66% with the cache in huge pages (bench_decode
+// --huge-pages; was 43%); 18.2 / 14.4 ms of CPU per call (was 25.9 / 21.7); paged
+// (page_size 256) / contiguous 0.97–1.04. History: optimized/cpu/TUNING.md.
 #include <omp.h>
 
 #include <algorithm>
