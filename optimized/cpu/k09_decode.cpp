@@ -18,7 +18,7 @@
 // The arithmetic per key (since 2026-12-02): the g heads go through a block in groups of
 // four, so one widened K row serves four dot products and one widened V row four
 // accumulations (the accumulators of four heads × four vectors stay in registers across the
-// block's keys); the scores take two keys per pass (one q load, two FMAs); bf16 rows are
+// block's keys); the scores take two keys per pass (2·NH independent FMA chains); bf16 rows are
 // widened a pair of vectors per load (even and odd elements, load_pair); α of the group in
 // one vector exp; the row maxima by vector max over the −inf-padded score rows; the K and V
 // rows of the block two ahead asked for into L2 a row at a time while the block computes.
@@ -136,7 +136,8 @@ inline int64_t natural_of(int64_t x) {
 // Lane vectors of NH heads' dot products with two key rows k0, k1 (q rows qstride apart,
 // into lanes[h·kLanes + u] and lanes[h·kLanes + u + 1];
 // in pair order up to d / kPair·kPair, then in element order): one widening of a key row
-// serves NH heads, one load of q serves two keys, 2·NH independent FMA chains. The lanes
+// serves NH heads, each q vector both keys (GCC folds it into both FMAs as a memory
+// operand; holding it in a register measured the same, TUNING.md), 2·NH FMA chains. The lanes
 // are summed later (row_sums); the d tail past whole vectors is added in scalar there.
 template <int NH, class T>
 inline void dot2_lanes(const float* q, int64_t qstride, const T* k0, const T* k1, int64_t d,
