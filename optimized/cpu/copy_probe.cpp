@@ -24,4 +24,24 @@ unsigned char copy_probe(const unsigned char* src, unsigned char* dst, int64_t b
   return bytes > 0 ? dst[bytes - 1] : 0;
 }
 
+uint64_t read_probe(const unsigned char* src, int64_t bytes, int repeats) {
+  const int64_t words = bytes / 8;
+  uint64_t total = 0;
+  for (int r = 0; r < repeats; ++r) {
+#pragma omp parallel reduction(+ : total)
+    {
+      const int64_t team = omp_get_num_threads(), me = omp_get_thread_num();
+      const int64_t lo = words * me / team, hi = words * (me + 1) / team;
+      uint64_t sum = 0;
+      for (int64_t w = lo; w < hi; ++w) {
+        uint64_t x;
+        std::memcpy(&x, src + w * 8, sizeof x);
+        sum += x;
+      }
+      total += sum;
+    }
+  }
+  return total;
+}
+
 }  // namespace sparseattn::cpu

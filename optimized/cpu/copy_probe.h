@@ -16,4 +16,12 @@ namespace sparseattn::cpu {
 // and written, the STREAM "copy" convention).
 unsigned char copy_probe(const unsigned char* src, unsigned char* dst, int64_t bytes, int repeats);
 
+// Reads `bytes` bytes of src `repeats` times, one contiguous slice per thread as copy_probe,
+// summing it as 64-bit words (vector integer adds, far faster than the memory): what a
+// kernel that only reads — a decode step reading its KV cache — can get from the memory
+// system, next to copy_probe's read + written figure. Returns the sum (src may have any
+// length; a tail of fewer than 8 bytes is left out), so the reads cannot be dropped. Bytes
+// moved per repeat: bytes (read only).
+uint64_t read_probe(const unsigned char* src, int64_t bytes, int repeats);
+
 }  // namespace sparseattn::cpu

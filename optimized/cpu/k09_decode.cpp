@@ -15,15 +15,26 @@
 // lse). Each row's keys are one arithmetic progression lo, lo + stride, …, <= hi (DecodeRowKeys),
 // so a block of keys needs no per-key pattern lookup: a row computes scores only on its own
 // progression's keys inside the block and skips blocks it does not reach.
-// Measured: docs/benchmarks.md, "Decode against a KV cache: bytes per second" (2026-12-01,
-// Zen 5, avx512 build, 2 threads on a shared machine): 27% of the probed copy bandwidth at
-// L_cache 32768, H_q 32, H_kv 8, head_dim 128, bf16; paged (page_size 256) / contiguous 1.07.
+// The arithmetic per key (since 2026-12-02): the g heads go through a block in groups of
+// four, so one widened K row serves four dot products and one widened V row four
+// accumulations (the accumulators of four heads × four vectors stay in registers across the
+// block's keys); the scores take two keys per pass (2·NH independent FMA chains); bf16 rows are
+// widened a pair of vectors per load (even and odd elements, load_pair); α of the group in
+// one vector exp; the row maxima by vector max over the −inf-padded score rows; the K and V
+// rows of the block two ahead asked for into L2 a row at a time while the block computes.
+// Measured: docs/benchmarks.md, "Decode against a KV cache: bytes per second" (2026-12-02,
+// Intel Xeon VM with AVX-512, avx512 build, 2 threads on a shared machine, L_cache 32768,
+// H_q 32, H_kv 8, head_dim 128, bf16): 14.5 GB/s = 56% of the probed copy bandwidth with
+// 4 KiB pages (was 39%), 18.4 GB/s = 66% with the cache in huge pages (bench_decode
+// --huge-pages; was 43%); 18.2 / 14.4 ms of CPU per call (was 25.9 / 21.7); paged
+// (page_size 256) / contiguous 0.97–1.04. History: optimized/cpu/TUNING.md.
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "core/bfloat16.h"
@@ -58,10 +69,20 @@ inline const float* as_float(const uint16_t* src, int64_t count, float* buf) {
 
 // Asks for the cache lines of count elements from p (a block the next step reads): decode
 // computes little per byte, so the memory should not wait for the arithmetic of a block.
-template <class T>
-inline void prefetch(const T* p, int64_t count) {
-  const char* c = reinterpret_cast<const char*>(p);
-  for (int64_t x = 0; x < count * static_cast<int64_t>(sizeof(T)); x += 64) __builtin_prefetch(c + x);
+// The rows of a block kPrefetchBlocks ahead (K rows krow bytes each, V rows vrow bytes),
+// asked for into L2 a row at a time as this block's first rows are computed: spread over
+// the arithmetic, the requests keep the memory busy while it runs, where one burst of
+// 512 line requests at the start of a block waited on the core's few miss buffers and the
+// arithmetic with them (optimized/cpu/TUNING.md, k09).
+struct NextRows {
+  const char* k = nullptr;
+  const char* v = nullptr;
+  int64_t krow = 0, vrow = 0, n = 0;  // bytes per K row, per V row; rows
+  int64_t k_done = 0, v_done = 0;     // rows asked for so far
+};
+inline constexpr int kPrefetchBlocks = 2;
+inline void prefetch_rows(const char* p, int64_t bytes) {
+  for (int64_t x = 0; x < bytes; x += 64) __builtin_prefetch(p + x, 0, 2);
 }
 
 // kLanes elements from p as float32: a plain load, or bf16 bits widened (<< 16, exact) in
@@ -82,18 +103,73 @@ inline Vec load_elems(const uint16_t* p) {
 inline float elem(float x) { return x; }
 inline float elem(uint16_t h) { return bfloat16_to_float(h); }
 
-// Σ_x a[x]·b[x] over the whole vectors of d (x < d − d mod kLanes), as a vector of lane
-// partial sums: the row_sums below reduce kLanes of them at once.
+// The bf16 rows are widened a pair of vectors at a time: one load of 2·kLanes elements as
+// kLanes 32-bit words holds element 2t in the low and 2t + 1 in the high half of word t, so
+// `word << 16` is the even elements and `word & 0xFFFF0000` the odd ones, exactly — one
+// integer operation per kLanes floats where vpmovzxwd + shift take two (the FMA ports are
+// the ones both use). The d axis inside each pair is then read in that order (evens, then
+// odds): q is stored in it (pair_order) and the P·V accumulator is kept in it, put back in
+// element order once per item (from_pair_order). float32 rows are read in order (two plain
+// loads), so for them the order is the identity.
+inline constexpr int64_t kPair = 2 * kLanes;
 template <class T>
-inline Vec dot_lanes(const float* a, const T* b, int64_t d) {
-  Vec acc0 = splat(0.0f), acc1 = splat(0.0f);
+inline constexpr bool kPairOrder = sizeof(T) == 2;
+
+inline void load_pair(const float* p, Vec& even, Vec& odd) {
+  even = loadv(p);
+  odd = loadv(p + kLanes);
+}
+inline void load_pair(const uint16_t* p, Vec& even, Vec& odd) {
+  using VI = Simd<kLanes>::i;
+  VI w;
+  std::memcpy(&w, p, sizeof w);
+  const VI lo = w << 16, hi = w & static_cast<int32_t>(0xFFFF0000u);
+  std::memcpy(&even, &lo, sizeof even);
+  std::memcpy(&odd, &hi, sizeof odd);
+}
+// Position x (< the whole pairs of the row) of the pair order holds element natural_of(x).
+inline int64_t natural_of(int64_t x) {
+  const int64_t base = x / kPair * kPair, t = x - base;
+  return base + (t < kLanes ? 2 * t : 2 * (t - kLanes) + 1);
+}
+
+// Lane vectors of NH heads' dot products with two key rows k0, k1 (q rows qstride apart,
+// into lanes[h·kLanes + u] and lanes[h·kLanes + u + 1];
+// in pair order up to d / kPair·kPair, then in element order): one widening of a key row
+// serves NH heads, each q vector both keys (GCC folds it into both FMAs as a memory
+// operand; holding it in a register measured the same, TUNING.md), 2·NH FMA chains. The lanes
+// are summed later (row_sums); the d tail past whole vectors is added in scalar there.
+template <int NH, class T>
+inline void dot2_lanes(const float* q, int64_t qstride, const T* k0, const T* k1, int64_t d,
+                       Vec* lanes, int u) {
+  Vec a0[NH], a1[NH];
+  for (int h = 0; h < NH; ++h) a0[h] = a1[h] = splat(0.0f);
+  const int64_t dpair = d / kPair * kPair;
   int64_t x = 0;
-  for (; x + 2 * kLanes <= d; x += 2 * kLanes) {
-    acc0 = loadv(a + x) * load_elems(b + x) + acc0;
-    acc1 = loadv(a + x + kLanes) * load_elems(b + x + kLanes) + acc1;
+  for (; x < dpair; x += kPair) {
+    Vec k0e, k0o, k1e, k1o;
+    load_pair(k0 + x, k0e, k0o);
+    load_pair(k1 + x, k1e, k1o);
+    for (int h = 0; h < NH; ++h) {
+      const Vec qe = loadv(q + h * qstride + x), qo = loadv(q + h * qstride + x + kLanes);
+      a0[h] = qe * k0e + a0[h];
+      a1[h] = qe * k1e + a1[h];
+      a0[h] = qo * k0o + a0[h];
+      a1[h] = qo * k1o + a1[h];
+    }
   }
-  if (x + kLanes <= d) acc0 = loadv(a + x) * load_elems(b + x) + acc0;
-  return acc0 + acc1;
+  if (x + kLanes <= d) {
+    const Vec k0v = load_elems(k0 + x), k1v = load_elems(k1 + x);
+    for (int h = 0; h < NH; ++h) {
+      const Vec qv = loadv(q + h * qstride + x);
+      a0[h] = qv * k0v + a0[h];
+      a1[h] = qv * k1v + a1[h];
+    }
+  }
+  for (int h = 0; h < NH; ++h) {
+    lanes[h * kLanes + u] = a0[h];
+    lanes[h * kLanes + u + 1] = a1[h];
+  }
 }
 
 // Lane i of the result: u's or w's lanes summed in pairs S apart (one level of row_sums).
@@ -112,11 +188,9 @@ inline Vec pair_sum(Vec u, Vec w) {
 // r[i] = the sum of the lanes of v[i], for kLanes vectors at once (a transpose-and-add
 // tree: log2(kLanes) levels, kLanes − 1 pair sums in all, instead of one horizontal sum
 // per vector). A fixed order: every row's sum is the same whichever thread computes it.
-// `rows`: kLanes vectors of kLanes floats, one after the other.
-inline Vec row_sums(const float* rows) {
+inline Vec row_sums(const Vec* rows) {
   Vec v[kLanes];
-  for (int j = 0; j < kLanes; ++j) v[j] = loadv(rows + j * kLanes);
-  for (int j = 0; j < kLanes / 2; ++j) v[j] = pair_sum<1>(v[2 * j], v[2 * j + 1]);
+  for (int j = 0; j < kLanes / 2; ++j) v[j] = pair_sum<1>(rows[2 * j], rows[2 * j + 1]);
   for (int j = 0; j < kLanes / 4; ++j) v[j] = pair_sum<2>(v[2 * j], v[2 * j + 1]);
   for (int j = 0; j < kLanes / 8; ++j) v[j] = pair_sum<4>(v[2 * j], v[2 * j + 1]);
 #if defined(SPARSEATTN_ISA_AVX512)
@@ -125,38 +199,79 @@ inline Vec row_sums(const float* rows) {
   return v[0];
 }
 
-// acc[0, dv) = alpha·acc + Σ_{c in cs} p[c]·v[c·dv …]: the accumulator in registers, four
-// vectors of it at a time, the block's value rows from L1.
-template <class T>
-inline void scale_accumulate(float* acc, int64_t dv, float alpha, const float* p, const T* v,
-                             const int64_t* cs, int64_t ncs) {
+// acc_h[0, dv) = alpha_h·acc_h + Σ_{c in cs} p_h[c]·v[c·dv …] for NH heads at once (acc rows
+// astride apart, p rows pstride apart): the accumulators of NH heads × four vectors in
+// registers across the block's keys, so one widened value row feeds NH FMAs; the value
+// rows from L1. Pair order up to dv / kPair·kPair (kPairOrder<T>), then element order.
+template <int NH, class T>
+inline void scale_accumulate(float* acc, int64_t astride, int64_t dv, const float* alpha,
+                             const float* p, int64_t pstride, const T* v, const int64_t* cs,
+                             int64_t ncs, NextRows* nx) {
+  const int64_t dvpair = dv / kPair * kPair;
   int64_t x = 0;
-  for (; x + 4 * kLanes <= dv; x += 4 * kLanes) {
-    Vec a0 = loadv(acc + x) * alpha, a1 = loadv(acc + x + kLanes) * alpha;
-    Vec a2 = loadv(acc + x + 2 * kLanes) * alpha, a3 = loadv(acc + x + 3 * kLanes) * alpha;
+  for (; x + 2 * kPair <= dvpair; x += 2 * kPair) {
+    Vec a[NH][4];
+    for (int h = 0; h < NH; ++h)
+      for (int r = 0; r < 4; ++r) a[h][r] = loadv(acc + h * astride + x + r * kLanes) * alpha[h];
     for (int64_t t = 0; t < ncs; ++t) {
+      if (nx != nullptr && x == 0 && nx->v_done < nx->n) {
+        prefetch_rows(nx->v + nx->v_done * nx->vrow, nx->vrow);
+        ++nx->v_done;
+      }
       const T* vr = v + cs[t] * dv + x;
-      const Vec pc = splat(p[cs[t]]);
-      a0 = pc * load_elems(vr) + a0;
-      a1 = pc * load_elems(vr + kLanes) + a1;
-      a2 = pc * load_elems(vr + 2 * kLanes) + a2;
-      a3 = pc * load_elems(vr + 3 * kLanes) + a3;
+      Vec v0, v1, v2, v3;
+      load_pair(vr, v0, v1);
+      load_pair(vr + kPair, v2, v3);
+      for (int h = 0; h < NH; ++h) {
+        const Vec pc = splat(p[h * pstride + cs[t]]);
+        a[h][0] = pc * v0 + a[h][0];
+        a[h][1] = pc * v1 + a[h][1];
+        a[h][2] = pc * v2 + a[h][2];
+        a[h][3] = pc * v3 + a[h][3];
+      }
     }
-    storev(acc + x, a0);
-    storev(acc + x + kLanes, a1);
-    storev(acc + x + 2 * kLanes, a2);
-    storev(acc + x + 3 * kLanes, a3);
+    for (int h = 0; h < NH; ++h)
+      for (int r = 0; r < 4; ++r) storev(acc + h * astride + x + r * kLanes, a[h][r]);
+  }
+  if (x < dvpair) {  // one pair left
+    Vec a[NH][2];
+    for (int h = 0; h < NH; ++h)
+      for (int r = 0; r < 2; ++r) a[h][r] = loadv(acc + h * astride + x + r * kLanes) * alpha[h];
+    for (int64_t t = 0; t < ncs; ++t) {
+      Vec v0, v1;
+      load_pair(v + cs[t] * dv + x, v0, v1);
+      for (int h = 0; h < NH; ++h) {
+        const Vec pc = splat(p[h * pstride + cs[t]]);
+        a[h][0] = pc * v0 + a[h][0];
+        a[h][1] = pc * v1 + a[h][1];
+      }
+    }
+    for (int h = 0; h < NH; ++h)
+      for (int r = 0; r < 2; ++r) storev(acc + h * astride + x + r * kLanes, a[h][r]);
+    x += kPair;
   }
   for (; x + kLanes <= dv; x += kLanes) {
-    Vec a0 = loadv(acc + x) * alpha;
-    for (int64_t t = 0; t < ncs; ++t) a0 = splat(p[cs[t]]) * load_elems(v + cs[t] * dv + x) + a0;
-    storev(acc + x, a0);
+    Vec a[NH];
+    for (int h = 0; h < NH; ++h) a[h] = loadv(acc + h * astride + x) * alpha[h];
+    for (int64_t t = 0; t < ncs; ++t) {
+      const Vec vv = load_elems(v + cs[t] * dv + x);
+      for (int h = 0; h < NH; ++h) a[h] = splat(p[h * pstride + cs[t]]) * vv + a[h];
+    }
+    for (int h = 0; h < NH; ++h) storev(acc + h * astride + x, a[h]);
   }
-  for (; x < dv; ++x) {
-    float a = acc[x] * alpha;
-    for (int64_t t = 0; t < ncs; ++t) a += p[cs[t]] * elem(v[cs[t] * dv + x]);
-    acc[x] = a;
-  }
+  for (; x < dv; ++x)
+    for (int h = 0; h < NH; ++h) {
+      float a = acc[h * astride + x] * alpha[h];
+      for (int64_t t = 0; t < ncs; ++t) a += p[h * pstride + cs[t]] * elem(v[cs[t] * dv + x]);
+      acc[h * astride + x] = a;
+    }
+}
+
+// count floats from a buffer aligned to 64 bytes (a whole cache line per zmm load).
+inline float* aligned_floats(std::vector<float>& buf, int64_t count) {
+  buf.assign(static_cast<size_t>(count + 16), 0.0f);
+  const uintptr_t a = reinterpret_cast<uintptr_t>(buf.data());
+  return buf.data() + ((64 - a % 64) % 64) / sizeof(float);
 }
 
 // What one element needs: its key count, its rows' progressions and their union span.
@@ -237,12 +352,99 @@ void run_decode(const DecodeInputsT<T>& in, const Outputs& out) {
 #pragma omp parallel
   {
     const int64_t sw = (kBlk + kLanes - 1) / kLanes * kLanes;  // a score row, whole vectors
-    std::vector<float> qs(static_cast<size_t>(R * d));
-    std::vector<float> sc(static_cast<size_t>(g * sw)), pr(static_cast<size_t>(sw));
-    std::vector<float> qbuf(static_cast<size_t>(d));
+    const int64_t dvec = d / kLanes * kLanes;  // d past it: the scalar tail of the scores
+    const int64_t dpair = d / kPair * kPair, dvpair = dv / kPair * kPair;
+    std::vector<float> qs_buf, sc_buf, pr_buf;
+    float* qs = aligned_floats(qs_buf, R * d);
+    float* sc = aligned_floats(sc_buf, g * sw);  // scores of the g heads of one query
+    float* pr = aligned_floats(pr_buf, g * sw);  // their exp(s − m_new)
+    std::vector<float> qbuf(static_cast<size_t>(d)), row_buf(static_cast<size_t>(dv));
     std::vector<int64_t> cs(static_cast<size_t>(kBlk));
-    // dot_lanes of g heads × kLanes keys (floats: std::vector does not align Vec)
-    std::vector<float> lanes(static_cast<size_t>(g * kLanes * kLanes));
+    int64_t q_of = -1;  // the (element, kv head) whose rows qs holds: b·H_kv + kvh
+
+    // One block's work for query i and NH heads hh0 … hh0 + NH − 1 of the kv head: scores
+    // (scale·<q, k>, then softcap, then ALiBi, contract §2.8; disallowed columns −inf), the
+    // online softmax step (contract §2.1: m_new, α = exp(m − m_new), P = exp(s − m_new)) and
+    // P·V, the block's K and V rows read from L1 once per NH heads.
+    auto heads_block = [&](auto nh_tag, const T* kb, const T* vb, int64_t j, int64_t i, int64_t p,
+                           int64_t hh0, int64_t b, int64_t kvh, float* m, float* l, float* acc,
+                           int64_t ncs, NextRows* nx) {
+      constexpr int NH = decltype(nh_tag)::value;
+      const int64_t rr0 = hh0 * Lq + i;  // row of head hh0 + h: rr0 + h·L_q
+      const float* q = qs + rr0 * d;
+      float* srow0 = sc + hh0 * sw;
+      std::fill(srow0, srow0 + NH * sw, kNegInfD);
+      Vec lanes[NH * kLanes];  // [head][key of the group]
+      for (int64_t t0 = 0; t0 < ncs; t0 += kLanes) {
+        const int nt = static_cast<int>(std::min<int64_t>(kLanes, ncs - t0));
+        for (int u = 0; u < kLanes; u += 2) {
+          if (u >= nt) {
+            for (int h = 0; h < NH; ++h) lanes[h * kLanes + u] = lanes[h * kLanes + u + 1] = splat(0.0f);
+            continue;
+          }
+          // An odd last key pairs with itself; its twin's lanes are never read.
+          const T* k0 = kb + cs[t0 + u] * d;
+          const T* k1 = kb + cs[t0 + std::min(u + 1, nt - 1)] * d;
+          dot2_lanes<NH>(q, Lq * d, k0, k1, d, lanes, u);
+          for (int r = 0; r < 2 && nx != nullptr && nx->k_done < nx->n; ++r, ++nx->k_done)
+            prefetch_rows(nx->k + nx->k_done * nx->krow, nx->krow);
+        }
+        for (int h = 0; h < NH; ++h) {
+          float sums[kLanes];
+          storev(sums, row_sums(lanes + h * kLanes));
+          const float* qh = q + h * Lq * d;
+          float* srow = srow0 + h * sw;
+          for (int u = 0; u < nt; ++u) {
+            const T* kr = kb + cs[t0 + u] * d;
+            float x = sums[u];
+            for (int64_t c = dvec; c < d; ++c) x += qh[c] * elem(kr[c]);  // the tail of d
+            srow[cs[t0 + u]] = x;
+          }
+        }
+      }
+      float m_new[NH], alpha[NH];
+      alignas(64) float diff[kLanes];
+      std::fill(diff, diff + kLanes, kNegInfD);
+      for (int h = 0; h < NH; ++h) {
+        const int64_t hq = kvh * g + hh0 + h, rr = rr0 + h * Lq;
+        float* srow = srow0 + h * sw;
+        if (in.mods.softcap > 0.0f) {
+          const float c = in.mods.softcap;
+          for (int64_t t = 0; t < ncs; ++t) srow[cs[t]] = c * std::tanh(srow[cs[t]] / c);
+        }
+        if (in.mods.slopes != nullptr) {
+          const float a = in.mods.slopes[b * in.mods.slopes_batch_stride + hq];
+          for (int64_t t = 0; t < ncs; ++t) {
+            const int64_t key = j + cs[t];
+            srow[cs[t]] -= a * static_cast<float>(p > key ? p - key : key - p);
+          }
+        }
+        Vec mx = loadv(srow);  // −inf outside the row's keys, so the max is theirs
+        for (int64_t c = kLanes; c < sw; c += kLanes) {
+          const Vec y = loadv(srow + c);
+          mx = y > mx ? y : mx;
+        }
+        m_new[h] = std::max(m[rr], hmax(mx));
+        if (m[rr] != kNegInfD) diff[h] = m[rr] - m_new[h];  // else α = exp(−inf) = 0
+      }
+      float alpha_lanes[kLanes];
+      storev(alpha_lanes, vexp(loadv(diff)));  // the NH heads' α in one exp
+      for (int h = 0; h < NH; ++h) {
+        const int64_t rr = rr0 + h * Lq;
+        alpha[h] = alpha_lanes[h];
+        const float* srow = srow0 + h * sw;
+        Vec sum = splat(0.0f);
+        for (int64_t c = 0; c < sw; c += kLanes) {
+          const Vec pv = vexp(loadv(srow + c) - m_new[h]);
+          storev(pr + (hh0 + h) * sw + c, pv);
+          sum = sum + pv;
+        }
+        l[rr] = alpha[h] * l[rr] + hsum(sum);
+        m[rr] = m_new[h];
+      }
+      scale_accumulate<NH>(acc + rr0 * dv, Lq * dv, dv, alpha, pr + hh0 * sw, sw, vb, cs.data(), ncs, nx);
+    };
+
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < num_items; ++item) {
       const int64_t b = std::upper_bound(item_start.begin(), item_start.end(), item) -
@@ -257,26 +459,45 @@ void run_decode(const DecodeInputsT<T>& in, const Outputs& out) {
       std::fill(m, m + R, kNegInfD);
       std::fill(l, l + R, 0.0f);
       std::fill(acc, acc + R * dv, 0.0f);
-      // The item's query rows, scale folded in (scale·q, float32, as the other kernels).
-      for (int64_t hh = 0; hh < g; ++hh)
-        for (int64_t i = 0; i < Lq; ++i) {
-          const int64_t h = kvh * g + hh;
-          const float* q = as_float(in.q + ((b * Hq + h) * Lq + i) * d, d, qbuf.data());
-          float* dst = qs.data() + (hh * Lq + i) * d;
-          for (int64_t x = 0; x < d; ++x) dst[x] = q[x] * in.scale;
-        }
+      // The item's query rows, scale folded in (scale·q, float32, as the other kernels),
+      // in the pair order of the key rows (dot2_lanes); kept while this thread's items
+      // stay on one (element, kv head), as consecutive splits usually do.
+      if (q_of != b * Hkv + kvh) {
+        q_of = b * Hkv + kvh;
+        for (int64_t hh = 0; hh < g; ++hh)
+          for (int64_t i = 0; i < Lq; ++i) {
+            const int64_t h = kvh * g + hh;
+            const float* q = as_float(in.q + ((b * Hq + h) * Lq + i) * d, d, qbuf.data());
+            float* dst = qs + (hh * Lq + i) * d;
+            for (int64_t x = 0; x < d; ++x)
+              dst[x] = q[kPairOrder<T> && x < dpair ? natural_of(x) : x] * in.scale;
+          }
+      }
       for (int64_t j = j0; j < j1;) {
         int64_t run = 0;
         const int64_t row = key_at(b, kvh, j, run);
         const int64_t nc = std::min({kBlk, j1 - j, run});
         const T* kb = in.k + row * d;
         const T* vb = in.v + row * dv;
-        if (j + nc < j1) {  // the next block's K and V on their way while this one computes
+        // A later block's K and V rows, asked for a row at a time while this block's first
+        // rows compute (heads_block), the rest after it.
+        NextRows next;
+        NextRows* nx = nullptr;
+        int64_t jn = j + nc;  // the first key of the block kPrefetchBlocks ahead
+        for (int step = 1; step < kPrefetchBlocks && jn < j1; ++step) {
           int64_t run2 = 0;
-          const int64_t row2 = key_at(b, kvh, j + nc, run2);
-          const int64_t nc2 = std::min({kBlk, j1 - j - nc, run2});
-          prefetch(in.k + row2 * d, nc2 * d);
-          prefetch(in.v + row2 * dv, nc2 * dv);
+          key_at(b, kvh, jn, run2);
+          jn += std::min({kBlk, j1 - jn, run2});
+        }
+        if (jn < j1) {
+          int64_t run2 = 0;
+          const int64_t row2 = key_at(b, kvh, jn, run2);
+          next.n = std::min({kBlk, j1 - jn, run2});
+          next.k = reinterpret_cast<const char*>(in.k + row2 * d);
+          next.v = reinterpret_cast<const char*>(in.v + row2 * dv);
+          next.krow = d * static_cast<int64_t>(sizeof(T));
+          next.vrow = dv * static_cast<int64_t>(sizeof(T));
+          nx = &next;
         }
         for (int64_t i = 0; i < Lq; ++i) {
           // Row i's keys in [j, j + nc): its progression's first and last there.
@@ -287,63 +508,34 @@ void run_decode(const DecodeInputsT<T>& in, const Outputs& out) {
           if (first > hi) continue;
           int64_t ncs = 0;
           for (int64_t key = first; key <= hi; key += r.stride) cs[ncs++] = key - j;
-          // Scores of the g heads of query i, K row read once for all of them: scale·<q, k>,
-          // then softcap, then ALiBi (contract §2.8); disallowed columns stay −inf.
-          std::fill(sc.begin(), sc.end(), kNegInfD);
           const int64_t p = i + e.n - Lq;
-          const int64_t dvec = d / kLanes * kLanes;
-          for (int64_t t0 = 0; t0 < ncs; t0 += kLanes) {
-            const int64_t nt = std::min<int64_t>(kLanes, ncs - t0);
-            for (int64_t u = 0; u < kLanes; ++u) {
-              const T* kr = kb + cs[t0 + std::min(u, nt - 1)] * d;
-              for (int64_t hh = 0; hh < g; ++hh)
-                storev(lanes.data() + (hh * kLanes + u) * kLanes,
-                       u < nt ? dot_lanes(qs.data() + (hh * Lq + i) * d, kr, d) : splat(0.0f));
+          // The g heads in groups of 4, 2 and 1 (registers: 4 heads × 2 keys of scores,
+          // 4 heads × 4 vectors of P·V).
+          for (int64_t hh0 = 0; hh0 < g;) {
+            if (g - hh0 >= 4) {
+              heads_block(std::integral_constant<int, 4>{}, kb, vb, j, i, p, hh0, b, kvh, m, l, acc, ncs, nx);
+              hh0 += 4;
+            } else if (g - hh0 >= 2) {
+              heads_block(std::integral_constant<int, 2>{}, kb, vb, j, i, p, hh0, b, kvh, m, l, acc, ncs, nx);
+              hh0 += 2;
+            } else {
+              heads_block(std::integral_constant<int, 1>{}, kb, vb, j, i, p, hh0, b, kvh, m, l, acc, ncs, nx);
+              hh0 += 1;
             }
-            for (int64_t hh = 0; hh < g; ++hh) {
-              float sums[kLanes];
-              storev(sums, row_sums(lanes.data() + hh * kLanes * kLanes));
-              const float* q = qs.data() + (hh * Lq + i) * d;
-              for (int64_t u = 0; u < nt; ++u) {
-                const T* kr = kb + cs[t0 + u] * d;
-                float x = sums[u];
-                for (int64_t c = dvec; c < d; ++c) x += q[c] * elem(kr[c]);  // the tail of d
-                sc[hh * sw + cs[t0 + u]] = x;
-              }
-            }
-          }
-          for (int64_t hh = 0; hh < g; ++hh) {
-            const int64_t h = kvh * g + hh, rr = hh * Lq + i;
-            float* srow = sc.data() + hh * sw;
-            if (in.mods.softcap > 0.0f) {
-              const float c = in.mods.softcap;
-              for (int64_t t = 0; t < ncs; ++t) srow[cs[t]] = c * std::tanh(srow[cs[t]] / c);
-            }
-            if (in.mods.slopes != nullptr) {
-              const float a = in.mods.slopes[b * in.mods.slopes_batch_stride + h];
-              for (int64_t t = 0; t < ncs; ++t) {
-                const int64_t key = j + cs[t];
-                srow[cs[t]] -= a * static_cast<float>(p > key ? p - key : key - p);
-              }
-            }
-            // Online softmax (contract §2.1): m_new, α = exp(m − m_new), P = exp(s − m_new).
-            float mloc = kNegInfD;
-            for (int64_t t = 0; t < ncs; ++t) mloc = std::max(mloc, srow[cs[t]]);
-            const float m_new = std::max(m[rr], mloc);
-            const float alpha = m[rr] == kNegInfD ? 0.0f : std::exp(m[rr] - m_new);
-            Vec sum = splat(0.0f);
-            for (int64_t c = 0; c < sw; c += kLanes) {
-              const Vec pv = vexp(loadv(srow + c) - m_new);
-              storev(pr.data() + c, pv);
-              sum = sum + pv;
-            }
-            l[rr] = alpha * l[rr] + hsum(sum);
-            m[rr] = m_new;
-            scale_accumulate(acc + rr * dv, dv, alpha, pr.data(), vb, cs.data(), ncs);
+            nx = nullptr;  // the first group's rows ask for the next block
           }
         }
+        for (; next.k_done < next.n; ++next.k_done) prefetch_rows(next.k + next.k_done * next.krow, next.krow);
+        for (; next.v_done < next.n; ++next.v_done) prefetch_rows(next.v + next.v_done * next.vrow, next.vrow);
         j += nc;
       }
+      // The accumulator back in element order (the merge reads it so).
+      if (kPairOrder<T>)
+        for (int64_t rr = 0; rr < R; ++rr) {
+          float* a = acc + rr * dv;
+          std::copy(a, a + dvpair, row_buf.begin());
+          for (int64_t x = 0; x < dvpair; ++x) a[natural_of(x)] = row_buf[x];
+        }
     }
 
     // The merge (contract §2.9: the sink enters once, here): per row, the splits of its

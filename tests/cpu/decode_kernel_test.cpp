@@ -307,6 +307,75 @@ TEST(DecodeKernel, Bf16TwinMatchesTheOracleOnRoundedInputs) {
     }
 }
 
+// Head dims of real models and awkward ones, where the kernel's vector paths run (the grids
+// above use d <= 35): d 128 (whole pairs of vectors, the bf16 rows read as even and odd
+// elements, P·V four vectors per head at a time), d 53 / d_v 115 (a pair, one vector and a
+// scalar tail of the scores; P·V's four-vector, pair, one-vector and scalar steps in the
+// avx512 build), d 64 / d_v 96 with g 8 (two groups of four heads); g 4, 3 (a group of two
+// and one of one) and 8; L_q 1 and 2; float32 and bf16; contiguous and paged (page_size 64).
+TEST(DecodeKernel, WideHeadsMatchTheOracle) {
+  testing_inputs::TestRng rng(testing_inputs::seed_of("decode wide heads"));
+  for (const Sizes z : {Sizes{8, 2, 1, 128, 128}, Sizes{6, 2, 2, 53, 115}, Sizes{16, 2, 1, 64, 96}}) {
+    const std::vector<ScoreMods> mods = mods_grid(4, z.hq, rng);
+    for (const PatternSpec& spec : {dense(true), window(100, 0, 1, false), chunked(150, true)})
+      for (const size_t m : {size_t{0}, size_t{3}})
+        for (const char* name : kKernels) {
+          SCOPED_TRACE(case_name(spec, m, z) + " d " + std::to_string(z.d) + " dv " +
+                       std::to_string(z.dv) + " " + name);
+          api::CacheInputs in = contiguous(z, {0, 1, 300, 700}, 700, rng);
+          in.spec = spec;
+          in.mods = mods[m];
+          expect_matches_oracle(find_kernel(name), in);
+          api::CacheInputs pg = paged(z, {300, 70, 0, 700}, 64, 11, rng);
+          pg.spec = spec;
+          pg.mods = mods[m];
+          expect_matches_oracle(find_kernel(name), pg);
+        }
+  }
+}
+
+// The same keys in a contiguous cache and in shuffled pages whose size is a multiple of the
+// kernel's 64-key block: the same blocks, the same splits, so the same bits (the property
+// bench_decode checks before it times the two layouts), in every SIMD build.
+TEST(DecodeKernel, ContiguousAndPagedCachesAgreeBitForBit) {
+  testing_inputs::TestRng rng(testing_inputs::seed_of("decode layouts agree"));
+  const Sizes z{8, 2, 1, 128, 128};
+  for (const int64_t page_size : {64, 256}) {
+    const int64_t max_pages = 1100 / page_size + 1, n = 1100;
+    api::CacheInputs pg = paged(z, {n}, page_size, max_pages, rng);
+    pg.spec = dense(true);
+    // The contiguous twin: element 0's keys gathered out of its pages in order.
+    api::CacheInputs ct = contiguous(z, {n}, max_pages * page_size, rng);
+    ct.q = pg.q;
+    ct.spec = pg.spec;
+    for (int64_t h = 0; h < z.hkv; ++h)
+      for (int64_t t = 0; t < n; ++t) {
+        const int64_t page = pg.cache.block_table[t / page_size];
+        const int64_t from = (page * z.hkv + h) * page_size + t % page_size;
+        const int64_t to = h * max_pages * page_size + t;
+        std::copy_n(pg.k.ptr() + from * z.d, z.d, ct.k.ptr() + to * z.d);
+        std::copy_n(pg.v.ptr() + from * z.dv, z.dv, ct.v.ptr() + to * z.dv);
+      }
+    for (const char* name : kKernels) {
+      const Kernel& kernel = find_kernel(name);
+      const Tolerance tol = tolerance_of(kernel);
+      const bool bf16 = kernel.dtype == DType::bfloat16;
+      const Output ref = api::attend_cache(find_kernel("a1_dense_masked"), bf16 ? rounded_to_bf16(ct) : ct);
+      for (const cpu::Isa isa : cpu::supported_isas()) {
+        SCOPED_TRACE(std::string(name) + " " + cpu::isa_name(isa) + " page_size " +
+                     std::to_string(page_size));
+        const cpu::ScopedIsa forced(isa);
+        const Output a = api::attend_cache(kernel, ct);
+        const Output b = api::attend_cache(kernel, pg);
+        EXPECT_EQ(a.o32.data, b.o32.data);
+        EXPECT_EQ(a.lse32.data, b.lse32.data);
+        const CheckReport o = check_close(a.o32, ref.o, tol);  // and both right, not only equal
+        EXPECT_TRUE(o.pass) << report_json(o, "o", tol);
+      }
+    }
+  }
+}
+
 // contract §4.6: the split-K merge runs in a fixed order, so 1 and 2 threads agree bit for bit.
 TEST(DecodeKernel, BitIdenticalForOneAndTwoThreads) {
   testing_inputs::TestRng rng(testing_inputs::seed_of("decode threads"));
