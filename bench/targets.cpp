@@ -664,13 +664,25 @@ TargetRow decode_target(const InputFile& f) {
         "per CPU-second {:.2f} GB/s, × {} thread{} = {:.2f} GB/s = {} of the probe had every thread "
         "its core{}; the arithmetic per key against the read: g = {} dot products of head_dim {} "
         "and g accumulations of it, 4·d·g = {} FLOPs per 4·d = {} bytes of bf16 K and V ({} FLOP "
-        "per byte), and the online softmax per 64-key block, about as long as the read itself on "
-        "one core, so the prefetch overlaps only part of it",
+        "per byte), and the online softmax per 64-key block, overlapping the read only in part",
         per_cpu, threads, threads == 1 ? "" : "s", per_cpu * threads, pct(copy > 0 ? per_cpu * threads / copy : 0.0),
         copy > 0 && per_cpu * threads / copy >= 0.6
             ? " (the wall clock lost time to other jobs: per CPU-second the target is reached)"
             : "",
         g, d, 4.0 * d * g, 4.0 * d, g);
+    // The read probe (bench_decode: every thread sums its slice) is the ceiling of a kernel
+    // that only reads; the page size decides how often the stream crosses a page.
+    const double read = get(j, "read_gbps");
+    if (read > 0)
+      row.bound += fmt::format("; a pure read reaches {:.2f} GB/s here, the kernel {} of it", read,
+                               pct(std::min(get(c, "frac_read"), get(pg, "frac_read"))));
+    if (j.contains("huge_pages") && j["huge_pages"].is_boolean())
+      row.bound += j["huge_pages"].get<bool>()
+                       ? fmt::format("; the cache in 2 MiB pages ({:.0f} MiB landed in huge pages)",
+                                     get(j, "anon_huge_mib"))
+                       : "; the cache in 4 KiB pages: a head's K stream crosses a page every "
+                         "4096 / (2·head_dim) keys (`bench_decode --huge-pages` measures the "
+                         "2 MiB-page figure)";
   }
   return row;
 }

@@ -540,6 +540,22 @@ TEST(BenchTargets, DecodeRowFromBenchDecode) {
                               "byte)"))
       << slow.bound;
   EXPECT_FALSE(has(slow.bound, "lost time to other jobs")) << slow.bound;
+  EXPECT_FALSE(has(slow.bound, "a pure read")) << slow.bound;  // an older file: no read probe
+  // The read probe and the page size, when the file has them: 0.27 · 8.15 / 11.0 = 20%.
+  json with_read = decode_json(0.27, 0.27, 60.0);
+  with_read["read_gbps"] = 11.0;
+  for (const char* l : {"contiguous", "paged"}) with_read[l]["frac_read"] = 0.27 * 8.15 / 11.0;
+  with_read["huge_pages"] = false;
+  extra.decode = file("d.json", with_read);
+  const TargetRow read4k = row(evaluate_targets(bench_json(pts), {}, extra), "decode_k09_bf16");
+  EXPECT_TRUE(has(read4k.bound, "; a pure read reaches 11.00 GB/s here, the kernel 20% of it; the "
+                                "cache in 4 KiB pages"))
+      << read4k.bound;
+  with_read["huge_pages"] = true;
+  with_read["anon_huge_mib"] = 258.0;
+  extra.decode = file("d.json", with_read);
+  EXPECT_TRUE(has(row(evaluate_targets(bench_json(pts), {}, extra), "decode_k09_bf16").bound,
+                  "the cache in 2 MiB pages (258 MiB landed in huge pages)"));
   // 26 ms of CPU: 5.16 GB/s × 2 = 127% of the probe: the wall clock lost it, not the kernel.
   extra.decode = file("d.json", decode_json(0.27, 0.27, 26.0));
   EXPECT_TRUE(has(row(evaluate_targets(bench_json(pts), {}, extra), "decode_k09_bf16").bound,
