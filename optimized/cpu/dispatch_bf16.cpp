@@ -1,7 +1,8 @@
 // The public bf16 kernel entry points (kernels_bf16.h): each forwards to the build of the
 // kernel that active_isa() names (isa.h); inside the avx512 build, with_bf16_engine()
 // (flash_tile_bf16.h) takes the dot engine only on a CPU with AVX512-BF16 and only when
-// this process chose it (bf16_engine_choice below: measured rates, SPARSEATTN_BF16_ENGINE).
+// this process chose it (bf16_engine_choice below: measured rates, SPARSEATTN_BF16_ENGINE),
+// and the AMX engine before it where bf16_amx_engine_selected().
 #include <time.h>
 
 #include <algorithm>
@@ -96,6 +97,7 @@ Bf16EngineChoice choose_bf16_engine(std::optional<double> dot_vs_fma, const char
     throw InvalidArgument(kEngineVariable, value,
                           "this CPU has no AVX512-BF16 (allowed here: auto or widen)");
   choice.engine = value == "dot" ? Bf16Engine::dot : Bf16Engine::widen;
+  choice.overridden = true;
   choice.reason = std::string(kEngineVariable) + "; " + rates;
   return choice;
 }
@@ -130,7 +132,17 @@ const Bf16EngineChoice& bf16_engine_choice() {
   return choice;
 }
 
+bool amx_available() {
+  return cpu_has_avx512_bf16() && cpu_has_amx_bf16() && amx_permission();
+}
+
+bool bf16_amx_engine_selected() {
+  return g_forced.load(std::memory_order_relaxed) == kNone && !bf16_engine_choice().overridden &&
+         amx_available();
+}
+
 const char* bf16_engine() {
+  if (active_isa() == Isa::avx512 && bf16_amx_engine_selected()) return "amx";
   return active_isa() == Isa::avx512 && cpu_has_avx512_bf16() && bf16_dot_engine_selected()
              ? "dot"
              : "widen";
@@ -142,6 +154,7 @@ std::string bf16_engine_summary() {
   const int forced = g_forced.load(std::memory_order_relaxed);
   if (forced == kWiden) return "widen (set_bf16_force_widen)";
   if (forced == kDot) return "dot (set_bf16_force_dot)";
+  if (bf16_amx_engine_selected()) return "amx (AMX-BF16; " + choice.reason + ")";
   return std::string(choice.engine == Bf16Engine::dot ? "dot" : "widen") + " (" + choice.reason +
          ")";
 }

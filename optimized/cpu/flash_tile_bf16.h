@@ -276,25 +276,13 @@ class Bf16Tile {
   template <class RowPtr>
   void begin(int64_t rows, RowPtr row, float scale, const TileMods& mods = TileMods{}) {
     rows_ = rows;
-    scale_log2_ = scale * kLog2e;  // scores in base-2 units (softmax_update)
-    pipeline_ = ScorePipeline(mods, kLog2e);
-    const float m0 = mods.sink == kNegInf ? kNegInf : mods.sink * kLog2e;
     for (int64_t r = 0; r < rows; ++r) {
       const uint16_t* qr = row(r);
       const int64_t r0 = group_start(r), R = group_size(r0);
       uint32_t* qg = q_.data() + r0 * pairs_;
-      for (int64_t p = 0; p < pairs_; ++p) {
-        const uint32_t lo = qr[2 * p];
-        const uint32_t hi = 2 * p + 1 < head_dim_ ? qr[2 * p + 1] : 0u;
-        qg[p * R + (r - r0)] = lo | hi << 16;
-      }
-      m_[r] = m0;
+      for (int64_t p = 0; p < pairs_; ++p) qg[p * R + (r - r0)] = q_pair(qr, p);
     }
-    std::fill(l_.begin(), l_.begin() + rows * 16, 0.0f);
-    // A sink: the running sum starts at exp2(σ·log2 e − m0) = 1, in lane 0 of each row.
-    if (m0 != kNegInf)
-      for (int64_t r = 0; r < rows; ++r) l_[r * 16] = 1.0f;
-    std::fill(o_.begin(), o_.begin() + rows * ldv_, 0.0f);
+    start(rows, scale, mods);
   }
 
   // Consumes panel keys [u0, u0 + nc), 1 <= nc <= kBc; mask(r, s) as in FlashTile::step
@@ -302,41 +290,22 @@ class Bf16Tile {
   template <class Mask>
   void step(const KeyPanelBf16& panel, int64_t u0, int64_t nc, Mask&& mask,
             ChunkKeys keys = kPanelOrder) {
-    keys = resolve_keys(keys, u0);
-    const int64_t width = round_up(nc, kStep);
-    const int64_t npairs = (nc + 1) / 2;
-    // K: in place when the chunk starts on a panel block (dense, block layouts), else
-    // copied from two neighbouring blocks.
-    const uint16_t* kb = panel.kb.data() + (u0 / kStep) * pairs_ * kStep * 2;
-    if (u0 % kStep != 0) {
-      copy_keys(panel, u0, width);
-      kb = kb_.data();
-    }
-    // V: the panel's key pairs in place when the chunk starts on an even key, else re-paired.
-    const uint16_t* vb = panel.vp.data() + u0 / 2 * kStep * 2;
-    int64_t v_block = panel.ldk / 2 * kStep * 2;
-    if (u0 % 2 != 0) {
-      repair_values(panel, u0, npairs);
-      vb = vb_.data();
-      v_block = kBc / 2 * kStep * 2;
-    }
-    for_row_groups([&](auto group, int64_t r0) {
-      constexpr int R = decltype(group)::value;
-      detail_bf16::qk_rows<R>(q_.data() + r0 * pairs_, pairs_, kb, width, scale_log2_,
-                              s_.data() + r0 * kBc);
-    });
-    for (int64_t r = 0; r < rows_; ++r) {
-      float* s = s_.data() + r * kBc;
-      if (pipeline_.active()) pipeline_.apply(r, s, width, keys);  // softcap, ALiBi
-      for (int64_t c = nc; c < width; ++c) s[c] = kNegInf;  // panel padding is no key
-      mask(r, s);
-      softmax_update(r, s, width, p_.data() + r * (kBc / 2));
-    }
-    for_row_groups([&](auto group, int64_t r0) {
-      constexpr int R = decltype(group)::value;
-      detail_bf16::pv_rows<R>(p_.data() + r0 * (kBc / 2), npairs, vb, v_block, ldv_,
-                              o_.data() + r0 * ldv_);
-    });
+    run_step(
+        panel, u0, nc, mask, keys, /*raw_scores=*/false,
+        [&](const uint16_t* kb, int64_t width) {
+          for_row_groups([&](auto group, int64_t r0) {
+            constexpr int R = decltype(group)::value;
+            detail_bf16::qk_rows<R>(q_.data() + r0 * pairs_, pairs_, kb, width, scale_log2_,
+                                    s_.data() + r0 * kBc);
+          });
+        },
+        [&](const uint16_t* vb, int64_t v_block, int64_t npairs, int64_t /*width*/) {
+          for_row_groups([&](auto group, int64_t r0) {
+            constexpr int R = decltype(group)::value;
+            detail_bf16::pv_rows<R>(p_.data() + r0 * (kBc / 2), npairs, vb, v_block, ldv_,
+                                    o_.data() + r0 * ldv_);
+          });
+        });
   }
 
   // write(r, o_row, lse): o_row holds head_dim_v floats of query r's output.
@@ -358,9 +327,76 @@ class Bf16Tile {
     }
   }
 
- private:
+ protected:  // Bf16AmxTile (flash_tile_amx.h) shares the state and the softmax
   static constexpr float kLn2 = 0.693147180559945309f;
   static constexpr float kLog2e = 1.44269504088896341f;
+
+  // Query row qr's pair p (an odd head_dim's last pair gets a zero partner).
+  uint32_t q_pair(const uint16_t* qr, int64_t p) const {
+    const uint32_t lo = qr[2 * p];
+    const uint32_t hi = 2 * p + 1 < head_dim_ ? qr[2 * p + 1] : 0u;
+    return lo | hi << 16;
+  }
+
+  // The state begin() starts from, once q_ holds the rows (mods: see begin).
+  void start(int64_t rows, float scale, const TileMods& mods) {
+    rows_ = rows;
+    scale_log2_ = scale * kLog2e;  // scores in base-2 units (softmax_update)
+    pipeline_ = ScorePipeline(mods, kLog2e);
+    const float m0 = mods.sink == kNegInf ? kNegInf : mods.sink * kLog2e;
+    std::fill(m_.begin(), m_.begin() + rows, m0);
+    std::fill(l_.begin(), l_.begin() + rows * 16, 0.0f);
+    // A sink: the running sum starts at exp2(σ·log2 e − m0) = 1, in lane 0 of each row.
+    if (m0 != kNegInf)
+      for (int64_t r = 0; r < rows; ++r) l_[r * 16] = 1.0f;
+    std::fill(o_.begin(), o_.begin() + rows * ldv_, 0.0f);
+  }
+
+  // One chunk (step's arguments), the products given by the engine:
+  //   qk(kb, width): s_ rows [0, rows_) columns [0, width) = Q·Kᵀ of the chunk's keys kb
+  //     (kStep-key blocks, panel_bf16.h), times scale·log2(e) unless raw_scores;
+  //   pv(vb, v_block, npairs, width): o_ rows [0, rows_) += P·V, P's pairs [0, npairs)
+  //     (those up to width / 2 are zeros), vb the chunk's value pairs in column blocks of
+  //     v_block elements.
+  // raw_scores: qk leaves Q·Kᵀ unscaled; the row pass multiplies by scale·log2(e) before
+  // the pipeline, the same float32 product the dot engine's micro-kernel takes.
+  template <class Mask, class Qk, class Pv>
+  void run_step(const KeyPanelBf16& panel, int64_t u0, int64_t nc, Mask& mask, ChunkKeys keys,
+                bool raw_scores, Qk&& qk, Pv&& pv) {
+    keys = resolve_keys(keys, u0);
+    const int64_t width = round_up(nc, kStep);
+    const int64_t npairs = (nc + 1) / 2;
+    // K: in place when the chunk starts on a panel block (dense, block layouts), else
+    // copied from two neighbouring blocks.
+    const uint16_t* kb = panel.kb.data() + (u0 / kStep) * pairs_ * kStep * 2;
+    if (u0 % kStep != 0) {
+      copy_keys(panel, u0, width);
+      kb = kb_.data();
+    }
+    // V: the panel's key pairs in place when the chunk starts on an even key, else re-paired
+    // — all width / 2 pairs (keys past nc: the panel's, P = 0 there), as the AMX engine
+    // reads whole 16-pair tiles and must find panel values, never stale scratch.
+    const uint16_t* vb = panel.vp.data() + u0 / 2 * kStep * 2;
+    int64_t v_block = panel.ldk / 2 * kStep * 2;
+    if (u0 % 2 != 0) {
+      repair_values(panel, u0, width / 2);
+      vb = vb_.data();
+      v_block = kBc / 2 * kStep * 2;
+    }
+    qk(kb, width);
+    const __m512 vscale = _mm512_set1_ps(scale_log2_);
+    for (int64_t r = 0; r < rows_; ++r) {
+      float* s = s_.data() + r * kBc;
+      if (raw_scores)
+        for (int64_t c = 0; c < width; c += 16)
+          _mm512_storeu_ps(s + c, _mm512_mul_ps(_mm512_loadu_ps(s + c), vscale));
+      if (pipeline_.active()) pipeline_.apply(r, s, width, keys);  // softcap, ALiBi
+      for (int64_t c = nc; c < width; ++c) s[c] = kNegInf;  // panel padding is no key
+      mask(r, s);
+      softmax_update(r, s, width, p_.data() + r * (kBc / 2));
+    }
+    pv(vb, v_block, npairs, width);
+  }
 
   template <int R>
   struct Rows {
@@ -497,14 +533,27 @@ struct Bf16DotEngine {
 
 #endif  // SPARSEATTN_ISA_AVX512
 
-// Calls f(Engine{}) with the engine this call uses: the dot engine in the avx512 build on
-// a CPU with AVX512-BF16 where this process chose it (bf16_engine_choice, kernels_bf16.h:
-// measured rates or SPARSEATTN_BF16_ENGINE) or where a test forces it; the widening
-// engine otherwise (or where a test forces widening). The avx2 build never contains a bf16 instruction; the avx512 build runs
-// its dot engine only after the cpuid check, so no CPU without the instruction executes one.
+SPARSEATTN_ISA_END
+
+// The AMX engine (Bf16AmxTile derives from Bf16Tile), which with_bf16_engine picks first.
+#define SPARSEATTN_FLASH_TILE_BF16_BODY
+#include "optimized/cpu/flash_tile_amx.h"
+
+SPARSEATTN_ISA_BEGIN
+
+// Calls f(Engine{}) with the engine this call uses, in the avx512 build: the AMX engine
+// (flash_tile_amx.h) where bf16_amx_engine_selected() (kernels_bf16.h: AMX-BF16 usable and
+// granted, no test forcing an engine, no SPARSEATTN_BF16_ENGINE naming one); else the dot
+// engine on a CPU with AVX512-BF16 where this process chose it (bf16_engine_choice,
+// kernels_bf16.h: measured rates or SPARSEATTN_BF16_ENGINE) or where a test forces it; the
+// widening engine otherwise (or where a test forces widening). The avx2 build never
+// contains a bf16 or AMX instruction; the avx512 build runs its dot engine only after the
+// cpuid check and its AMX engine only after the cpuid, XCR0 and permission checks, so no
+// CPU without the instructions executes one.
 template <class F>
 void with_bf16_engine(F&& f) {
 #if defined(SPARSEATTN_ISA_AVX512)
+  if (bf16_amx_engine_selected()) return f(Bf16AmxEngine{});
   if (cpu_has_avx512_bf16() && bf16_dot_engine_selected()) return f(Bf16DotEngine{});
 #endif
   f(Bf16WidenEngine{});

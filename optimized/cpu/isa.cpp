@@ -1,8 +1,16 @@
 // Run-time choice of the CPU kernels' SIMD build (isa.h).
 #include "optimized/cpu/isa.h"
 
+#include <cpuid.h>
+
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "core/error.h"
 
@@ -49,6 +57,32 @@ std::vector<Isa> supported_isas() {
 bool cpu_has_avx512_bf16() {
   __builtin_cpu_init();
   return isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512bf16");
+}
+
+bool cpu_has_amx_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c >> 27 & 1u) == 0) return false;  // OSXSAVE
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  const bool tile = (d >> 24 & 1u) != 0, bf16 = (d >> 22 & 1u) != 0;
+  if (!tile || !bf16) return false;
+  uint32_t lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));  // XCR0: what XSAVE manages
+  return (lo >> 17 & 3u) == 3u;  // XTILECFG (17) and XTILEDATA (18)
+}
+
+bool amx_permission() {
+  // A function-local static: initialised once, thread-safe (C++11), the answer cached.
+  static const bool granted = [] {
+    if (!cpu_has_amx_bf16()) return false;
+#if defined(__linux__)
+    constexpr long kArchReqXcompPerm = 0x1023;  // <asm/prctl.h>, Linux 5.16
+    constexpr long kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return granted;
 }
 
 Isa active_isa() {

@@ -45,6 +45,16 @@ void set_isa_override(std::optional<Isa> isa);
 // lane)? Independent of the active build: the bf16 kernels widen to float32 without it.
 bool cpu_has_avx512_bf16();
 
+// Does the CPU have AMX-TILE and AMX-BF16 (TDPBF16PS) with the tile state enabled by the
+// OS in XCR0 (bits 17-18)? cpuid leaf 7: EDX bit 24 (AMX-TILE), bit 22 (AMX-BF16); Intel
+// SDM vol. 1, ch. 18. Says nothing of the process's permission (amx_permission).
+bool cpu_has_amx_bf16();
+// Asks Linux for the tile data state (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA),
+// needed before the first AMX instruction of the process, else SIGILL) once per process,
+// thread-safe; returns whether it was granted (false off Linux, or without
+// cpu_has_amx_bf16(), without asking).
+bool amx_permission();
+
 // One line for `sparseattn impls` and benchmark contexts, e.g.
 // "avx512 (supported: avx2 avx512; avx512_bf16: yes)".
 std::string isa_summary();

@@ -13,6 +13,10 @@
 // they call keeps the build's floor (x86-64-v3). tests/cpu/cpu_isa_test.cpp disassembles
 // the library and checks that no AVX-512 instruction lies outside the avx512 namespace.
 //
+// AMX (amx-tile, amx-bf16) is enabled with the avx512 build for the AMX engine's intrinsics
+// (flash_tile_amx.h); GCC emits AMX instructions only from those intrinsics, and
+// tests/cpu/bf16_isolation_check.py checks that they lie in that engine alone.
+//
 // Rule for every file that uses it: include all headers first, then open the region.
 #pragma once
 
@@ -23,7 +27,8 @@
 #if defined(SPARSEATTN_ISA_AVX512)
 #define SPARSEATTN_ISA avx512
 #define SPARSEATTN_ISA_TARGET \
-  _Pragma("GCC target(\"avx2,fma,f16c,bmi,bmi2,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16\")")
+  _Pragma(                     \
+      "GCC target(\"avx2,fma,f16c,bmi,bmi2,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,amx-tile,amx-bf16\")")
 #elif defined(SPARSEATTN_ISA_AVX2)
 #define SPARSEATTN_ISA avx2
 #define SPARSEATTN_ISA_TARGET _Pragma("GCC target(\"avx2,fma,f16c,bmi,bmi2\")")

@@ -12,13 +12,17 @@
 //   and walks the pattern with the same code (the k0* bodies are templates over the engine).
 //   Outputs are bit-identical for any number of OpenMP threads (per engine, see below).
 //
-// Engines (optimized/cpu/flash_tile_bf16.h):
+// Engines (optimized/cpu/flash_tile_bf16.h, flash_tile_amx.h):
+//   amx    — the dot engine with S = Q·Kᵀ and O += P·V on AMX tiles (TDPBF16PS), the same
+//            panels, softmax and P rounding. Only in the avx512 build, only where
+//            amx_available() (below), and taken before the others under the automatic
+//            choice (bf16_amx_engine_selected).
 //   dot    — S = Q·Kᵀ and O += P·V by vdpbf16ps (pairs of bf16 products summed into
 //            float32 lanes), P rounded to bf16 for P·V as FlashAttention does; float32
 //            online softmax. Only in the avx512 build, only on a CPU with AVX512-BF16.
 //   widen  — bf16 widened to float32 when q and the key/value panels are packed, then the
 //            float32 engine (flash_tile.h); P stays float32.
-// The two engines agree within kTolBfloat16, not bit for bit, so the engine is fixed for a
+// The engines agree within kTolBfloat16, not bit for bit, so the engine is fixed for a
 // process (contract §4.6): chosen once, at the first bf16 call, by choose_bf16_engine()
 // below from the measured vdpbf16ps / FMA FLOP rates and SPARSEATTN_BF16_ENGINE, and
 // reported (`sparseattn impls`, bench_cpu's JSON context). The avx2 build always widens.
@@ -80,6 +84,8 @@ struct Bf16EngineChoice {
   // Why, for reports: "vdpbf16ps 0.98× the FMA FLOP rate", "no AVX512-BF16",
   // "SPARSEATTN_BF16_ENGINE; vdpbf16ps 0.50× the FMA FLOP rate".
   std::string reason;
+  // SPARSEATTN_BF16_ENGINE named the engine ("dot" or "widen"): the AMX engine stays off.
+  bool overridden = false;
 };
 
 // The rule, pure (rates in, engine out; the tests feed it synthetic numbers).
@@ -101,12 +107,12 @@ std::optional<double> measure_bf16_dot_vs_fma();
 // after. Throws what choose_bf16_engine throws (again at every call while the variable is bad).
 const Bf16EngineChoice& bf16_engine_choice();
 
-// The engine the bf16 kernels use now: "dot" or "widen" — the process's choice in the
-// avx512 build, "widen" in the avx2 build or while a test forces widening.
+// The engine the bf16 kernels use now: "amx", "dot" or "widen" — the process's choice in
+// the avx512 build, "widen" in the avx2 build or while a test forces widening.
 const char* bf16_engine();
 // The same with its reason, one line for `sparseattn impls` and benchmark contexts, e.g.
 // "dot (vdpbf16ps 0.98× the FMA FLOP rate)", "widen (SPARSEATTN_BF16_ENGINE; no
-// AVX512-BF16)", "widen (avx2 build)".
+// AVX512-BF16)", "widen (avx2 build)", "amx (AMX-BF16; vdpbf16ps 0.50× the FMA FLOP rate)".
 std::string bf16_engine_summary();
 // Forces the widening engine even where the dot engine was chosen (tests cover both on an
 // AVX512-BF16 machine); false: back to the process's choice. Set between calls only.
@@ -119,6 +125,17 @@ void set_bf16_force_dot(bool force);
 // Does the avx512 build's with_bf16_engine() take the dot engine now (a test's force, else
 // the process's choice)? The caller still checks cpu_has_avx512_bf16().
 bool bf16_dot_engine_selected();
+
+// Can the avx512 build's AMX engine run here (flash_tile_amx.h)? The CPU has AVX512-BF16
+// and AMX-BF16 with the tile state enabled (isa.h: cpu_has_amx_bf16) and Linux granted this
+// process the tile data (amx_permission, asked at the first call, cached). Fixed for a process.
+bool amx_available();
+// Does the avx512 build's with_bf16_engine() take the AMX engine now? amx_available(), no
+// test forcing an engine (set_bf16_force_widen / set_bf16_force_dot: those run the other
+// engines on an AMX machine) and SPARSEATTN_BF16_ENGINE unset or "auto" (a named engine
+// is honoured). AMX's TDPBF16PS is fast wherever it exists (this Intel Xeon: 3450 GFLOP
+// per CPU-second against ~230 for float32 FMAs, docs/benchmarks.md), so no rate is measured.
+bool bf16_amx_engine_selected();
 
 // RAII: forces the widening engine for a scope (tests).
 class ScopedBf16Widen {
