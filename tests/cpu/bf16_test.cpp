@@ -9,6 +9,7 @@
 // the bf16 entries with the others.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdlib>
@@ -17,7 +18,9 @@
 #include <string>
 
 #include "core/bfloat16.h"
+#include "core/check.h"
 #include "core/error.h"
+#include "reference/attention.h"
 #include "optimized/cpu/isa.h"
 #include "optimized/cpu/kernels_bf16.h"
 #include "registry/backward.h"
@@ -108,12 +111,19 @@ TEST(Bfloat16Rounding, Float64RoundsThroughFloat32) {
             1.0 + std::ldexp(1.0, -7));
 }
 
-// The engines this CPU can run: (isa, force widening; false: force the dot engine).
-std::vector<std::pair<cpu::Isa, bool>> engines() {
-  std::vector<std::pair<cpu::Isa, bool>> e;
+// The engines this CPU can run: (isa, force widening; false: force the dot engine, AMX:
+// force nothing, where the process takes the AMX engine).
+struct EngineRun {
+  cpu::Isa isa;
+  bool widen;
+  bool amx = false;
+};
+std::vector<EngineRun> engines() {
+  std::vector<EngineRun> e;
   for (const cpu::Isa isa : cpu::supported_isas()) {
-    e.emplace_back(isa, true);
-    if (isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) e.emplace_back(isa, false);
+    e.push_back({isa, true});
+    if (isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) e.push_back({isa, false});
+    if (isa == cpu::Isa::avx512 && cpu::bf16_amx_engine_selected()) e.push_back({isa, false, true});
   }
   return e;
 }
@@ -137,13 +147,13 @@ TEST(Bf16Entries, RoundInputsToNearestEvenThemselves) {
     if (kernel.dtype != DType::bfloat16 || kernel.target != Target::cpu) continue;
     if (!kernel.serves(pattern)) continue;
     SCOPED_TRACE(kernel.name);
-    for (const auto& [isa, widen] : engines()) {
-      const cpu::ScopedIsa forced(isa);
+    for (const EngineRun& run : engines()) {
+      const cpu::ScopedIsa forced(run.isa);
       std::optional<cpu::ScopedBf16Widen> forced_widen;
       std::optional<cpu::ScopedBf16Dot> forced_dot;  // whatever engine this process chose
-      if (widen) forced_widen.emplace();
-      else forced_dot.emplace();  // engines(): only with AVX512-BF16
-      SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + cpu::bf16_engine());
+      if (run.widen) forced_widen.emplace();
+      else if (!run.amx) forced_dot.emplace();  // engines(): only with AVX512-BF16
+      SCOPED_TRACE(std::string(cpu::isa_name(run.isa)) + " " + cpu::bf16_engine());
       Output a, b;
       kernel.run(raw, a);
       kernel.run(rounded, b);
@@ -378,15 +388,21 @@ TEST(Bf16Engine, ProcessChoiceFollowsTheRuleTheBuildAndTheSwitches) {
   const cpu::Bf16EngineChoice rule = cpu::choose_bf16_engine(choice.dot_vs_fma, env);
   EXPECT_EQ(choice.engine, rule.engine);
   EXPECT_EQ(choice.reason, rule.reason);
+  // A named engine keeps AMX off; otherwise AMX runs wherever it can (bf16_amx_engine_selected).
+  const std::string value = env ? env : "";
+  EXPECT_EQ(choice.overridden, value == "dot" || value == "widen");
+  const bool amx = !choice.overridden && cpu::amx_available();
+  EXPECT_EQ(cpu::bf16_amx_engine_selected(), amx);
   const bool dot = choice.engine == cpu::Bf16Engine::dot;
-  const std::string why = " (" + choice.reason + ")";
+  const char* automatic = amx ? "amx" : dot ? "dot" : "widen";
+  const std::string why = " (" + std::string(amx ? "AMX-BF16; " : "") + choice.reason + ")";
   for (const cpu::Isa isa : cpu::supported_isas()) {
     SCOPED_TRACE(cpu::isa_name(isa));
     const cpu::ScopedIsa forced(isa);
     const bool avx512 = isa == cpu::Isa::avx512;
-    EXPECT_STREQ(cpu::bf16_engine(), avx512 && dot ? "dot" : "widen");
+    EXPECT_STREQ(cpu::bf16_engine(), avx512 ? automatic : "widen");
     EXPECT_EQ(cpu::bf16_engine_summary(),
-              avx512 ? std::string(dot ? "dot" : "widen") + why : "widen (avx2 build)");
+              avx512 ? std::string(automatic) + why : "widen (avx2 build)");
     {
       const cpu::ScopedBf16Widen widen;
       EXPECT_STREQ(cpu::bf16_engine(), "widen");
@@ -397,13 +413,15 @@ TEST(Bf16Engine, ProcessChoiceFollowsTheRuleTheBuildAndTheSwitches) {
     } else {
       EXPECT_THROW(cpu::set_bf16_force_dot(true), InvalidArgument);
     }
-    EXPECT_STREQ(cpu::bf16_engine(), avx512 && dot ? "dot" : "widen");  // switches undone
+    EXPECT_STREQ(cpu::bf16_engine(), avx512 ? automatic : "widen");  // switches undone
   }
 }
 
-// bf16_engine() names the engine the kernels run: the two engines round differently (the
-// dot engine rounds P to bf16), so the entry's output without a switch is bit-identical to
-// its output with the reported engine forced, and (with AVX512-BF16) differs from the other.
+// bf16_engine() names the engine the kernels run: the engines round differently (the dot
+// engine rounds P to bf16, AMX sums in another order), so the entry's output without a
+// switch is bit-identical to its output with the reported engine forced, and (with
+// AVX512-BF16) differs from the other; the AMX engine, which no switch forces, differs from
+// both.
 TEST(Bf16Engine, ReportedEngineIsTheOneThatRuns) {
   try {
     cpu::bf16_engine_choice();
@@ -437,10 +455,133 @@ TEST(Bf16Engine, ReportedEngineIsTheOneThatRuns) {
       kernel.run(problem, dotted);
     }
     ASSERT_NE(dotted.o32.data, widened.o32.data);  // the observation can tell them apart
+    if (reported == "amx") {
+      EXPECT_NE(automatic.o32.data, dotted.o32.data);
+      EXPECT_NE(automatic.o32.data, widened.o32.data);
+      continue;
+    }
     EXPECT_EQ(automatic.o32.data, reported == "dot" ? dotted.o32.data : widened.o32.data)
         << "reported " << reported;
     EXPECT_EQ(automatic.lse32.data, reported == "dot" ? dotted.lse32.data : widened.lse32.data);
   }
+}
+
+// Where the CPU has AMX-BF16 (cpuid leaf 7, XCR0), Linux grants the tile state and the
+// avx512 build's bf16 kernels choose the AMX engine. (Where it lacks AMX this is a skip,
+// never a pass: nothing about the AMX engine is known then.)
+TEST(Bf16AmxEngine, IsChosenWhereTheCpuHasAmx) {
+  if (!cpu::isa_supported(cpu::Isa::avx512) || !cpu::cpu_has_amx_bf16() ||
+      !cpu::cpu_has_avx512_bf16())
+    GTEST_SKIP() << "this CPU lacks AMX-BF16 (cpuid leaf 7 EDX bits 22/24, XCR0 bits 17-18) "
+                    "or AVX512-BF16: the AMX engine cannot run here";
+  EXPECT_TRUE(cpu::amx_permission()) << "arch_prctl(ARCH_REQ_XCOMP_PERM) refused the tile state";
+  EXPECT_TRUE(cpu::amx_permission());  // cached: asking twice gives the same answer
+  EXPECT_TRUE(cpu::amx_available());
+  if (cpu::bf16_engine_choice().overridden)
+    GTEST_SKIP() << "SPARSEATTN_BF16_ENGINE names an engine: AMX stays off in this process";
+  const cpu::ScopedIsa forced(cpu::Isa::avx512);
+  EXPECT_TRUE(cpu::bf16_amx_engine_selected());
+  EXPECT_STREQ(cpu::bf16_engine(), "amx");
+  // And the kernels run it: the tile unit sums a row's products in another order than
+  // vdpbf16ps's lanes, so the AMX and dot outputs differ in some last bits (each within
+  // kTolBfloat16 of the oracle, cpu_kernels_test). A dispatch that ignored the choice
+  // would give identical outputs.
+  const Pattern pattern = materialize(testing_grid::token(PatternKind::dense, 0, 1, false, 64),
+                                      {1, 2, 300, 300});
+  const Problem problem = make_problem(testing_inputs::random_tensor({1, 2, 300, 64}, 5),
+                                       testing_inputs::random_tensor({1, 2, 300, 64}, 6),
+                                       testing_inputs::random_tensor({1, 2, 300, 64}, 7),
+                                       pattern, nullptr);
+  const Kernel& k01 = find_kernel("cpu_k01_dense_flash_bf16");
+  Output amx, dot;
+  k01.run(problem, amx);
+  {
+    const cpu::ScopedBf16Dot forced_dot;
+    k01.run(problem, dot);
+  }
+  ASSERT_EQ(amx.o32.data.size(), dot.o32.data.size());
+  size_t differ = 0;
+  double worst = 0.0;
+  for (size_t i = 0; i < amx.o32.data.size(); ++i) {
+    differ += amx.o32.data[i] != dot.o32.data[i];
+    worst = std::max(worst, std::fabs(double(amx.o32.data[i]) - dot.o32.data[i]));
+  }
+  EXPECT_GT(differ, 0u) << "the AMX and dot engines gave bit-identical outputs";
+  EXPECT_LT(worst, 1e-5);  // summation order only: 3e-8 when written
+}
+
+Tensor<double> to_double(const Tensor<float>& t) {
+  Tensor<double> d(t.shape);
+  for (size_t i = 0; i < t.data.size(); ++i) d.data[i] = t.data[i];
+  return d;
+}
+
+// The AMX engine against the dot engine (and both against the oracle on bf16-rounded
+// inputs) where its tiles have edges: 1..17 query rows (a part of a 16-row group, one
+// more than a group), chunks of 1..64 keys (one, two, a partial C tile), head_dim 1, 3,
+// 17, 33 (pairs % 16 = 1, 2, 9, 1: the tail tiles), 96, 128 (whole A tiles). k01 (dense)
+// reads its chunks in place, on a panel block; k02 (a window band) starts them off the
+// blocks, on odd keys too (K copied, V re-paired). Each pair of outputs within
+// kTolBfloat16; the AMX output is also checked against the oracle.
+TEST(Bf16AmxEngine, AgreesWithTheDotEngineOnEdgeShapes) {
+  if (!cpu::isa_supported(cpu::Isa::avx512) || !cpu::bf16_amx_engine_selected())
+    GTEST_SKIP() << "this CPU (or OS) cannot run the AMX engine, or SPARSEATTN_BF16_ENGINE "
+                    "names another: nothing to compare";
+  using testing_grid::token;
+  const cpu::ScopedIsa forced(cpu::Isa::avx512);
+  const Kernel& k01 = find_kernel("cpu_k01_dense_flash_bf16");
+  const Kernel& k02 = find_kernel("cpu_k02_window_band_bf16");
+  const Tolerance tol = kTolBfloat16;
+  int compared = 0;
+  for (const int64_t head_dim : {1, 3, 17, 33, 96, 128}) {
+    for (int64_t rows = 1; rows <= 17; ++rows) {
+      for (int64_t nc = 1; nc <= 64; ++nc) {
+        // k01: rows queries over nc keys, one chunk. k02: a causal band of nc keys over
+        // rows queries and 37 + nc keys, so the tile's chunk starts at key 37 - ... (odd
+        // and even starts as nc and rows vary).
+        const int64_t seq_len_k2 = 37 + nc;
+        const struct {
+          const Kernel* kernel;
+          PatternSpec spec;
+          int64_t seq_len_k;
+        } cases[] = {
+            {&k01, token(PatternKind::dense, 0, 1, false, 64), nc},
+            {&k02, token(PatternKind::window, nc - 1, 1, true, 64), seq_len_k2},
+        };
+        for (const auto& c : cases) {
+          SCOPED_TRACE(testing::Message() << c.kernel->name << " head_dim " << head_dim
+                                          << " rows " << rows << " keys " << c.seq_len_k
+                                          << " nc " << nc);
+          const uint64_t seed = static_cast<uint64_t>(head_dim * 100000 + rows * 100 + nc);
+          const Pattern pattern = materialize(c.spec, {1, 1, rows, c.seq_len_k});
+          const Tensor<double> q = round_to_bfloat16(
+              testing_inputs::random_tensor({1, 1, rows, head_dim}, seed));
+          const Tensor<double> k = round_to_bfloat16(
+              testing_inputs::random_tensor({1, 1, c.seq_len_k, head_dim}, seed + 1));
+          const Tensor<double> v = round_to_bfloat16(
+              testing_inputs::random_tensor({1, 1, c.seq_len_k, head_dim}, seed + 2));
+          const Problem problem = make_problem(q, k, v, pattern, nullptr);
+          Output amx, dot;
+          ASSERT_STREQ(cpu::bf16_engine(), "amx");
+          c.kernel->run(problem, amx);
+          {
+            const cpu::ScopedBf16Dot forced_dot;
+            ASSERT_STREQ(cpu::bf16_engine(), "dot");
+            c.kernel->run(problem, dot);
+          }
+          const CheckReport o = check_close(amx.o32, to_double(dot.o32), tol);
+          const CheckReport lse = check_close(amx.lse32, to_double(dot.lse32), tol);
+          ASSERT_TRUE(o.pass) << report_json(o, "o", tol);
+          ASSERT_TRUE(lse.pass) << report_json(lse, "lse", tol);
+          const AttentionResult oracle = a1_dense_masked(q, k, v, pattern, nullptr);
+          const CheckReport o_ref = check_close(amx.o32, oracle.o, tol);
+          ASSERT_TRUE(o_ref.pass) << report_json(o_ref, "o", tol);
+          ++compared;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 6 * 17 * 64 * 2);
 }
 
 }  // namespace

@@ -54,14 +54,18 @@ TEST(CpuDeterminism, BitIdenticalWithOneTwoAndThreeThreads) {
     SCOPED_TRACE(kernel.name);
     const bool bf16 = kernel.dtype == DType::bfloat16;
     for (const cpu::Isa isa : cpu::supported_isas())
-    for (const bool widen : {false, true}) {
+    for (const bool widen : {false, true})
+    for (const bool amx : {false, true}) {
     if (widen && !bf16) continue;  // the float32 kernels have one engine
+    // The AMX engine: nothing forced, where the process takes it.
+    if (amx && (widen || !bf16 || isa != cpu::Isa::avx512 || !cpu::bf16_amx_engine_selected()))
+      continue;
     SCOPED_TRACE(cpu::isa_name(isa));
     const cpu::ScopedIsa forced(isa);
     std::optional<cpu::ScopedBf16Widen> forced_widen;
     std::optional<cpu::ScopedBf16Dot> forced_dot;  // whatever engine this process chose
     if (widen) forced_widen.emplace();
-    else if (isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) forced_dot.emplace();
+    else if (!amx && isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) forced_dot.emplace();
     SCOPED_TRACE(bf16 ? cpu::bf16_engine() : "float32");
     PatternSpec spec = spec_for(kernel.name);
     // k09 serves no key padding (a cache has none, contract §2.11): its case runs without.

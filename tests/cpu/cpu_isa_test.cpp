@@ -99,14 +99,17 @@ TEST(CpuIsa, TheTwoBuildsComputeTheSameAnswerWithDifferentRounding) {
 }
 
 // Functions of the library (demangled name) that contain an instruction only AVX-512 CPUs
-// have: zmm registers, xmm/ymm 16-31, opmask registers, embedded broadcasts, bf16.
+// have: zmm registers, xmm/ymm 16-31, opmask registers, embedded broadcasts, bf16, and AMX
+// (tile instructions; every AMX CPU has AVX-512, so they too belong in the avx512 build).
 std::map<std::string, int> avx512_functions(const std::string& library) {
   std::map<std::string, int> found;
   const std::string cmd = "objdump -d --no-show-raw-insn -C '" + library + "' 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return found;
   const std::regex header(R"(^[0-9a-f]+ <(.*)>:$)");
-  const std::regex evex(R"(%zmm|%[xy]mm(1[6-9]|2[0-9]|3[01])\b|%k[1-7]\b|\{1to|^v\w*bf16)");
+  const std::regex evex(
+      R"(%zmm|%[xy]mm(1[6-9]|2[0-9]|3[01])\b|%k[1-7]\b|\{1to|^v\w*bf16|%tmm|)"
+      R"(^(ldtilecfg|sttilecfg|tilerelease)\b)");
   std::string function, line;
   char buf[4096];
   while (std::fgets(buf, sizeof buf, pipe) != nullptr) {

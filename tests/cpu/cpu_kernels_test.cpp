@@ -4,7 +4,8 @@
 // at the tolerance the kernel declares (which must be exactly kTolFloat32, or kTolBfloat16
 // for the bf16 kernels — nothing looser). A bf16 kernel is compared with the oracle
 // evaluated on the bf16-rounded inputs (docs/numerics.md), with each engine the CPU can
-// run (kernels_bf16.h: dot where AVX512-BF16 exists, widening always). The kernel list
+// run (kernels_bf16.h: AMX where the process takes it, dot where AVX512-BF16 exists,
+// widening always). The kernel list
 // comes from the registry, so a kernel added to registry/cpu_kernels.def is tested here
 // without another list.
 #include <gtest/gtest.h>
@@ -104,17 +105,21 @@ TEST(CpuRegistry, LadderIsRegisteredWithItsDtypesTolerance) {
   EXPECT_EQ(float32, 9);
 }
 
-// The bf16 engines this CPU can run, as (isa, force widening) pairs: the widening engine
-// in every build, the dot engine in the avx512 build where AVX512-BF16 exists.
+// The bf16 engines this CPU can run, as (isa, force widening, AMX) runs: the widening
+// engine in every build, the dot engine (forced) in the avx512 build where AVX512-BF16
+// exists, the AMX engine (nothing forced) there where the process takes it.
 struct Bf16Run {
   cpu::Isa isa;
   bool widen;
+  bool amx = false;
 };
 std::vector<Bf16Run> bf16_runs() {
   std::vector<Bf16Run> runs;
   for (const cpu::Isa isa : cpu::supported_isas()) {
     runs.push_back({isa, true});
     if (isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) runs.push_back({isa, false});
+    if (isa == cpu::Isa::avx512 && cpu::bf16_amx_engine_selected())
+      runs.push_back({isa, false, true});
   }
   return runs;
 }
@@ -158,7 +163,7 @@ TEST_P(CpuVsOracle, EveryServingKernelMatchesA1AtItsDtypesTolerance) {
       std::optional<cpu::ScopedBf16Widen> widen;
       std::optional<cpu::ScopedBf16Dot> dot;  // whatever engine this process chose
       if (run.widen) widen.emplace();
-      else if (run.isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) dot.emplace();
+      else if (!run.amx && run.isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) dot.emplace();
       SCOPED_TRACE(is_bf16(*kernel) ? cpu::bf16_engine() : "float32");
       Output out;
       kernel->run(problem, out);

@@ -61,10 +61,13 @@ std::set<std::string> expected_modern_servers(const PatternSpec& s) {
   return all;
 }
 
-// (isa, force the widening bf16 engine) pairs this CPU can run.
+// (isa, force the widening bf16 engine, AMX) runs this CPU can run: a bf16 kernel runs
+// widening, the dot engine (forced) where AVX512-BF16 exists and the AMX engine (nothing
+// forced) where the process takes it.
 struct IsaRun {
   cpu::Isa isa;
   bool widen;
+  bool amx = false;
 };
 std::vector<IsaRun> runs_for(const Kernel& k) {
   std::vector<IsaRun> runs;
@@ -72,6 +75,8 @@ std::vector<IsaRun> runs_for(const Kernel& k) {
     runs.push_back({isa, is_bf16(k)});
     if (is_bf16(k) && isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16())
       runs.push_back({isa, false});
+    if (is_bf16(k) && isa == cpu::Isa::avx512 && cpu::bf16_amx_engine_selected())
+      runs.push_back({isa, false, true});
   }
   return runs;
 }
@@ -107,7 +112,7 @@ TEST_P(ModernCpu, EveryModernKernelMatchesA1AtItsDtypesTolerance) {
       std::optional<cpu::ScopedBf16Widen> widen;
       std::optional<cpu::ScopedBf16Dot> dot;  // whatever engine this process chose
       if (run.widen) widen.emplace();
-      else if (run.isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) dot.emplace();
+      else if (!run.amx && run.isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) dot.emplace();
       SCOPED_TRACE(is_bf16(*kernel) ? cpu::bf16_engine() : "float32");
       Output out;
       kernel->run(problem, out);
@@ -155,7 +160,7 @@ TEST(ModernCpuSinks, RowsWithoutKeysEndAtTheSinkAndPaddedQueriesAtMinusInf) {
       std::optional<cpu::ScopedBf16Widen> widen;
       std::optional<cpu::ScopedBf16Dot> dot;  // whatever engine this process chose
       if (run.widen) widen.emplace();
-      else if (run.isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) dot.emplace();
+      else if (!run.amx && run.isa == cpu::Isa::avx512 && cpu::cpu_has_avx512_bf16()) dot.emplace();
       Output out;
       kernel->run(problem, out);
       ++kernels_run;
