@@ -8,6 +8,7 @@
 // cpu_kernels_test.cpp, cpu_selected_test.cpp and cpu_determinism_test.cpp, which cover
 // the bf16 entries with the others.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cfloat>
@@ -529,6 +530,13 @@ TEST(Bf16AmxEngine, AgreesWithTheDotEngineOnEdgeShapes) {
                     "names another: nothing to compare";
   using testing_grid::token;
   const cpu::ScopedIsa forced(cpu::Isa::avx512);
+  // One thread: 13056 tiny calls, whose OpenMP barriers would spin on a loaded machine
+  // (the outputs do not depend on it: CpuDeterminism).
+  struct OneThread {
+    int saved = omp_get_max_threads();
+    OneThread() { omp_set_num_threads(1); }
+    ~OneThread() { omp_set_num_threads(saved); }  // also when an ASSERT returns early
+  } one_thread;
   const Kernel& k01 = find_kernel("cpu_k01_dense_flash_bf16");
   const Kernel& k02 = find_kernel("cpu_k02_window_band_bf16");
   const Tolerance tol = kTolBfloat16;
