@@ -35,6 +35,7 @@ STEP_FILE = re.compile(r"^(optimized/cpu/kb?\d\d_[^/]*\.cpp|optimized/cuda/cb?\d
 ENGINE_HEADERS = (
     "optimized/cpu/flash_tile.h",
     "optimized/cpu/flash_tile_bf16.h",
+    "optimized/cpu/flash_tile_amx.h",
     "optimized/cpu/panel.h",
     "optimized/cpu/panel_bf16.h",
     "optimized/cpu/grad_block.h",

@@ -86,13 +86,14 @@ def bf16_engine() -> str:
     """The engine the bf16 CPU kernels (``cpu_k0*_bf16``) run in this process, and why: one
     line, e.g. ``"widen (vdpbf16ps 0.50× the FMA FLOP rate)"``, ``"dot (vdpbf16ps 0.98× the
     FMA FLOP rate)"``, ``"widen (SPARSEATTN_BF16_ENGINE; no AVX512-BF16)"``,
-    ``"widen (avx2 build)"``.
+    ``"widen (avx2 build)"``, ``"amx (AMX-BF16; vdpbf16ps 0.50× the FMA FLOP rate)"``.
 
-    The two engines round differently (docs/numerics.md), so the choice is made once per
-    process (optimized/cpu/kernels_bf16.h, contract §4.6): the ``vdpbf16ps`` ("dot") engine
-    where the CPU has AVX512-BF16 and a ~30 ms one-thread probe finds its FLOP rate at least
-    0.75× the float32 FMA's, the widening engine otherwise;
-    ``SPARSEATTN_BF16_ENGINE=auto|dot|widen`` fixes it.
+    The engines round differently (docs/numerics.md), so the choice is made once per
+    process (optimized/cpu/kernels_bf16.h, contract §4.6): the AMX ("amx") engine where the
+    CPU has AMX-BF16 and AVX512-BF16 and Linux grants the tile state; else the ``vdpbf16ps``
+    ("dot") engine where the CPU has AVX512-BF16 and a ~30 ms one-thread probe finds its
+    FLOP rate at least 0.75× the float32 FMA's, the widening engine otherwise;
+    ``SPARSEATTN_BF16_ENGINE=dot|widen`` fixes it (``auto``, the default, allows AMX).
 
     Returns
     -------

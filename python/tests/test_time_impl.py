@@ -90,7 +90,7 @@ def test_time_impl_refuses_nonfinite_inputs_as_attend_does():
 
 def test_bf16_engine_names_the_engine_and_why():
     line = sa.bf16_engine()
-    assert re.fullmatch(r"(dot|widen) \((vdpbf16ps \d\.\d\d× the FMA FLOP rate|no AVX512-BF16|avx2 build)\)",
+    assert re.fullmatch(r"(amx|dot|widen) \((AMX-BF16; )?(vdpbf16ps \d\.\d\d× the FMA FLOP rate|no AVX512-BF16|avx2 build)\)",
                         line), line
     assert sa.bf16_engine() == line  # fixed for the process
     if "avx512_bf16: no" in sa.cpu_isa():
