@@ -308,7 +308,11 @@ std::string bf16_bound(int64_t d, const std::string& engine) {
   if (engine.rfind("amx", 0) == 0)
     return used + fmt::format("AMX tiles run the products (TDPBF16PS, many times the FMA rate): "
                               "the float32 softmax and the tile loads/stores are what is left, "
-                              "≤ {:.1f}–{:.1f}× at d {} ((2d+c)/(c+1), c = 23 … 11)",
+                              "≤ {:.1f}–{:.1f}× at d {} ((2d+c)/(c+1), c = 23 … 11) for the "
+                              "tiles alone; the entry's passes over the inputs that do not shrink "
+                              "with the products — the float32 guard, rounding q, k, v to bf16, "
+                              "packing the panels — take the rest (a profile of each: "
+                              "docs/benchmarks.md)",
                               ratio(0.0, kSoftmaxOpsAll), ratio(0.0, kSoftmaxOpsFmaMul), d);
   // vdpbf16ps: two bf16 products per float32 lane, so QKᵀ and PV cost d instead of 2d FMA
   // slots per vector of scores, when it issues at the FMA's rate; the softmax stays float32.
