@@ -26,6 +26,7 @@
 #include "optimized/cpu/kernels_bf16.h"
 #include "registry/backward.h"
 #include "registry/registry.h"
+#include "tests/cpu/output_diff.h"
 #include "tests/reference/grid.h"
 #include "core/seeded_inputs.h"
 
@@ -501,14 +502,9 @@ TEST(Bf16AmxEngine, IsChosenWhereTheCpuHasAmx) {
     k01.run(problem, dot);
   }
   ASSERT_EQ(amx.o32.data.size(), dot.o32.data.size());
-  size_t differ = 0;
-  double worst = 0.0;
-  for (size_t i = 0; i < amx.o32.data.size(); ++i) {
-    differ += amx.o32.data[i] != dot.o32.data[i];
-    worst = std::max(worst, std::fabs(double(amx.o32.data[i]) - dot.o32.data[i]));
-  }
-  EXPECT_GT(differ, 0u) << "the AMX and dot engines gave bit-identical outputs";
-  EXPECT_LT(worst, 1e-5);  // summation order only: 3e-8 when written
+  const testing_cpu::OutputDiff diff = testing_cpu::output_diff(amx.o32, dot.o32);
+  EXPECT_GT(diff.differ, 0u) << "the AMX and dot engines gave bit-identical outputs";
+  EXPECT_LT(diff.worst, 1e-5);  // summation order only: 3e-8 when written
 }
 
 Tensor<double> to_double(const Tensor<float>& t) {

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "optimized/cpu/isa.h"
 #include "registry/registry.h"
+#include "tests/cpu/output_diff.h"
 #include "tests/reference/grid.h"
 #include "core/seeded_inputs.h"
 
@@ -88,14 +89,9 @@ TEST(CpuIsa, TheTwoBuildsComputeTheSameAnswerWithDifferentRounding) {
     k01.run(problem, wide);
   }
   ASSERT_EQ(narrow.o32.data.size(), wide.o32.data.size());
-  size_t differ = 0;
-  double worst = 0.0;
-  for (size_t i = 0; i < wide.o32.data.size(); ++i) {
-    differ += narrow.o32.data[i] != wide.o32.data[i];
-    worst = std::max(worst, std::abs(double(narrow.o32.data[i]) - wide.o32.data[i]));
-  }
-  EXPECT_GT(differ, 0u) << "the avx2 and avx512 builds gave bit-identical outputs";
-  EXPECT_LT(worst, 1e-5);
+  const testing_cpu::OutputDiff diff = testing_cpu::output_diff(narrow.o32, wide.o32);
+  EXPECT_GT(diff.differ, 0u) << "the avx2 and avx512 builds gave bit-identical outputs";
+  EXPECT_LT(diff.worst, 1e-5);
 }
 
 // Functions of the library (demangled name) that contain an instruction only AVX-512 CPUs
