@@ -1,9 +1,11 @@
 // 64-byte-aligned float storage for the CPU engines' panels and tile scratch.
 //
 // Why: a 512-bit load from an address that is not a multiple of 64 spans two cache lines
-// and costs two of the core's load slots. new[] and std::vector give 16-byte alignment, so
-// three of every four vector loads of a panel block were split. Measured with
-// engine_probe.h's micro-kernels (docs/benchmarks.md, "What bounds a kernel: the note").
+// and costs two of the core's load slots. new[] and std::vector give 16-byte alignment and
+// a panel block's rows are 128 bytes apart, so a block whose base sat 16, 32 or 48 bytes
+// off a line had every vector load split. Measured with a stand-alone copy of the QKᵀ
+// micro-kernel and with engine_probe.h (docs/benchmarks.md, "What bounds a kernel: the
+// note"; optimized/cpu/TUNING.md). Used by the float32 engine (panel.h, flash_tile.h).
 #pragma once
 
 #include <cstddef>

@@ -30,14 +30,15 @@
 // to the dot engine, within kTolBfloat16 of the oracle as both are (docs/numerics.md).
 // Use: with_bf16_engine() picks it first when bf16_amx_engine_selected() (kernels_bf16.h),
 // which requires amx_available(): the CPU has AMX-TILE, AMX-BF16 and AVX512-BF16 — P's
-// conversion is vcvtne2ps2bf16 — XCR0 enables the tile state, and the kernel granted it
+// conversion is vcvtne2ps2bf16 — XCR0 enables the tile state, and the Linux kernel granted it
 // (arch_prctl(ARCH_REQ_XCOMP_PERM), isa.cpp), so no AMX instruction runs without them. begin() loads the tile configuration (another library
 // in the process, oneDNN say, may have configured this thread's tiles differently);
 // finish() and the destructor release the tiles (TILERELEASE).
-// Measured: docs/benchmarks.md, "Every target in one run: 2026-12-02, on an Intel Xeon
-// machine", the AMX paragraph (2 threads, per CPU-second): bf16 / float32 1.98× dense
-// head_dim 64 n 4096, 1.45× window w256 and 1.52× BigBird b64 r3 at n 16384 (threshold
-// 1.6×: met for dense only; the dot engine 0.62–0.66×). Tuning log: optimized/cpu/TUNING.md.
+// Measured: docs/benchmarks.md, "Every target in one run, after this round's changes:
+// 2026-12-02 08:47, Intel Xeon" (idle, 2 threads, per CPU-second): bf16 / float32 2.08×
+// dense head_dim 64 and 2.44× head_dim 128 at n 4096, 1.35× window w256 and 1.49× BigBird
+// b64 r3 at n 16384 (threshold 1.6×: met for dense d 64 and 128). The engine's own A/B
+// against dot and widen: the AMX paragraph before it. Tuning log: optimized/cpu/TUNING.md.
 //
 // Include flash_tile_bf16.h, not this file: it is read there, between Bf16Tile and
 // with_bf16_engine, inside no ISA region.

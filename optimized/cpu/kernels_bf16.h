@@ -70,9 +70,11 @@ enum class Bf16Engine { dot, widen };
 // halves the multiply-add instructions of Q·Kᵀ and P·V but adds work the widening engine
 // does not have (P rounded to bf16, V re-paired per chunk), so it wins only where
 // vdpbf16ps keeps most of the FMA's FLOP rate. The two machines measured (docs/benchmarks.md,
-// "Every target in one run") sit far on either side: Zen 5, ratio about 1.0 (vdpbf16ps
-// at the FMA's FLOP rate; not yet read with this probe), dot engine 1.35–2.4× float32; an Intel Xeon (one 512-bit vdpbf16ps per two cycles against two FMAs
-// per cycle), ratio 0.50, dot engine 0.65–0.78× float32 where widening gave 0.87–1.00×.
+// "Every target in one run") sit far on either side: Zen 5, ratio about 1.0 (inferred
+// from the dot engine's speed-ups there, not read with this probe), dot engine 1.35–1.79×
+// float32 at 2 threads (up to 2.41× on one thread, TUNING.md); an Intel Xeon (one 512-bit
+// vdpbf16ps per two cycles against two FMAs per cycle), ratio 0.50, dot engine 0.65–0.78×
+// float32 where widening gave 0.87–1.00×.
 // 0.75 is the midpoint, 0.25 from each: the probe's run-to-run noise (a few %) cannot
 // move either machine across it.
 inline constexpr double kBf16DotMinRatio = 0.75;
@@ -133,8 +135,9 @@ bool amx_available();
 // Does the avx512 build's with_bf16_engine() take the AMX engine now? amx_available(), no
 // test forcing an engine (set_bf16_force_widen / set_bf16_force_dot: those run the other
 // engines on an AMX machine) and SPARSEATTN_BF16_ENGINE unset or "auto" (a named engine
-// is honoured). AMX's TDPBF16PS is fast wherever it exists (this Intel Xeon: 3450 GFLOP
-// per CPU-second against ~230 for float32 FMAs, docs/benchmarks.md), so no rate is measured.
+// is honoured). No rate is measured for AMX: on the one AMX machine measured (this
+// round's Intel Xeon) TDPBF16PS ran at 3450 GFLOP per CPU-second against ~230 for float32
+// FMAs (a stand-alone program, not in the repository; docs/benchmarks.md).
 bool bf16_amx_engine_selected();
 
 // RAII: forces the widening engine for a scope (tests).

@@ -83,7 +83,7 @@ def cpu_isa() -> str:
 
 
 def bf16_engine() -> str:
-    """The engine the bf16 CPU kernels (``cpu_k0*_bf16``) run in this process, and why: one
+    """The engine the bf16 twins of k01–k06 (``cpu_k01_dense_flash_bf16`` … ``cpu_k06_generic_tiles_bf16``) run in this process, and why: one
     line, e.g. ``"widen (vdpbf16ps 0.50× the FMA FLOP rate)"``, ``"dot (vdpbf16ps 0.98× the
     FMA FLOP rate)"``, ``"widen (SPARSEATTN_BF16_ENGINE; no AVX512-BF16)"``,
     ``"widen (avx2 build)"``, ``"amx (AMX-BF16; vdpbf16ps 0.50× the FMA FLOP rate)"``.
