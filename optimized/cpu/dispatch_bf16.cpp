@@ -3,8 +3,6 @@
 // (flash_tile_bf16.h) takes the dot engine only on a CPU with AVX512-BF16 and only when
 // this process chose it (bf16_engine_choice below: measured rates, SPARSEATTN_BF16_ENGINE),
 // and the AMX engine before it where bf16_amx_engine_selected().
-#include <time.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -15,6 +13,7 @@
 #include "optimized/cpu/isa_kernels.h"
 #include "optimized/cpu/kernels_bf16.h"
 #include "optimized/cpu/selected_kernels.h"
+#include "optimized/cpu/thread_clock.h"
 
 namespace sparseattn::cpu {
 namespace {
@@ -23,12 +22,6 @@ enum Forced : int { kNone = 0, kWiden = 1, kDot = 2 };
 std::atomic<int> g_forced{kNone};
 
 const char* kEngineVariable = "SPARSEATTN_BF16_ENGINE";
-
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 // Thread CPU seconds of f(iterations): time slices lost to other jobs do not count.
 template <class F>

@@ -4,8 +4,6 @@
 // compiler cannot drop.
 #include "optimized/cpu/engine_probe.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <random>
@@ -13,16 +11,11 @@
 
 #include "core/error.h"
 #include "optimized/cpu/flash_tile.h"
+#include "optimized/cpu/thread_clock.h"
 
 SPARSEATTN_ISA_BEGIN
 
 namespace {
-
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 // Best of `repeats` CPU times of f().
 template <class F>

@@ -265,15 +265,10 @@ class Bf16AmxTile : public Bf16Tile {
   bool configured_ = false;
 };
 
-struct Bf16AmxEngine {
-  using Elem = uint16_t;
+// The dot engine's policy (element type, panels — already AMX's layouts — and packer)
+// with the AMX tile.
+struct Bf16AmxEngine : Bf16DotEngine {
   using Tile = Bf16AmxTile;
-  using Panel = KeyPanelBf16;  // the dot engine's panels: already AMX's layouts
-  template <class KeyAt>
-  static void pack(const uint16_t* k, const uint16_t* v, int64_t head_dim, int64_t head_dim_v,
-                   int64_t count, KeyAt key_at, Panel& p) {
-    pack_keys_bf16(k, v, head_dim, head_dim_v, count, key_at, p);
-  }
   static std::vector<Panel> pack_all(const InputsBf16& in) {
     return pack_all_heads<Bf16AmxEngine>(in);
   }

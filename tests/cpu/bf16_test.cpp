@@ -488,12 +488,7 @@ TEST(Bf16AmxEngine, IsChosenWhereTheCpuHasAmx) {
   // vdpbf16ps's lanes, so the AMX and dot outputs differ in some last bits (each within
   // kTolBfloat16 of the oracle, cpu_kernels_test). A dispatch that ignored the choice
   // would give identical outputs.
-  const Pattern pattern = materialize(testing_grid::token(PatternKind::dense, 0, 1, false, 64),
-                                      {1, 2, 300, 300});
-  const Problem problem = make_problem(testing_inputs::random_tensor({1, 2, 300, 64}, 5),
-                                       testing_inputs::random_tensor({1, 2, 300, 64}, 6),
-                                       testing_inputs::random_tensor({1, 2, 300, 64}, 7),
-                                       pattern, nullptr);
+  const Problem problem = testing_cpu::two_paths_problem();
   const Kernel& k01 = find_kernel("cpu_k01_dense_flash_bf16");
   Output amx, dot;
   k01.run(problem, amx);

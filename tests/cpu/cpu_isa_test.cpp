@@ -72,12 +72,7 @@ TEST(CpuIsa, ThePeakProbeUsesTheBuildsVectors) {
 // dispatch ignored the choice, the outputs would be identical.
 TEST(CpuIsa, TheTwoBuildsComputeTheSameAnswerWithDifferentRounding) {
   if (!cpu::isa_supported(Isa::avx512)) GTEST_SKIP() << "this CPU has no AVX-512: one build only";
-  const Pattern pattern = materialize(testing_grid::token(PatternKind::dense, 0, 1, false, 64),
-                                      {1, 2, 300, 300});
-  const Problem problem = make_problem(testing_inputs::random_tensor({1, 2, 300, 64}, 5),
-                                       testing_inputs::random_tensor({1, 2, 300, 64}, 6),
-                                       testing_inputs::random_tensor({1, 2, 300, 64}, 7),
-                                       pattern, nullptr);
+  const Problem problem = testing_cpu::two_paths_problem();
   const Kernel& k01 = find_kernel("cpu_k01_dense_flash");
   Output narrow, wide;
   {
